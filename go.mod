@@ -1,0 +1,12 @@
+module txexec
+
+go 1.26.0
+
+require (
+	github.com/mattn/go-sqlite3 v1.14.53
+	github.com/seccomp/libseccomp-golang v0.11.1
+	github.com/stretchr/testify v1.12.1
+	golang.org/x/sys v0.49.0
+)
+
+require go.yaml.in/yaml/v3 v3.0.5 // indirect

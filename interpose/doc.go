@@ -1,0 +1,30 @@
+// Package interpose is the mechanism under the supervisor: it starts a
+// command under a seccomp filter with a user-notification listener, receives
+// and answers its system calls, reads and writes its memory, installs
+// descriptors into it (ADDFD), and traces its process tree with ptrace.
+//
+// It owns: the init stub (a re-executed txexec that installs the filter on
+// one locked thread, hands the listener back over SCM_RIGHTS and then execs
+// the command); filter compilation (libseccomp, loaded with a raw seccomp(2)
+// so that SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV can be set); the
+// notification worker pool; Call, Arg, Memory and Reply; the ptrace tracer
+// thread (fork/vfork/clone/exec events, group-stops, signal re-injection,
+// execve path rewriting and its re-check at PTRACE_EVENT_EXEC).
+//
+// It must not know about transactions, files or the meaning of any system
+// call beyond execve's register layout: what to do with a call is decided by
+// the Handler and ProcessEvents it is given.
+//
+// Linux analogue: the system-call entry path and ptrace. Unlike the kernel,
+// a reply can fail because the caller was killed while we served it: callers
+// of Reply must tolerate that (the process is dying).
+//
+// Invariants:
+//   - A Call whose memory was read is never answered with CONTINUE (enforced
+//     in Call.send, DESIGN §4.1).
+//   - Every ptrace request is made from the tracer's locked thread.
+//   - The tracer waits with __WNOTHREAD, so sessions in one process never see
+//     each other's children.
+//
+// Lock order: tracer.mu and listener.mu are leaves.
+package interpose

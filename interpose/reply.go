@@ -1,0 +1,112 @@
+package interpose
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
+
+type replyKind uint8
+
+const (
+	replyValue replyKind = iota
+	replyErrno
+	replyContinue
+	replyFD
+)
+
+// Reply is a handler's answer to a Call: a return value, an errno, a
+// descriptor to install in the caller, or (for calls decided by register
+// values alone) CONTINUE.
+type Reply struct {
+	kind  replyKind
+	val   int64
+	errno unix.Errno
+	// fd is a supervisor descriptor installed into the caller with ADDFD;
+	// the reply closes it.
+	fd      int
+	cloexec bool
+}
+
+// Return answers the call with value v.
+func Return(v int64) Reply { return Reply{kind: replyValue, val: v} }
+
+// Fail answers the call with errno e.
+func Fail(e unix.Errno) Reply { return Reply{kind: replyErrno, errno: e} }
+
+// Continue lets the kernel execute the call itself. Only for calls whose
+// decision depends on register values alone; a Call whose memory was read
+// refuses to send it (see Call.memRead).
+func Continue() Reply { return Reply{kind: replyContinue} }
+
+// InstallFD answers the call with a new descriptor in the caller that refers
+// to the supervisor's descriptor fd (ADDFD with SEND: atomically installed
+// and returned). The reply takes ownership of fd.
+func InstallFD(fd int, cloexec bool) Reply { return Reply{kind: replyFD, fd: fd, cloexec: cloexec} }
+
+// FromError turns a handler error into a reply: a unix.Errno is returned to
+// the caller as is; anything else is an internal error, reported as EIO.
+func FromError(err error) Reply {
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return Fail(e)
+	}
+	return Fail(unix.EIO)
+}
+
+// IsErrno reports whether r fails with e.
+func (r Reply) IsErrno(e unix.Errno) bool { return r.kind == replyErrno && r.errno == e }
+
+// Result describes the reply for tracing: the value or -errno, and whether
+// it was a CONTINUE.
+func (r Reply) Result() (val int64, errno unix.Errno, cont bool) {
+	switch r.kind {
+	case replyErrno:
+		return -1, r.errno, false
+	case replyContinue:
+		return 0, 0, true
+	case replyFD:
+		return int64(r.fd), 0, false
+	}
+	return r.val, 0, false
+}
+
+// IsFD reports whether the reply installs a descriptor.
+func (r Reply) IsFD() bool { return r.kind == replyFD }
+
+// send delivers the reply for c. It returns the value the caller sees (the
+// installed descriptor number for InstallFD). A failed send means the caller
+// was interrupted by a fatal signal or killed: it is dying and the result is
+// lost, which the caller of send reports.
+func (c *Call) send(r Reply) (int64, error) {
+	fd := c.listener.fd
+	switch r.kind {
+	case replyFD:
+		defer unix.Close(r.fd)
+		var flags uint32
+		if r.cloexec {
+			flags = unix.O_CLOEXEC
+		}
+		a := seccompNotifAddfd{ID: c.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(r.fd), NewfdFlags: flags}
+		n, err := notifAddfd(fd, &a)
+		if err != nil {
+			// EMFILE etc. must still reach the caller; ENOENT means it is gone.
+			if errno, ok := err.(unix.Errno); ok && errno != unix.ENOENT {
+				return -1, notifSend(fd, &seccompNotifResp{ID: c.ID, Error: -int32(errno)})
+			}
+			return -1, err
+		}
+		return int64(n), nil
+	case replyContinue:
+		if c.memRead {
+			// Enforced, not remembered: see Call.memRead.
+			return -1, notifSend(fd, &seccompNotifResp{ID: c.ID, Error: -int32(unix.EIO)})
+		}
+		return 0, notifSend(fd, &seccompNotifResp{ID: c.ID, Flags: unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE})
+	case replyErrno:
+		return -1, notifSend(fd, &seccompNotifResp{ID: c.ID, Error: -int32(r.errno)})
+	}
+	return r.val, notifSend(fd, &seccompNotifResp{ID: c.ID, Val: r.val})
+}
+
+var errContinueAfterRead = errors.New("CONTINUE refused: the handler read tracee memory")

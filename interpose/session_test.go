@@ -1,0 +1,134 @@
+package interpose
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+func TestMain(m *testing.M) {
+	RunStubIfRequested()
+	os.Exit(m.Run())
+}
+
+// hostExec is a minimal ProcessEvents: exec the path as given (relative to
+// the tracee's real cwd), as a plain host would.
+type hostExec struct {
+	mu     sync.Mutex
+	clones int
+	execs  []string
+}
+
+func (h *hostExec) Clone(parent, child int, flags uint64) {
+	h.mu.Lock()
+	h.clones++
+	h.mu.Unlock()
+}
+func (h *hostExec) Exec(req *ExecRequest) ExecPlan {
+	p, err := req.ReadPath(req.PathAddr)
+	if err != nil {
+		return ExecPlan{Errno: err.(unix.Errno)}
+	}
+	if !filepath.IsAbs(p) {
+		cwd, _ := os.Readlink("/proc/" + itoa(req.Tid) + "/cwd")
+		p = filepath.Join(cwd, p)
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return ExecPlan{Errno: err.(unix.Errno)}
+	}
+	h.mu.Lock()
+	h.execs = append(h.execs, p)
+	h.mu.Unlock()
+	return ExecPlan{Path: p, Expect: FileID{Dev: st.Dev, Ino: st.Ino}}
+}
+func (h *hostExec) Execed(tgid, former int)            {}
+func (h *hostExec) Exited(tid int, ws unix.WaitStatus) {}
+
+func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(i)) }
+func fmtInt(i int) string {
+	return string(append([]byte(nil), []byte(func() string {
+		b := []byte{}
+		for i > 0 || len(b) == 0 {
+			b = append([]byte{byte('0' + i%10)}, b...)
+			i /= 10
+		}
+		return string(b)
+	}())...))
+}
+
+// getuidHandler answers getuid with 4242 and lets everything else run.
+type getuidHandler struct{}
+
+func (getuidHandler) Handle(c *Call) Reply {
+	if c.Nr == unix.SYS_GETUID {
+		return Return(4242)
+	}
+	return Continue()
+}
+
+func run(t *testing.T, h Handler, argv ...string) (string, int) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	require.NoError(t, err)
+	defer r.Close()
+	s, err := Start(Config{
+		Argv:    argv,
+		Env:     os.Environ(),
+		Files:   [3]*os.File{os.Stdin, w, os.Stderr},
+		Handler: h,
+		Events:  &hostExec{},
+		Rules: allowRest([]Rule{
+			{Nr: unix.SYS_EXECVE, Action: ActTrace}, {Nr: unix.SYS_EXECVEAT, Action: ActTrace},
+			{Nr: unix.SYS_GETUID, Action: ActNotify},
+		}),
+	})
+	require.NoError(t, err)
+	w.Close()
+	var out bytes.Buffer
+	_, _ = out.ReadFrom(r)
+	ws, err := s.Wait()
+	require.NoError(t, err)
+	return out.String(), ExitStatus(ws)
+}
+
+// allowRest adds ActAllow for every number below 470 without a rule.
+func allowRest(rules []Rule) []Rule {
+	have := map[int]bool{}
+	for _, r := range rules {
+		have[r.Nr] = true
+	}
+	for nr := 0; nr < 470; nr++ {
+		if !have[nr] {
+			rules = append(rules, Rule{Nr: nr, Action: ActAllow})
+		}
+	}
+	return rules
+}
+
+func TestSessionRunsCommandAndServesCalls(t *testing.T) {
+	out, st := run(t, getuidHandler{}, "/bin/sh", "-c", "id -u; exit 3")
+	assert.Equal(t, "4242\n", out)
+	assert.Equal(t, 3, st)
+}
+
+func TestSessionForkStormAndSignals(t *testing.T) {
+	out, st := run(t, getuidHandler{}, "/bin/sh", "-c", `for i in 1 2 3 4 5 6 7 8; do (id -u >/dev/null; echo $i) & done | sort | tr -d '\n'; kill -TERM $$`)
+	assert.Equal(t, "12345678", out)
+	assert.Equal(t, 128+15, st)
+}
+
+func TestSessionCommandNotFound(t *testing.T) {
+	_, err := exec.LookPath("/nonexistent-xyz")
+	require.Error(t, err)
+	_, st := run(t, getuidHandler{}, "/nonexistent-xyz")
+	assert.Equal(t, 127, st)
+}

@@ -1,0 +1,80 @@
+package interpose
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"runtime"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// StubEnv marks a re-executed txexec as the init stub. The binary's main (and
+// a test binary's TestMain) calls RunStubIfRequested first thing.
+const StubEnv = "_TXEXEC_STUB"
+
+// The stub inherits the control socket as descriptor 3.
+const stubSockFD = 3
+
+// RunStubIfRequested turns the process into the stub when it was started as
+// one, and never returns in that case.
+func RunStubIfRequested() {
+	if os.Getenv(StubEnv) != "1" {
+		return
+	}
+	runtime.LockOSThread()
+	err := stubMain()
+	fmt.Fprintf(os.Stderr, "txexec: %v\n", err)
+	os.Exit(127)
+}
+
+// stubMain is the child side of the start-up handshake, on one locked OS
+// thread:
+//  1. read the BPF program from the control socket (the command is argv);
+//  2. install the filter on this thread (NEW_LISTENER | WAIT_KILLABLE_RECV);
+//  3. send the listener and this thread's id back (SCM_RIGHTS);
+//  4. wait until the supervisor has ptrace-seized this thread;
+//  5. execve the command: the filter hands that execve to the tracer, which
+//     resolves the command in the transaction's view.
+func stubMain() error {
+	os.Unsetenv(StubEnv)
+	sock := os.NewFile(stubSockFD, "txexec-control")
+	msg := make([]byte, 1<<20)
+	n, err := sock.Read(msg)
+	if err != nil {
+		return fmt.Errorf("stub: read start message: %w", err)
+	}
+	prog, err := decodeBPF(msg[:n])
+	if err != nil {
+		return err
+	}
+	argv := os.Args[1:]
+	if len(argv) == 0 {
+		return fmt.Errorf("stub: no command")
+	}
+	unix.CloseOnExec(stubSockFD)
+	if os.Geteuid() != 0 {
+		// Without CAP_SYS_ADMIN the kernel accepts a filter only under
+		// no_new_privs (which also disables setuid for the command).
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("stub: set no_new_privs: %w", err)
+		}
+	}
+	lfd, err := loadFilter(prog)
+	if err != nil {
+		return fmt.Errorf("stub: install seccomp filter: %w", err)
+	}
+	var tid [4]byte
+	binary.NativeEndian.PutUint32(tid[:], uint32(unix.Gettid()))
+	if err := unix.Sendmsg(stubSockFD, tid[:], unix.UnixRights(lfd), nil, 0); err != nil {
+		return fmt.Errorf("stub: send listener: %w", err)
+	}
+	unix.Close(lfd)
+	var ack [1]byte
+	if n, err := sock.Read(ack[:]); err != nil || n != 1 {
+		return fmt.Errorf("stub: supervisor went away")
+	}
+	err = syscall.Exec(argv[0], argv, os.Environ())
+	return fmt.Errorf("%s: %w", argv[0], err)
+}

@@ -1,0 +1,359 @@
+package interpose
+
+import (
+	"fmt"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// FileID identifies a file by device and inode.
+type FileID struct{ Dev, Ino uint64 }
+
+// ExecRequest is an execve or execveat stopped by the filter (ActTrace) before
+// the kernel reads its arguments. The handler resolves the path in the
+// caller's view and returns the host file the kernel must execute.
+type ExecRequest struct {
+	Tid      int
+	Nr       int // unix.SYS_EXECVE or unix.SYS_EXECVEAT
+	Dirfd    int32
+	PathAddr uintptr
+	ArgvAddr uintptr
+	EnvpAddr uintptr
+	Flags    int32
+	Memory
+}
+
+// ExecPlan is how to run an exec request.
+type ExecPlan struct {
+	// Errno, when set, fails the call without running it.
+	Errno unix.Errno
+	// Path is the absolute host path the kernel executes.
+	Path string
+	// ArgvPrefix, when set, replaces argv[0] (interpreter scripts: the
+	// interpreter, its optional argument and the script's name as given).
+	ArgvPrefix []string
+	// Expect is the executable the new image must come from. It is checked
+	// at PTRACE_EVENT_EXEC; a mismatch (another thread rewrote the path
+	// between our check and the kernel's read) kills the process.
+	Expect FileID
+}
+
+// ProcessEvents receives the process-tree events. It is called on the
+// tracer's thread while the threads concerned are stopped.
+type ProcessEvents interface {
+	// Clone reports that parent created child. flags are the clone flags
+	// (SIGCHLD for fork, CLONE_VM|CLONE_VFORK|SIGCHLD for vfork). The child
+	// has not run yet.
+	Clone(parent, child int, flags uint64)
+	// Exec plans an execve/execveat.
+	Exec(req *ExecRequest) ExecPlan
+	// Execed reports that thread group tgid now runs a new image; formerTid
+	// is the thread that called execve (its id is gone if it differs).
+	Execed(tgid, formerTid int)
+	// Exited reports that thread tid has ended.
+	Exited(tid int, ws unix.WaitStatus)
+}
+
+const ptraceOptions = unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK |
+	unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC |
+	unix.PTRACE_O_TRACESECCOMP | unix.PTRACE_O_EXITKILL
+
+// __WNOTHREAD: wait only for this thread's children and tracees, so that
+// several sessions in one process (tests) never see each other's events.
+const waitNoThread = 0x20000000
+
+// tracer owns every ptrace operation; it runs on one locked OS thread, since
+// ptrace requests must come from the thread that attached.
+type tracer struct {
+	events ProcessEvents
+	logf   func(string, ...any)
+
+	mu sync.Mutex
+	// live holds every traced thread that has not exited. Guarded by mu.
+	live map[int]bool
+
+	// The fields below are touched only on the tracer thread.
+	// known: threads whose creation the parent's event has reported.
+	known map[int]bool
+	// held: new threads stopped before their parent's event arrived.
+	held map[int]bool
+	// expect: the executable planned for a pending exec, by calling thread.
+	expect map[int]FileID
+	// execPath: the host path planned for a pending exec, for messages.
+	execPath map[int]string
+}
+
+func newTracer(events ProcessEvents, logf func(string, ...any)) *tracer {
+	return &tracer{
+		events: events, logf: logf,
+		live: map[int]bool{}, known: map[int]bool{}, held: map[int]bool{},
+		expect: map[int]FileID{}, execPath: map[int]string{},
+	}
+}
+
+func (t *tracer) seize(tid int) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, unix.PTRACE_SEIZE, uintptr(tid), 0, ptraceOptions, 0, 0)
+	if e != 0 {
+		return fmt.Errorf("ptrace seize %d: %w", tid, e)
+	}
+	t.mu.Lock()
+	t.live[tid] = true
+	t.mu.Unlock()
+	t.known[tid] = true
+	return nil
+}
+
+// liveTids returns the traced threads still running.
+func (t *tracer) liveTids() []int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]int, 0, len(t.live))
+	for tid := range t.live {
+		out = append(out, tid)
+	}
+	return out
+}
+
+// run serves ptrace stops until every traced thread has exited. cmd is the
+// command's pid, whose status it returns.
+func (t *tracer) run(cmd int) unix.WaitStatus {
+	var cmdStatus unix.WaitStatus
+	for {
+		var ws unix.WaitStatus
+		tid, err := unix.Wait4(-1, &ws, unix.WALL|waitNoThread, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil { // ECHILD: nothing left to wait for
+			return cmdStatus
+		}
+		switch {
+		case ws.Exited() || ws.Signaled():
+			if tid == cmd {
+				cmdStatus = ws
+			}
+			t.gone(tid)
+			t.events.Exited(tid, ws)
+			if len(t.liveTids()) == 0 {
+				return cmdStatus
+			}
+		case ws.Stopped():
+			t.stopped(tid, ws)
+		}
+	}
+}
+
+func (t *tracer) gone(tid int) {
+	t.mu.Lock()
+	delete(t.live, tid)
+	t.mu.Unlock()
+	delete(t.known, tid)
+	delete(t.held, tid)
+	delete(t.expect, tid)
+	delete(t.execPath, tid)
+}
+
+func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
+	t.mu.Lock()
+	t.live[tid] = true
+	t.mu.Unlock()
+	sig := ws.StopSignal()
+	cause := int(uint32(ws) >> 16)
+	switch cause {
+	case unix.PTRACE_EVENT_STOP:
+		switch sig {
+		case unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+			// Group-stop: stay stopped, but let SIGCONT and the real
+			// parent's wait see it as without a tracer.
+			ptrace(unix.PTRACE_LISTEN, tid, 0, 0)
+			return
+		}
+		if !t.known[tid] {
+			// A new thread whose parent's event we have not seen yet:
+			// keep it stopped until its state exists.
+			t.held[tid] = true
+			return
+		}
+		ptrace(unix.PTRACE_CONT, tid, 0, 0)
+	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
+		msg, _ := unix.PtraceGetEventMsg(tid)
+		child := int(msg)
+		t.events.Clone(tid, child, t.cloneFlags(tid, cause))
+		t.known[child] = true
+		t.mu.Lock()
+		t.live[child] = true
+		t.mu.Unlock()
+		if t.held[child] {
+			delete(t.held, child)
+			ptrace(unix.PTRACE_CONT, child, 0, 0)
+		}
+		ptrace(unix.PTRACE_CONT, tid, 0, 0)
+	case unix.PTRACE_EVENT_EXEC:
+		msg, _ := unix.PtraceGetEventMsg(tid)
+		former := int(msg)
+		want, planned := t.expect[former]
+		path := t.execPath[former]
+		if former != tid {
+			t.gone(former)
+		}
+		delete(t.expect, tid)
+		delete(t.execPath, tid)
+		if planned {
+			var st unix.Stat_t
+			err := unix.Stat(fmt.Sprintf("/proc/%d/exe", tid), &st)
+			if err != nil || (FileID{Dev: st.Dev, Ino: st.Ino}) != want {
+				t.logf("txexec: killed pid %d: it executed something other than %s (its path was changed during execve)", tid, path)
+				unix.Kill(tid, unix.SIGKILL)
+				ptrace(unix.PTRACE_CONT, tid, 0, 0)
+				return
+			}
+		}
+		t.events.Execed(tid, former)
+		ptrace(unix.PTRACE_CONT, tid, 0, 0)
+	case unix.PTRACE_EVENT_SECCOMP:
+		t.exec(tid)
+		ptrace(unix.PTRACE_CONT, tid, 0, 0)
+	case 0:
+		// Signal-delivery-stop: deliver the signal unchanged.
+		ptrace(unix.PTRACE_CONT, tid, 0, uintptr(sig))
+	default:
+		ptrace(unix.PTRACE_CONT, tid, 0, 0)
+	}
+}
+
+// cloneFlags reads the clone flags of the call the parent is stopped in.
+func (t *tracer) cloneFlags(tid, cause int) uint64 {
+	switch cause {
+	case unix.PTRACE_EVENT_FORK:
+		return uint64(unix.SIGCHLD)
+	case unix.PTRACE_EVENT_VFORK:
+		return unix.CLONE_VM | unix.CLONE_VFORK | uint64(unix.SIGCHLD)
+	}
+	var regs unix.PtraceRegs
+	if err := unix.PtraceGetRegs(tid, &regs); err != nil {
+		return 0
+	}
+	switch int(regs.Orig_rax) {
+	case unix.SYS_CLONE:
+		return regs.Rdi
+	case unix.SYS_CLONE3:
+		var flags uint64
+		if ReadValue(Memory{Tid: tid}, uintptr(regs.Rdi), &flags) == nil {
+			return flags
+		}
+	}
+	return 0
+}
+
+// redZone is the x86-64 ABI's scratch area below the stack pointer, which we
+// must not clobber when we borrow the stack for execve's new arguments.
+const redZone = 128
+
+// exec serves a seccomp-trace stop of execve/execveat: resolve, then point
+// the call at the planned host file with new arguments written below the
+// caller's stack, then let the kernel run it as execve.
+func (t *tracer) exec(tid int) {
+	var regs unix.PtraceRegs
+	if err := unix.PtraceGetRegs(tid, &regs); err != nil {
+		return
+	}
+	req := &ExecRequest{Tid: tid, Nr: int(regs.Orig_rax), Memory: Memory{Tid: tid}}
+	switch req.Nr {
+	case unix.SYS_EXECVE:
+		req.Dirfd = unix.AT_FDCWD
+		req.PathAddr, req.ArgvAddr, req.EnvpAddr = uintptr(regs.Rdi), uintptr(regs.Rsi), uintptr(regs.Rdx)
+	case unix.SYS_EXECVEAT:
+		req.Dirfd = int32(regs.Rdi)
+		req.PathAddr, req.ArgvAddr, req.EnvpAddr = uintptr(regs.Rsi), uintptr(regs.Rdx), uintptr(regs.R10)
+		req.Flags = int32(regs.R8)
+	default:
+		return
+	}
+	plan := t.events.Exec(req)
+	if plan.Errno == 0 {
+		plan.Errno = t.rewrite(&regs, req, &plan)
+	}
+	if plan.Errno != 0 {
+		regs.Orig_rax = ^uint64(0) // skip the call
+		regs.Rax = uint64(-int64(plan.Errno))
+		unix.PtraceSetRegs(tid, &regs)
+		return
+	}
+	t.expect[tid] = plan.Expect
+	t.execPath[tid] = plan.Path
+}
+
+func (t *tracer) rewrite(regs *unix.PtraceRegs, req *ExecRequest, plan *ExecPlan) unix.Errno {
+	// Block layout, growing down from the red zone: strings, then an
+	// 8-aligned argv array when the arguments change.
+	var block []byte
+	strAt := func(s string) int {
+		off := len(block)
+		block = append(block, s...)
+		block = append(block, 0)
+		return off
+	}
+	pathOff := strAt(plan.Path)
+	var prefixOffs []int
+	for _, a := range plan.ArgvPrefix {
+		prefixOffs = append(prefixOffs, strAt(a))
+	}
+	var rest []uintptr
+	if plan.ArgvPrefix != nil {
+		orig, err := req.ReadPointers(req.ArgvAddr, 1<<16)
+		if err != nil {
+			return unix.EFAULT
+		}
+		if len(orig) > 0 {
+			rest = orig[1:]
+		}
+		for len(block)%8 != 0 {
+			block = append(block, 0)
+		}
+	}
+	arrOff := len(block)
+	nptr := 0
+	if plan.ArgvPrefix != nil {
+		nptr = len(prefixOffs) + len(rest) + 1
+	}
+	block = append(block, make([]byte, 8*nptr)...)
+	base := (uintptr(regs.Rsp) - redZone - uintptr(len(block))) &^ 15
+	if plan.ArgvPrefix != nil {
+		put := func(i int, v uintptr) {
+			for b := 0; b < 8; b++ {
+				block[arrOff+8*i+b] = byte(v >> (8 * b))
+			}
+		}
+		for i, off := range prefixOffs {
+			put(i, base+uintptr(off))
+		}
+		for i, p := range rest {
+			put(len(prefixOffs)+i, p)
+		}
+	}
+	if err := (Memory{Tid: req.Tid}).Write(base, block); err != nil {
+		t.logf("txexec: pid %d: cannot write execve arguments below its stack: %v", req.Tid, err)
+		return unix.ENOMEM
+	}
+	regs.Orig_rax = unix.SYS_EXECVE
+	regs.Rdi = uint64(base) + uint64(pathOff)
+	if plan.ArgvPrefix != nil {
+		regs.Rsi = uint64(base) + uint64(arrOff)
+	} else {
+		regs.Rsi = uint64(req.ArgvAddr)
+	}
+	regs.Rdx = uint64(req.EnvpAddr)
+	if err := unix.PtraceSetRegs(req.Tid, regs); err != nil {
+		return unix.ESRCH
+	}
+	return 0
+}
+
+func ptrace(req int, tid int, addr, data uintptr) error {
+	_, _, e := unix.Syscall6(unix.SYS_PTRACE, uintptr(req), uintptr(tid), addr, data, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
