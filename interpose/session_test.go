@@ -5,7 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -38,7 +38,7 @@ func (h *hostExec) Exec(req *ExecRequest) ExecPlan {
 		return ExecPlan{Errno: err.(unix.Errno)}
 	}
 	if !filepath.IsAbs(p) {
-		cwd, _ := os.Readlink("/proc/" + itoa(req.Tid) + "/cwd")
+		cwd, _ := os.Readlink("/proc/" + strconv.Itoa(req.Tid) + "/cwd")
 		p = filepath.Join(cwd, p)
 	}
 	var st unix.Stat_t
@@ -52,18 +52,6 @@ func (h *hostExec) Exec(req *ExecRequest) ExecPlan {
 }
 func (h *hostExec) Execed(tgid, former int)            {}
 func (h *hostExec) Exited(tid int, ws unix.WaitStatus) {}
-
-func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + fmtInt(i)) }
-func fmtInt(i int) string {
-	return string(append([]byte(nil), []byte(func() string {
-		b := []byte{}
-		for i > 0 || len(b) == 0 {
-			b = append([]byte{byte('0' + i%10)}, b...)
-			i /= 10
-		}
-		return string(b)
-	}())...))
-}
 
 // getuidHandler answers getuid with 4242 and lets everything else run.
 type getuidHandler struct{}
