@@ -22,8 +22,10 @@ type Handler interface {
 
 // Config describes one supervised command.
 type Config struct {
-	// Argv is the command. Argv[0] is executed through the Exec handler
-	// (so it is resolved in the caller's view, like any later execve).
+	// Path is the program to execute and Argv its arguments. The execve is
+	// served by the Exec handler, so Path is resolved in the caller's view
+	// like any later execve.
+	Path string
 	Argv []string
 	Env  []string
 	Dir  string
@@ -42,6 +44,10 @@ type Config struct {
 	// more are started while all are busy, up to MaxWorkers.
 	Workers    int
 	MaxWorkers int
+	// OnStop, if set, is called when the command enters a group-stop
+	// (Ctrl-Z): job control needs the supervisor to stop too, so that the
+	// shell that started it sees the job stopped.
+	OnStop func(sig unix.Signal)
 	// Logf reports diagnostics (to stderr by default).
 	Logf func(format string, args ...any)
 }
@@ -75,7 +81,7 @@ func ExitStatus(ws unix.WaitStatus) int {
 // Start runs cfg.Argv under the filter and returns once the command is
 // running. All ptrace work happens on one dedicated, locked OS thread.
 func Start(cfg Config) (*Session, error) {
-	if len(cfg.Argv) == 0 {
+	if len(cfg.Argv) == 0 || cfg.Path == "" {
 		return nil, errors.New("no command")
 	}
 	if cfg.Workers <= 0 {
@@ -95,6 +101,7 @@ func Start(cfg Config) (*Session, error) {
 		}
 	}
 	s := &Session{cfg: cfg, done: make(chan struct{}), tr: newTracer(cfg.Events, cfg.Logf)}
+	s.tr.onStop = cfg.OnStop
 	started := make(chan error, 1)
 	go s.tracerThread(prog, started)
 	if err := <-started; err != nil {
@@ -157,7 +164,7 @@ func (s *Session) startStub(prog []unix.SockFilter) error {
 			files[i] = []*os.File{os.Stdin, os.Stdout, os.Stderr}[i]
 		}
 	}
-	proc, err := os.StartProcess(exe, append([]string{"txexec"}, s.cfg.Argv...), &os.ProcAttr{
+	proc, err := os.StartProcess(exe, append([]string{"txexec", s.cfg.Path}, s.cfg.Argv...), &os.ProcAttr{
 		Dir:   s.cfg.Dir,
 		Env:   append(append([]string{}, s.cfg.Env...), StubEnv+"=1"),
 		Files: files,

@@ -69,6 +69,7 @@ func run(t *testing.T, h Handler, argv ...string) (string, int) {
 	require.NoError(t, err)
 	defer r.Close()
 	s, err := Start(Config{
+		Path:    argv[0],
 		Argv:    argv,
 		Env:     os.Environ(),
 		Files:   [3]*os.File{os.Stdin, w, os.Stderr},

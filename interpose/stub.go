@@ -49,8 +49,7 @@ func stubMain() error {
 	if err != nil {
 		return err
 	}
-	argv := os.Args[1:]
-	if len(argv) == 0 {
+	if len(os.Args) < 3 {
 		return fmt.Errorf("stub: no command")
 	}
 	unix.CloseOnExec(stubSockFD)
@@ -75,6 +74,7 @@ func stubMain() error {
 	if n, err := sock.Read(ack[:]); err != nil || n != 1 {
 		return fmt.Errorf("stub: supervisor went away")
 	}
-	err = syscall.Exec(argv[0], argv, os.Environ())
-	return fmt.Errorf("%s: %w", argv[0], err)
+	path, argv := os.Args[1], os.Args[2:]
+	err = syscall.Exec(path, argv, os.Environ())
+	return fmt.Errorf("%s: %w", path, err)
 }

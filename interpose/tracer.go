@@ -73,6 +73,11 @@ type tracer struct {
 	// live holds every traced thread that has not exited. Guarded by mu.
 	live map[int]bool
 
+	// cmd is the command's pid; onStop is called when it enters a
+	// group-stop (after it has been left stopped with PTRACE_LISTEN).
+	cmd    int
+	onStop func(sig unix.Signal)
+
 	// The fields below are touched only on the tracer thread.
 	// known: threads whose creation the parent's event has reported.
 	known map[int]bool
@@ -118,6 +123,7 @@ func (t *tracer) liveTids() []int {
 // run serves ptrace stops until every traced thread has exited. cmd is the
 // command's pid, whose status it returns.
 func (t *tracer) run(cmd int) unix.WaitStatus {
+	t.cmd = cmd
 	var cmdStatus unix.WaitStatus
 	for {
 		var ws unix.WaitStatus
@@ -167,6 +173,9 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 			// Group-stop: stay stopped, but let SIGCONT and the real
 			// parent's wait see it as without a tracer.
 			ptrace(unix.PTRACE_LISTEN, tid, 0, 0)
+			if tid == t.cmd && t.onStop != nil {
+				t.onStop(sig)
+			}
 			return
 		}
 		if !t.known[tid] {

@@ -1,0 +1,82 @@
+// Package floor measures the floor cost of a seccomp user-notification round
+// trip with a bare C supervisor (notify_floor.c), so Go benchmarks can report
+// it in the same run as txexec's own supervisor.
+//
+// The C program is embedded and compiled with the system C compiler at test
+// time; see notify_floor.c for its flags:
+//
+//	-n N  iterations          -s  SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
+//	-c    reply CONTINUE       -m  native fstatat, no filter
+//	-p    pin both to CPU 0    -v  also SECCOMP_IOCTL_NOTIF_ID_VALID
+//	-f P  absolute path to stat (default "/")
+package floor
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+//go:embed notify_floor.c
+var source []byte
+
+// Source returns the C source of the floor program.
+func Source() []byte { return bytes.Clone(source) }
+
+// Build compiles notify_floor.c with "cc -O2" into t.TempDir() and returns the
+// binary's path. Without a C compiler the test is skipped, unless CI=true,
+// where a missing compiler is a failure.
+func Build(t testing.TB) string {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("floor: no C compiler (cc) in PATH, required when CI=true: %v", err)
+		}
+		t.Skipf("floor: no C compiler (cc) in PATH, cannot build notify_floor.c: %v", err)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "notify_floor.c")
+	if err := os.WriteFile(src, source, 0o644); err != nil {
+		t.Fatalf("floor: %v", err)
+	}
+	bin := filepath.Join(dir, "notify_floor")
+	cmd := exec.Command(cc, "-O2", "-Wall", "-o", bin, src)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("floor: %s -O2 notify_floor.c: %v\n%s", cc, err, out)
+	}
+	return bin
+}
+
+// Run executes the floor binary with args and returns the ns_per_call value
+// it prints. On failure the error includes the program's stderr.
+func Run(bin string, args ...string) (nsPerCall float64, err error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	if err := cmd.Run(); err != nil {
+		return 0, fmt.Errorf("floor: %s %s: %w: %s", filepath.Base(bin),
+			strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	out := strings.TrimSpace(stdout.String())
+	v, ok := strings.CutPrefix(out, "ns_per_call=")
+	if !ok || strings.ContainsAny(v, "\n ") {
+		return 0, fmt.Errorf("floor: unexpected output %q", out)
+	}
+	ns, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, fmt.Errorf("floor: unexpected output %q: %w", out, err)
+	}
+	if !(ns > 0) {
+		return 0, errors.New("floor: non-positive ns_per_call " + v)
+	}
+	return ns, nil
+}

@@ -1,0 +1,83 @@
+package floor
+
+import (
+	"strconv"
+	"testing"
+)
+
+// minCalls is the minimum number of timed calls per benchmark run, so that
+// tiny b.N values (the framework's probe runs) still give a stable ns/call.
+const minCalls = 2000
+
+var modes = []struct {
+	name string
+	args []string
+}{
+	{"native", []string{"-m"}},
+	{"notify", nil},
+	{"notify-syncwake", []string{"-s"}},
+	{"notify-continue", []string{"-c"}},
+	{"notify-idvalid", []string{"-v"}},
+	{"native-pinned", []string{"-m", "-p"}},
+	{"notify-pinned", []string{"-p"}},
+	{"notify-syncwake-pinned", []string{"-s", "-p"}},
+	{"notify-continue-pinned", []string{"-c", "-p"}},
+}
+
+func TestFloorModes(t *testing.T) {
+	bin := Build(t)
+	for _, m := range modes {
+		t.Run(m.name, func(t *testing.T) {
+			ns, err := Run(bin, append([]string{"-n", "300"}, m.args...)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Plausible: more than a few ns, less than 10 ms per call.
+			if ns < 10 || ns > 10e6 {
+				t.Fatalf("implausible ns_per_call=%g", ns)
+			}
+			t.Logf("%s: %.0f ns/call", m.name, ns)
+		})
+	}
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	bin := Build(t)
+	for _, args := range [][]string{{"-n", "0"}, {"-f", "relative"}, {"-m", "-s"}, {"-x"}} {
+		if _, err := Run(bin, args...); err == nil {
+			t.Errorf("Run(%q): want error", args)
+		}
+	}
+}
+
+func benchFloor(b *testing.B, args ...string) {
+	bin := Build(b)
+	n := max(b.N, minCalls)
+	b.ResetTimer()
+	ns, err := Run(bin, append([]string{"-n", strconv.Itoa(n)}, args...)...)
+	b.StopTimer()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(ns, "ns/call")
+}
+
+// BenchmarkNativeStat: fstatat with no seccomp filter.
+func BenchmarkNativeStat(b *testing.B) { benchFloor(b, "-m") }
+
+// BenchmarkBareNotifyStat: fstatat trapped by SECCOMP_RET_USER_NOTIF and
+// emulated by the bare C supervisor.
+func BenchmarkBareNotifyStat(b *testing.B) { benchFloor(b) }
+
+// BenchmarkBareNotifyStatSyncWake: as BenchmarkBareNotifyStat with
+// SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP set on the listener.
+func BenchmarkBareNotifyStatSyncWake(b *testing.B) { benchFloor(b, "-s") }
+
+// BenchmarkBareNotifyContinue: the supervisor replies
+// SECCOMP_USER_NOTIF_FLAG_CONTINUE instead of emulating.
+func BenchmarkBareNotifyContinue(b *testing.B) { benchFloor(b, "-c") }
+
+// Pinned variants: supervisor and child both on CPU 0.
+func BenchmarkBareNotifyStatPinned(b *testing.B)         { benchFloor(b, "-p") }
+func BenchmarkBareNotifyStatSyncWakePinned(b *testing.B) { benchFloor(b, "-s", "-p") }
+func BenchmarkBareNotifyContinuePinned(b *testing.B)     { benchFloor(b, "-c", "-p") }

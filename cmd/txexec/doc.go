@@ -1,0 +1,11 @@
+// Command txexec runs a program as one ACID file-system transaction.
+//
+// This package owns flags, subcommands, messages and exit statuses, and
+// wires the subsystems together; it knows nothing of how any of them work.
+//
+//	txexec [options] -- COMMAND [ARG...]
+//	txexec log | show ID | commit ID | abort ID | recover
+//
+// See README.md and docs/ for the user guide and docs/semantics.md for what
+// is guaranteed.
+package main

@@ -1,0 +1,328 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/interpose"
+	"txexec/proc"
+	"txexec/store"
+	"txexec/syscalls"
+	"txexec/txn"
+	"txexec/vfs"
+)
+
+// Exit statuses of txexec itself (DESIGN §5).
+const (
+	exitUsage    = 2
+	exitNotFound = 127
+	exitConflict = 75
+	exitInternal = 70
+)
+
+const usage = `usage: txexec [options] -- COMMAND [ARG...]
+       txexec log [--json] | show ID [--diff] | commit ID | abort ID | recover
+
+Runs COMMAND and everything it starts as one file-system transaction.
+
+  --on-exit=success|commit|abort|keep   commit if the tree exits 0 (default) / always / never / keep
+  --retry N                             re-run up to N times when the commit conflicts
+  --no-durable                          atomic and isolated, not fsynced
+  --unsupported=abort|error|allow       calls without transactional meaning
+  --output=live|defer                   release the command's output now or at commit
+  --signals=defer|immediate             signals sent out of the transaction
+  --exclude PATH                        writes under PATH bypass the transaction (repeatable)
+  --passthrough                         interpose, but no transaction
+  --trace[=FILE]                        one line per intercepted call
+  --state-dir DIR                       store and staging area
+`
+
+func main() {
+	interpose.RunStubIfRequested()
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Print(usage)
+		return 0
+	}
+	o, err := parseRun(args)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "txexec: %v\n", err)
+		return exitUsage
+	}
+	status, err := runCommand(o)
+	if err != nil {
+		var nf *notFoundError
+		if errors.As(err, &nf) {
+			fmt.Fprintf(os.Stderr, "txexec: %v\n", err)
+			return exitNotFound
+		}
+		fmt.Fprintf(os.Stderr, "txexec: %v\n", err)
+		return exitInternal
+	}
+	return status
+}
+
+type notFoundError struct {
+	name string
+	err  error
+}
+
+func (e *notFoundError) Error() string { return fmt.Sprintf("%s: %v", e.name, e.err) }
+
+// lookCommand finds COMMAND as execvp would, without running it.
+func lookCommand(name string) (string, error) {
+	p, err := exec.LookPath(name)
+	if err != nil && !errors.Is(err, exec.ErrDot) {
+		if strings.Contains(name, "/") {
+			return "", &notFoundError{name, unwrapPathErr(err)}
+		}
+		return "", &notFoundError{name, errors.New("command not found")}
+	}
+	if errors.Is(err, exec.ErrDot) {
+		err = nil
+	}
+	return p, err
+}
+
+func unwrapPathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	var ee *exec.Error
+	if errors.As(err, &ee) {
+		return ee.Err
+	}
+	return err
+}
+
+// runCommand runs the command tree and returns txexec's exit status.
+func runCommand(o *options) (int, error) {
+	path, err := lookCommand(o.argv[0])
+	if err != nil {
+		return 0, err
+	}
+	host, err := vfs.NewHost()
+	if err != nil {
+		return 0, err
+	}
+	table, err := syscalls.NewTable(syscalls.Entries())
+	if err != nil {
+		return 0, err
+	}
+	newKernel := func(view vfs.View) (*syscalls.Kernel, func(), error) {
+		k := &syscalls.Kernel{
+			Table:       table,
+			Procs:       proc.NewTable(),
+			View:        view,
+			Unsupported: o.unsupported,
+			Logf:        func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) },
+		}
+		done := func() {}
+		if o.trace {
+			var w io.Writer = os.Stderr
+			if o.traceFile != "" {
+				f, err := os.OpenFile(o.traceFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+				if err != nil {
+					return nil, nil, fmt.Errorf("open trace file: %w", err)
+				}
+				done = func() { f.Close() }
+				w = f
+			}
+			k.Trace = syscalls.NewTracer(w)
+		}
+		return k, done, nil
+	}
+	if o.passthrough {
+		k, done, err := newKernel(host)
+		if err != nil {
+			return 0, err
+		}
+		defer done()
+		return supervise(k, path, o.argv)
+	}
+	st, err := openStore(o)
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	m := &txn.Manager{Store: st, Host: host, Durable: o.durable, Excludes: o.excludes}
+	cwd, _ := os.Getwd()
+	for attempt := 0; ; attempt++ {
+		t, err := m.Begin(o.argv, cwd)
+		if err != nil {
+			return 0, fmt.Errorf("begin transaction: %w", err)
+		}
+		k, done, err := newKernel(t.View)
+		if err != nil {
+			t.Abort(err.Error())
+			return 0, err
+		}
+		k.OnInternalError = t.View.Doom
+		status, err := supervise(k, path, o.argv)
+		done()
+		if err != nil {
+			t.Abort("txexec could not run the command: " + err.Error())
+			return 0, err
+		}
+		st.SetCommandStatus(t.ID, status)
+		commit := o.onExit == "commit" || o.onExit == "success" && status == 0
+		if !commit {
+			why := "--on-exit=abort"
+			if o.onExit == "success" {
+				why = fmt.Sprintf("the command exited with status %d", status)
+			}
+			if err := t.Abort(why); err != nil {
+				return 0, err
+			}
+			fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %s\n", t.ID, why)
+			return status, nil
+		}
+		err = t.Commit()
+		if err == nil {
+			return status, nil
+		}
+		var ce *txn.CommitError
+		if !errors.As(err, &ce) {
+			return 0, err
+		}
+		if ce.Conflict && attempt < o.retryN {
+			fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %v; retrying (%d of %d)\n", t.ID, ce.Err, attempt+1, o.retryN)
+			continue
+		}
+		fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %v\n", t.ID, ce.Err)
+		switch {
+		case status != 0:
+			return status, nil
+		case ce.Conflict:
+			return exitConflict, nil
+		}
+		return exitInternal, nil
+	}
+}
+
+// openStore opens the state directory and finishes interrupted commits.
+func openStore(o *options) (*store.Store, error) {
+	dir := o.stateDir
+	if dir == "" {
+		dir = os.Getenv("TXEXEC_STATE_DIR")
+	}
+	if dir == "" {
+		dir = defaultStateDir()
+	}
+	st, err := store.Open(dir, store.Options{Durable: o.durable, Owner: selfOwner()})
+	if err != nil {
+		return nil, fmt.Errorf("open state directory %s: %w", dir, err)
+	}
+	finished, _, err := txn.Recover(st, o.durable)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	for _, id := range finished {
+		fmt.Fprintf(os.Stderr, "txexec: recovered transaction %d: finished writing it through\n", id)
+	}
+	return st, nil
+}
+
+// defaultStateDir is /var/lib/txexec for root, $XDG_STATE_HOME/txexec else.
+func defaultStateDir() string {
+	if os.Geteuid() == 0 {
+		return "/var/lib/txexec"
+	}
+	if x := os.Getenv("XDG_STATE_HOME"); x != "" {
+		return x + "/txexec"
+	}
+	home, _ := os.UserHomeDir()
+	return home + "/.local/state/txexec"
+}
+
+func selfOwner() store.Owner {
+	start, _ := txn.ProcStart(os.Getpid())
+	return store.Owner{Pid: os.Getpid(), Start: start}
+}
+
+// supervise runs one command tree under k and waits for all of it.
+func supervise(k *syscalls.Kernel, path string, argv []string) (int, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return 0, fmt.Errorf("find working directory: %w", err)
+	}
+	cwd, err := k.View.OpenDir(wd)
+	if err != nil {
+		return 0, err
+	}
+	root, err := k.View.OpenDir("/")
+	if err != nil {
+		cwd.Release()
+		return 0, err
+	}
+	umask := unix.Umask(0) // the supervisor applies the caller's umask itself
+	// The terminal's job-control and interrupt signals reach the command
+	// directly (same process group); txexec must survive them, and stops
+	// itself only after the command has stopped (see OnStop).
+	signal.Ignore(unix.SIGINT, unix.SIGQUIT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+	cfg := interpose.Config{
+		Path:    path,
+		Argv:    argv,
+		Env:     os.Environ(),
+		Rules:   k.Table.Rules(),
+		Handler: k,
+		Events:  k,
+		Logf:    k.Logf,
+		OnStop:  func(unix.Signal) { unix.Kill(os.Getpid(), unix.SIGSTOP) },
+	}
+	if k.Trace != nil {
+		cfg.OnReply = k.Trace.Replied
+	}
+	fs := proc.NewFS(cwd, root, uint32(umask))
+	// The stub's thread is registered before it runs anything.
+	var sess *interpose.Session
+	started := make(chan struct{})
+	cfg.Events = &rootRegistrar{Kernel: k, fs: fs, started: started}
+	sess, err = interpose.Start(cfg)
+	if err != nil {
+		return 0, err
+	}
+	close(started)
+	forward := make(chan os.Signal, 4)
+	signal.Notify(forward, unix.SIGTERM, unix.SIGHUP)
+	go func() {
+		for s := range forward {
+			unix.Kill(sess.Pid(), s.(unix.Signal))
+		}
+	}()
+	ws, err := sess.Wait()
+	signal.Stop(forward)
+	if err != nil {
+		return 0, err
+	}
+	return interpose.ExitStatus(ws), nil
+}
+
+// rootRegistrar registers the command's first thread the first time the
+// tracer reports anything about it (its execve), then defers to the Kernel.
+type rootRegistrar struct {
+	*syscalls.Kernel
+	fs      *proc.FS
+	started chan struct{}
+	done    bool
+}
+
+func (r *rootRegistrar) Exec(req *interpose.ExecRequest) interpose.ExecPlan {
+	if !r.done {
+		r.done = true
+		r.Procs.AddRoot(req.Tid, r.fs)
+	}
+	return r.Kernel.Exec(req)
+}

@@ -1,0 +1,364 @@
+package proc
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/internal/sysx"
+)
+
+// Dir is a view's handle on a directory (a working directory or root).
+// The view that made it decides what it is; proc only keeps references.
+type Dir interface {
+	// Retain returns the handle with one more reference.
+	Retain() Dir
+	// Release drops one reference.
+	Release()
+}
+
+// FS is the file-system context of a task: Linux's fs_struct. Threads
+// created with CLONE_FS share one; fork copies it.
+type FS struct {
+	mu sync.Mutex
+	// cwd, root and umask are guarded by mu.
+	cwd, root Dir
+	umask     uint32
+}
+
+// NewFS makes a context; it takes ownership of cwd and root.
+func NewFS(cwd, root Dir, umask uint32) *FS { return &FS{cwd: cwd, root: root, umask: umask} }
+
+// Get returns retained handles to cwd and root and the umask. The caller
+// releases both handles.
+func (f *FS) Get() (cwd, root Dir, umask uint32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.cwd.Retain(), f.root.Retain(), f.umask
+}
+
+// SetCwd replaces the working directory, taking ownership of d.
+func (f *FS) SetCwd(d Dir) {
+	f.mu.Lock()
+	old := f.cwd
+	f.cwd = d
+	f.mu.Unlock()
+	old.Release()
+}
+
+// SetRoot replaces the root directory, taking ownership of d.
+func (f *FS) SetRoot(d Dir) {
+	f.mu.Lock()
+	old := f.root
+	f.root = d
+	f.mu.Unlock()
+	old.Release()
+}
+
+// SetUmask sets the umask and returns the previous one.
+func (f *FS) SetUmask(m uint32) uint32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old := f.umask
+	f.umask = m & 0o777
+	return old
+}
+
+func (f *FS) clone() *FS {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return &FS{cwd: f.cwd.Retain(), root: f.root.Retain(), umask: f.umask}
+}
+
+func (f *FS) release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.cwd != nil {
+		f.cwd.Release()
+		f.root.Release()
+		f.cwd, f.root = nil, nil
+	}
+}
+
+// Cred is a thread's credentials as the kernel holds them.
+type Cred struct {
+	UID, EUID, SUID, FSUID uint32
+	GID, EGID, SGID, FSGID uint32
+	Groups                 []uint32
+	CapEff                 uint64
+}
+
+// FS returns the file-system part of c.
+func (c *Cred) FS() sysx.Cred {
+	return sysx.Cred{FSUID: c.FSUID, FSGID: c.FSGID, Groups: c.Groups, CapEff: c.CapEff}
+}
+
+// HasCap reports whether the effective set holds capability n.
+func (c *Cred) HasCap(n int) bool { return c.CapEff&(1<<uint(n)) != 0 }
+
+// InGroup reports whether gid is the fsgid or a supplementary group.
+func (c *Cred) InGroup(gid uint32) bool {
+	if c.FSGID == gid {
+		return true
+	}
+	for _, g := range c.Groups {
+		if g == gid {
+			return true
+		}
+	}
+	return false
+}
+
+// Process is a thread group.
+type Process struct {
+	Tgid   int
+	Parent int
+}
+
+// Thread is one supervised task.
+type Thread struct {
+	Tid  int
+	Proc *Process
+
+	mu sync.Mutex
+	// fs is guarded by mu (threads may unshare it).
+	fs *FS
+	// cred and credDirty are guarded by mu.
+	cred      *Cred
+	credDirty bool
+}
+
+// FS returns the thread's file-system context.
+func (t *Thread) FS() *FS {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.fs
+}
+
+// Cred returns the thread's current credentials, re-reading them from the
+// kernel when a call may have changed them.
+func (t *Thread) Cred() (*Cred, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cred == nil || t.credDirty {
+		c, err := ReadCred(t.Tid)
+		if err != nil {
+			return nil, err
+		}
+		t.cred, t.credDirty = c, false
+	}
+	return t.cred, nil
+}
+
+// CredsChanging marks the thread's credentials stale.
+func (t *Thread) CredsChanging() {
+	t.mu.Lock()
+	t.credDirty = true
+	t.mu.Unlock()
+}
+
+// Table is the process tree of one supervisor.
+type Table struct {
+	mu sync.RWMutex
+	// threads and procs are guarded by mu.
+	threads map[int]*Thread
+	procs   map[int]*Process
+}
+
+// NewTable makes an empty tree.
+func NewTable() *Table {
+	return &Table{threads: map[int]*Thread{}, procs: map[int]*Process{}}
+}
+
+// AddRoot registers the first process of the tree (the command).
+func (tb *Table) AddRoot(tid int, fs *FS) *Thread {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	p := &Process{Tgid: tid, Parent: os.Getpid()}
+	t := &Thread{Tid: tid, Proc: p, fs: fs, credDirty: true}
+	tb.threads[tid] = t
+	tb.procs[tid] = p
+	return t
+}
+
+// Thread returns the thread tid, or nil.
+func (tb *Table) Thread(tid int) *Thread {
+	tb.mu.RLock()
+	defer tb.mu.RUnlock()
+	return tb.threads[tid]
+}
+
+// Process returns the thread group tgid, or nil.
+func (tb *Table) Process(tgid int) *Process {
+	tb.mu.RLock()
+	defer tb.mu.RUnlock()
+	return tb.procs[tgid]
+}
+
+// Len returns the number of live threads.
+func (tb *Table) Len() int {
+	tb.mu.RLock()
+	defer tb.mu.RUnlock()
+	return len(tb.threads)
+}
+
+// Clone records that parent created child with the given clone flags.
+func (tb *Table) Clone(parent, child int, flags uint64) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	pt := tb.threads[parent]
+	if pt == nil {
+		return
+	}
+	pt.mu.Lock()
+	fs := pt.fs
+	var cred *Cred
+	if pt.cred != nil && !pt.credDirty {
+		c := *pt.cred
+		cred = &c
+	}
+	pt.mu.Unlock()
+	if flags&unix.CLONE_FS == 0 {
+		fs = fs.clone()
+	}
+	t := &Thread{Tid: child, fs: fs, cred: cred, credDirty: cred == nil}
+	if flags&unix.CLONE_THREAD != 0 {
+		t.Proc = pt.Proc
+	} else {
+		ppid := pt.Proc.Tgid
+		if flags&unix.CLONE_PARENT != 0 {
+			ppid = pt.Proc.Parent
+		}
+		t.Proc = &Process{Tgid: child, Parent: ppid}
+		tb.procs[child] = t.Proc
+	}
+	tb.threads[child] = t
+}
+
+// Execed records that tgid now runs a new image, called by formerTid.
+func (tb *Table) Execed(tgid, formerTid int) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	t := tb.threads[formerTid]
+	if t == nil {
+		return
+	}
+	if formerTid != tgid {
+		if old := tb.threads[tgid]; old != nil && old != t {
+			old.fs.release()
+		}
+		delete(tb.threads, formerTid)
+		t.Tid = tgid
+		tb.threads[tgid] = t
+	}
+	t.mu.Lock()
+	t.credDirty = true // set-user-ID and file capabilities
+	t.mu.Unlock()
+}
+
+// Exited forgets thread tid.
+func (tb *Table) Exited(tid int) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	t := tb.threads[tid]
+	if t == nil {
+		return
+	}
+	delete(tb.threads, tid)
+	shared := false
+	for _, o := range tb.threads {
+		if o.fs == t.fs {
+			shared = true
+		}
+	}
+	if !shared {
+		t.fs.release()
+	}
+	if t.Proc.Tgid == tid {
+		delete(tb.procs, tid)
+	}
+}
+
+// ReadCred reads a thread's credentials from /proc/TID/status.
+func ReadCred(tid int) (*Cred, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return nil, unix.ESRCH
+	}
+	defer f.Close()
+	c := &Cred{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		fields := strings.Fields(v)
+		switch k {
+		case "Uid":
+			ids, err := parseIDs(fields)
+			if err != nil {
+				return nil, err
+			}
+			c.UID, c.EUID, c.SUID, c.FSUID = ids[0], ids[1], ids[2], ids[3]
+		case "Gid":
+			ids, err := parseIDs(fields)
+			if err != nil {
+				return nil, err
+			}
+			c.GID, c.EGID, c.SGID, c.FSGID = ids[0], ids[1], ids[2], ids[3]
+		case "Groups":
+			for _, g := range fields {
+				n, err := strconv.ParseUint(g, 10, 32)
+				if err != nil {
+					return nil, fmt.Errorf("parse groups of %d: %w", tid, err)
+				}
+				c.Groups = append(c.Groups, uint32(n))
+			}
+		case "CapEff":
+			if len(fields) == 1 {
+				n, err := strconv.ParseUint(fields[0], 16, 64)
+				if err != nil {
+					return nil, fmt.Errorf("parse capabilities of %d: %w", tid, err)
+				}
+				c.CapEff = n
+			}
+		}
+	}
+	return c, sc.Err()
+}
+
+func parseIDs(f []string) ([4]uint32, error) {
+	var ids [4]uint32
+	if len(f) != 4 {
+		return ids, fmt.Errorf("parse ids %q", f)
+	}
+	for i, s := range f {
+		n, err := strconv.ParseUint(s, 10, 32)
+		if err != nil {
+			return ids, err
+		}
+		ids[i] = uint32(n)
+	}
+	return ids, nil
+}
+
+// ReadUmask reads a process's umask from /proc/PID/status.
+func ReadUmask(pid int) (uint32, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, unix.ESRCH
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "Umask:"); ok {
+			n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
+			return uint32(n), err
+		}
+	}
+	return 0o022, nil
+}

@@ -1,0 +1,44 @@
+// Package store keeps txexec's durable state in a state directory: a
+// SQLite database in WAL mode (txexec.db) and the staging area (staging/ID,
+// one directory per transaction, where the transaction's new and copied-up
+// objects live until write-through). It is the only package with SQL in it.
+//
+// It owns: transactions and their states (running, kept, committed,
+// applied, aborted; see State), the commit point, idempotent redo records,
+// the write sets (granules) committed transactions leave for validating
+// later ones, the commit sequence, history for txexec log and show, the
+// claims recovery makes on interrupted write-throughs, and staging
+// directories and their garbage collection. Schema migrations are embedded
+// (migrations/*.sql) and recorded in schema_migrations.
+//
+// It must not know about seccomp, tracees, path resolution or what a redo
+// op or a granule means: those are opaque data it stores in order and
+// returns (txn defines the op kinds and applies them, vfs the granules).
+// It imports nothing of txexec's.
+//
+// The analogue is a database's log manager with its commit records (TxOS
+// keeps the equivalent in kernel memory; Valor in a kernel log). Unlike a
+// database log it never holds data pages: bulk data stays in staged files,
+// and a redo record names paths and the inodes expected there.
+//
+// Invariants:
+//   - A transaction's redo ops, write set, commit seq and state committed
+//     are written in one SQL transaction; its COMMIT is the commit point.
+//     Before it nothing of the transaction is in the log; after it all is.
+//   - Every write runs in BEGIN IMMEDIATE (the _txlock=immediate DSN
+//     option), so writers in all processes serialize on SQLite's write
+//     lock, waiting up to DefaultBusyTimeout rather than failing with
+//     SQLITE_BUSY. Commit seqs come from one counter under that lock:
+//     unique and increasing in commit order.
+//   - journal_mode is read back and must be wal; synchronous is FULL when
+//     Options.Durable, else OFF.
+//   - A transaction has one Owner (a supervisor pid and its start time) at
+//     a time; only the owner writes a committed transaction through, and
+//     recovery takes over only transactions whose owner is dead.
+//   - A staging directory is removed only when its transaction is aborted
+//     or applied, or unknown, under the write lock (GCStaging), so never
+//     while Begin creates it.
+//
+// Lock order, outermost first: Store.commitMu (this process's committers),
+// SQLite's write lock (all processes), faultMu.
+package store

@@ -1,0 +1,291 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+)
+
+// DefaultBusyTimeout is how long a statement waits for the database lock
+// held by another connection (or another txexec process) before failing.
+// Committers serialize on that lock, so it is generous.
+const DefaultBusyTimeout = 60 * time.Second
+
+// DBName is the database file inside the state directory; StagingName is
+// the directory that holds one staging directory per transaction.
+const (
+	DBName      = "txexec.db"
+	StagingName = "staging"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Options configure a Store.
+type Options struct {
+	// Durable makes every commit reach stable storage before it returns
+	// (synchronous=FULL); otherwise SQLite does not fsync (synchronous=OFF).
+	Durable bool
+	// Now is the clock for recorded times; time.Now when nil.
+	Now func() time.Time
+	// Owner is this process, recorded as the owner of the transactions it
+	// begins, commits or claims; {Pid: os.Getpid()} when zero.
+	Owner Owner
+}
+
+// Store is the state directory: the SQLite database and the staging area.
+// It is safe for concurrent use, also by several processes on one
+// directory.
+type Store struct {
+	dir string
+	db  *sql.DB
+	opt Options
+
+	// commitMu serializes this process's committers before they queue on
+	// SQLite's write lock, which only polls.
+	commitMu sync.Mutex
+}
+
+// Open opens (creating if needed) the store in dir and brings its schema
+// up to date.
+func Open(dir string, opt Options) (*Store, error) {
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
+	if opt.Owner == (Owner{}) {
+		opt.Owner = Owner{Pid: os.Getpid()}
+	}
+	for _, d := range []string{dir, filepath.Join(dir, StagingName)} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+	}
+	db, err := openDB(dsn(filepath.Join(dir, DBName), opt.Durable), opt.Durable)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	s := &Store{dir: dir, db: db, opt: opt}
+	if err := s.migrate(); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	return s, nil
+}
+
+// dsn builds the go-sqlite3 data source name. The pragmas are applied to
+// every connection of the pool. _txlock=immediate makes every sql.Tx start
+// with BEGIN IMMEDIATE: it takes the write lock at once (waiting up to the
+// busy timeout) instead of failing with SQLITE_BUSY when a read
+// transaction later tries to upgrade.
+func dsn(path string, durable bool) string {
+	syncMode := "OFF"
+	if durable {
+		syncMode = "FULL"
+	}
+	q := url.Values{}
+	q.Set("_busy_timeout", strconv.FormatInt(DefaultBusyTimeout.Milliseconds(), 10))
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", syncMode)
+	q.Set("_foreign_keys", "on")
+	q.Set("_txlock", "immediate")
+	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
+}
+
+// openDB opens the database and checks the pragmas the store relies on.
+func openDB(dsn string, durable bool) (*sql.DB, error) {
+	db, err := sql.Open("sqlite3", dsn)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkPragmas(db, durable); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func checkPragmas(db *sql.DB, durable bool) error {
+	wantSync := 0 // OFF
+	if durable {
+		wantSync = 2 // FULL
+	}
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("read journal_mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal_mode is %q, not wal", mode)
+	}
+	for _, p := range []struct {
+		name string
+		want int
+	}{
+		{"synchronous", wantSync},
+		{"foreign_keys", 1},
+		{"busy_timeout", int(DefaultBusyTimeout.Milliseconds())},
+	} {
+		var got int
+		if err := db.QueryRow("PRAGMA " + p.name).Scan(&got); err != nil {
+			return fmt.Errorf("read %s: %w", p.name, err)
+		}
+		if got != p.want {
+			return fmt.Errorf("%s is %d, not %d", p.name, got, p.want)
+		}
+	}
+	return nil
+}
+
+// migrate applies the embedded migrations not yet recorded in
+// schema_migrations, each in its own write transaction, so that processes
+// opening the store at once apply each exactly once.
+func (s *Store) migrate() error {
+	if _, err := s.db.Exec(`CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_ns INTEGER NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("create schema_migrations: %w", err)
+	}
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		base := filepath.Base(name)
+		version, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
+		if err != nil {
+			return fmt.Errorf("migration %s: name must start with a number: %w", base, err)
+		}
+		body, err := migrations.ReadFile(name)
+		if err != nil {
+			return err
+		}
+		err = s.write(func(tx *sql.Tx) error {
+			var n int
+			if err := tx.QueryRow(`SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
+				return err
+			}
+			if n > 0 {
+				return nil
+			}
+			if _, err := tx.Exec(string(body)); err != nil {
+				return err
+			}
+			_, err := tx.Exec(`INSERT INTO schema_migrations (version, name, applied_ns) VALUES (?, ?, ?)`,
+				version, base, s.opt.Now().UnixNano())
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate %s: %w", base, err)
+		}
+	}
+	return nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Dir returns the state directory.
+func (s *Store) Dir() string { return s.dir }
+
+// write runs fn in one write transaction (BEGIN IMMEDIATE, see dsn) and
+// commits it when fn returns nil.
+func (s *Store) write(fn func(tx *sql.Tx) error) error {
+	tx, err := s.db.BeginTx(context.Background(), nil)
+	if err != nil {
+		return fmt.Errorf("begin immediate: %w", err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// StagingDir returns the staging directory of transaction id; Begin
+// creates it.
+func (s *Store) StagingDir(id int64) string {
+	return filepath.Join(s.dir, StagingName, strconv.FormatInt(id, 10))
+}
+
+// RemoveStaging removes the staging directory of transaction id (absent
+// is fine). Call it once the transaction is aborted or applied.
+func (s *Store) RemoveStaging(id int64) error {
+	if err := os.RemoveAll(s.StagingDir(id)); err != nil {
+		return fmt.Errorf("remove staging of transaction %d: %w", id, err)
+	}
+	return nil
+}
+
+// GCStaging removes the staging directories of transactions that are
+// aborted or applied, and of ids the store does not know (left by a crash
+// inside Begin), and returns their ids in increasing order. Entries whose
+// names are not ids are left alone. It holds the write lock throughout,
+// so it cannot remove the directory of a transaction being begun.
+func (s *Store) GCStaging() ([]int64, error) {
+	var removed []int64
+	err := s.write(func(tx *sql.Tx) error {
+		entries, err := os.ReadDir(filepath.Join(s.dir, StagingName))
+		if err != nil {
+			return err
+		}
+		live := map[int64]bool{}
+		rows, err := tx.Query(`SELECT id FROM tx WHERE state IN (?, ?, ?)`,
+			StateRunning, StateKept, StateCommitted)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			live[id] = true
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, e := range entries {
+			id, err := strconv.ParseInt(e.Name(), 10, 64)
+			if err != nil || id <= 0 || strconv.FormatInt(id, 10) != e.Name() || live[id] {
+				continue
+			}
+			if err := s.RemoveStaging(id); err != nil {
+				return err
+			}
+			removed = append(removed, id)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("gc staging: %w", err)
+	}
+	sort.Slice(removed, func(i, j int) bool { return removed[i] < removed[j] })
+	return removed, nil
+}
+
+// notFound turns sql.ErrNoRows into ErrNotFound for transaction id.
+func notFound(op string, id int64, err error) error {
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("%s transaction %d: %w", op, id, ErrNotFound)
+	}
+	return fmt.Errorf("%s transaction %d: %w", op, id, err)
+}

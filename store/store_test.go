@@ -1,0 +1,538 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// clock is a deterministic Now: each call is one second after the last.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time // guarded by mu
+}
+
+func newClock() *clock { return &clock{t: time.Unix(1_700_000_000, 0)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(time.Second)
+	return c.t
+}
+
+func openT(t *testing.T, dir string, opt Options) *Store {
+	t.Helper()
+	s, err := Open(dir, opt)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func dead(Owner) bool { return false }
+
+// sampleOps exercises every field of RedoOp, including an inode with the
+// high bit set.
+func sampleOps(n int) []RedoOp {
+	ops := make([]RedoOp, n)
+	for i := range ops {
+		ops[i] = RedoOp{
+			Kind: OpKind(fmt.Sprintf("kind%d", i%3)), Path: fmt.Sprintf("/host/p%d", i), Src: fmt.Sprintf("/staging/s%d", i),
+			Ino: 1<<63 + uint64(i), Attrs: AttrMode | AttrMtime, Mode: 0o4755, UID: 1<<32 - 2, GID: uint32(i),
+			Atime: Timespec{Sec: -5, Nsec: 7}, Mtime: Timespec{Sec: 1_700_000_000 + int64(i), Nsec: 999_999_999},
+		}
+	}
+	return ops
+}
+
+func TestOpenPragmas(t *testing.T) {
+	for _, durable := range []bool{true, false} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "state")
+			s := openT(t, dir, Options{Durable: durable})
+
+			var mode string
+			require.NoError(t, s.db.QueryRow("PRAGMA journal_mode").Scan(&mode))
+			assert.Equal(t, "wal", mode)
+			var syncMode int
+			require.NoError(t, s.db.QueryRow("PRAGMA synchronous").Scan(&syncMode))
+			assert.Equal(t, map[bool]int{true: 2, false: 0}[durable], syncMode)
+
+			for _, p := range []string{dir, filepath.Join(dir, StagingName)} {
+				fi, err := os.Stat(p)
+				require.NoError(t, err)
+				assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), p)
+			}
+			assert.FileExists(t, filepath.Join(dir, DBName))
+		})
+	}
+}
+
+func TestOpenRefusesNonWAL(t *testing.T) {
+	// An in-memory database cannot be in WAL mode: journal_mode reads back
+	// "memory", which must be an error, not a silent fallback.
+	_, err := openDB("file::memory:?_journal_mode=WAL", false)
+	require.ErrorContains(t, err, "not wal")
+}
+
+func TestMigrationsIdempotent(t *testing.T) {
+	dir := t.TempDir()
+	names, err := filepath.Glob("migrations/*.sql")
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+
+	// Several stores opening one fresh directory at once, then again.
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		wg.Go(func() {
+			s, err := Open(dir, Options{})
+			if err == nil {
+				err = s.Close()
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	s := openT(t, dir, Options{})
+	var n int
+	require.NoError(t, s.db.QueryRow("SELECT count(*) FROM schema_migrations").Scan(&n))
+	assert.Equal(t, len(names), n)
+	var last int64
+	require.NoError(t, s.db.QueryRow("SELECT last_seq FROM commit_counter").Scan(&last))
+	assert.Zero(t, last)
+}
+
+func TestLifecycle(t *testing.T) {
+	clk := newClock()
+	dir := t.TempDir()
+	s := openT(t, dir, Options{Now: clk.Now, Owner: Owner{Pid: 100, Start: 7}})
+
+	tx, err := s.Begin(TxInfo{Command: []string{"make", "install"}, Cwd: "/src"})
+	require.NoError(t, err)
+	assert.Equal(t, int64(0), tx.StartSeq)
+	fi, err := os.Stat(s.StagingDir(tx.ID))
+	require.NoError(t, err)
+	assert.True(t, fi.IsDir())
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+
+	rec, ops, err := s.Get(tx.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StateRunning, rec.State)
+	assert.Empty(t, ops)
+	assert.Equal(t, Owner{Pid: 100, Start: 7}, rec.Owner)
+
+	want := sampleOps(5)
+	writes := []Granule{{"data", "/host/p0"}, {"entry", "/host/p1"}, {"data", "/host/p0"}}
+	seq, err := s.Commit(tx.ID, nil, want, writes)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), seq)
+	require.NoError(t, s.SetCommandStatus(tx.ID, 3))
+
+	rec, ops, err = s.Get(tx.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StateCommitted, rec.State)
+	assert.Equal(t, want, ops)
+	assert.Equal(t, int64(1), rec.Seq)
+	assert.Equal(t, 5, rec.OpN)
+	assert.Equal(t, 2, rec.GranuleN, "duplicate granules are stored once")
+	require.NotNil(t, rec.CommandStatus)
+	assert.Equal(t, 3, *rec.CommandStatus)
+	assert.Equal(t, []string{"make", "install"}, rec.Command)
+	assert.Equal(t, "/src", rec.Cwd)
+	assert.True(t, rec.Begun.Before(rec.Committed))
+	assert.True(t, rec.Applied.IsZero())
+
+	// The owner (pid 100) is alive: nothing for recovery to claim.
+	pending, err := s.ClaimPending(func(o Owner) bool { return o == Owner{Pid: 100, Start: 7} })
+	require.NoError(t, err)
+	assert.Empty(t, pending)
+
+	require.NoError(t, s.MarkApplied(tx.ID))
+	require.NoError(t, s.MarkApplied(tx.ID), "marking applied twice is fine")
+	rec, _, err = s.Get(tx.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StateApplied, rec.State)
+	assert.True(t, rec.Committed.Before(rec.Applied))
+
+	pending, err = s.ClaimPending(dead)
+	require.NoError(t, err)
+	assert.Empty(t, pending, "applied transactions are not pending")
+
+	tx2, err := s.Begin(TxInfo{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), tx2.StartSeq)
+	rec, _, err = s.Get(tx2.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []string{}, rec.Command)
+	assert.Nil(t, rec.CommandStatus)
+}
+
+func TestStateTransitions(t *testing.T) {
+	accept := func([]WriteSet) error { return nil }
+	tests := []struct {
+		name    string
+		setup   func(s *Store, id int64) error
+		act     func(s *Store, id int64) error
+		want    State
+		wantErr State // "" when act must succeed; else the StateError state
+		reason  string
+	}{
+		{"abort running", nil, func(s *Store, id int64) error { return s.Abort(id, "exit 1") }, StateAborted, "", "exit 1"},
+		{"abort aborted keeps first reason", func(s *Store, id int64) error { return s.Abort(id, "first") },
+			func(s *Store, id int64) error { return s.Abort(id, "second") }, StateAborted, "", "first"},
+		{"keep running", nil, func(s *Store, id int64) error { return s.Keep(id) }, StateKept, "", ""},
+		{"abort kept", func(s *Store, id int64) error { return s.Keep(id) },
+			func(s *Store, id int64) error { return s.Abort(id, "txexec abort") }, StateAborted, "", "txexec abort"},
+		{"commit kept", func(s *Store, id int64) error { return s.Keep(id) },
+			func(s *Store, id int64) error { _, err := s.Commit(id, accept, nil, nil); return err }, StateCommitted, "", ""},
+		{"abort committed", func(s *Store, id int64) error { _, err := s.Commit(id, accept, nil, nil); return err },
+			func(s *Store, id int64) error { return s.Abort(id, "late") }, StateCommitted, StateCommitted, ""},
+		{"commit aborted", func(s *Store, id int64) error { return s.Abort(id, "gone") },
+			func(s *Store, id int64) error { _, err := s.Commit(id, accept, nil, nil); return err }, StateAborted, StateAborted, "gone"},
+		{"commit twice", func(s *Store, id int64) error { _, err := s.Commit(id, accept, nil, nil); return err },
+			func(s *Store, id int64) error { _, err := s.Commit(id, accept, nil, nil); return err }, StateCommitted, StateCommitted, ""},
+		{"mark running applied", nil, func(s *Store, id int64) error { return s.MarkApplied(id) }, StateRunning, StateRunning, ""},
+		{"keep committed", func(s *Store, id int64) error { _, err := s.Commit(id, accept, nil, nil); return err },
+			func(s *Store, id int64) error { return s.Keep(id) }, StateCommitted, StateCommitted, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openT(t, t.TempDir(), Options{})
+			tx, err := s.Begin(TxInfo{Command: []string{"true"}})
+			require.NoError(t, err)
+			if tt.setup != nil {
+				require.NoError(t, tt.setup(s, tx.ID))
+			}
+			err = tt.act(s, tx.ID)
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+			} else {
+				var se *StateError
+				require.ErrorAs(t, err, &se)
+				assert.Equal(t, tt.wantErr, se.State)
+				assert.Equal(t, tx.ID, se.ID)
+			}
+			rec, _, err := s.Get(tx.ID)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, rec.State)
+			assert.Equal(t, tt.reason, rec.Reason)
+		})
+	}
+}
+
+func TestUnknownTransaction(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	ops := map[string]func() error{
+		"commit":      func() error { _, err := s.Commit(42, nil, nil, nil); return err },
+		"abort":       func() error { return s.Abort(42, "x") },
+		"keep":        func() error { return s.Keep(42) },
+		"markApplied": func() error { return s.MarkApplied(42) },
+		"status":      func() error { return s.SetCommandStatus(42, 0) },
+		"get":         func() error { _, _, err := s.Get(42); return err },
+	}
+	for name, op := range ops {
+		t.Run(name, func(t *testing.T) {
+			err := op()
+			require.ErrorIs(t, err, ErrNotFound)
+			assert.Contains(t, err.Error(), "transaction 42")
+		})
+	}
+}
+
+func TestValidateSeesWriteSetsSinceStart(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	begin := func() Tx {
+		tx, err := s.Begin(TxInfo{})
+		require.NoError(t, err)
+		return tx
+	}
+	commit := func(tx Tx, path string) (seq int64, saw []WriteSet) {
+		seq, err := s.Commit(tx.ID, func(since []WriteSet) error { saw = since; return nil },
+			[]RedoOp{{Kind: "rename", Path: path}}, []Granule{{"data", path}, {"entry", path}})
+		require.NoError(t, err)
+		return seq, saw
+	}
+	ws := func(tx Tx, seq int64, path string) WriteSet {
+		return WriteSet{TxID: tx.ID, Seq: seq, Granules: []Granule{{"data", path}, {"entry", path}}}
+	}
+
+	a, b, c := begin(), begin(), begin()
+	seqB, saw := commit(b, "/b")
+	assert.Empty(t, saw)
+	d := begin()
+	assert.Equal(t, seqB, d.StartSeq)
+	seqC, saw := commit(c, "/c")
+	assert.Equal(t, []WriteSet{ws(b, seqB, "/b")}, saw)
+
+	// A validation failure rolls everything back and leaves d running.
+	conflict := errors.New("conflict on /c")
+	_, err := s.Commit(d.ID, func(since []WriteSet) error {
+		assert.Equal(t, []WriteSet{ws(c, seqC, "/c")}, since)
+		return conflict
+	}, []RedoOp{{Kind: "rename", Path: "/d"}}, []Granule{{"data", "/d"}})
+	require.ErrorIs(t, err, conflict)
+	rec, ops, err := s.Get(d.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StateRunning, rec.State)
+	assert.Empty(t, ops)
+	assert.Zero(t, rec.GranuleN)
+
+	seqA, saw := commit(a, "/a")
+	assert.Equal(t, []WriteSet{ws(b, seqB, "/b"), ws(c, seqC, "/c")}, saw)
+	// The failed attempt left no trace: a retry of d sees c and a only.
+	_, saw = commit(d, "/d")
+	assert.Equal(t, []WriteSet{ws(c, seqC, "/c"), ws(a, seqA, "/a")}, saw)
+
+	// A commit without granules still shows up, with none.
+	e, f := begin(), begin()
+	seqE, err := s.Commit(e.ID, nil, nil, nil)
+	require.NoError(t, err)
+	_, saw = commit(f, "/f")
+	assert.Equal(t, []WriteSet{{TxID: e.ID, Seq: seqE}}, saw)
+}
+
+// TestConcurrentCommitters runs committers in goroutines on two Stores
+// over one database, as two txexec processes would: every commit must
+// succeed (no SQLITE_BUSY surfacing), get a distinct seq, and validate
+// against exactly the commits between its start and its own seq.
+func TestConcurrentCommitters(t *testing.T) {
+	dir := t.TempDir()
+	stores := []*Store{openT(t, dir, Options{Durable: true}), openT(t, dir, Options{Durable: true})}
+	const workers, commits = 8, 10
+
+	var mu sync.Mutex
+	var seqs []int64
+	var wg sync.WaitGroup
+	for w := range workers {
+		s := stores[w%len(stores)]
+		wg.Go(func() {
+			for i := range commits {
+				tx, err := s.Begin(TxInfo{Command: []string{"w", fmt.Sprint(w, i)}})
+				if !assert.NoError(t, err) {
+					return
+				}
+				var saw []WriteSet
+				path := fmt.Sprintf("/w%d/%d", w, i)
+				seq, err := s.Commit(tx.ID, func(since []WriteSet) error { saw = since; return nil },
+					sampleOps(3), []Granule{{"data", path}})
+				if !assert.NoError(t, err) {
+					return
+				}
+				// Serialized: the validation saw every commit after the
+				// snapshot and before this one, in order.
+				if assert.Len(t, saw, int(seq-tx.StartSeq-1)) {
+					for k, ws := range saw {
+						assert.Equal(t, tx.StartSeq+1+int64(k), ws.Seq)
+					}
+				}
+				mu.Lock()
+				seqs = append(seqs, seq)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	require.Len(t, seqs, workers*commits)
+	sort.Slice(seqs, func(i, j int) bool { return seqs[i] < seqs[j] })
+	for i, seq := range seqs {
+		assert.Equal(t, int64(i+1), seq)
+	}
+}
+
+func TestClaimPending(t *testing.T) {
+	dir := t.TempDir()
+	crashed := openT(t, dir, Options{Owner: Owner{Pid: 10, Start: 1}})
+	live := openT(t, dir, Options{Owner: Owner{Pid: 20, Start: 2}})
+	var want []PendingTx
+	for i := range 3 {
+		tx, err := crashed.Begin(TxInfo{})
+		require.NoError(t, err)
+		seq, err := crashed.Commit(tx.ID, nil, sampleOps(i+1), nil)
+		require.NoError(t, err)
+		want = append(want, PendingTx{ID: tx.ID, Seq: seq, Ops: sampleOps(i + 1)})
+	}
+	txLive, err := live.Begin(TxInfo{})
+	require.NoError(t, err)
+	_, err = live.Commit(txLive.ID, nil, sampleOps(1), nil)
+	require.NoError(t, err)
+
+	r1 := openT(t, dir, Options{Owner: Owner{Pid: 30, Start: 3}})
+	r2 := openT(t, dir, Options{Owner: Owner{Pid: 40, Start: 4}})
+	aliveExcept10 := func(o Owner) bool { return o.Pid != 10 }
+	got, err := r1.ClaimPending(aliveExcept10)
+	require.NoError(t, err)
+	assert.Equal(t, want, got, "the dead owner's commits, in seq order; not the live one's")
+	got, err = r2.ClaimPending(aliveExcept10)
+	require.NoError(t, err)
+	assert.Empty(t, got, "r1 claimed them and is alive")
+	rec, _, err := r2.Get(want[0].ID)
+	require.NoError(t, err)
+	assert.Equal(t, Owner{Pid: 30, Start: 3}, rec.Owner)
+
+	// r1 dies in turn: r2 takes over.
+	got, err = r2.ClaimPending(func(o Owner) bool { return o.Pid == 20 || o.Pid == 40 })
+	require.NoError(t, err)
+	assert.Equal(t, want, got)
+}
+
+func TestAbortOrphans(t *testing.T) {
+	dir := t.TempDir()
+	clk := newClock()
+	a := openT(t, dir, Options{Now: clk.Now, Owner: Owner{Pid: 10, Start: 1}})
+	b := openT(t, dir, Options{Now: clk.Now, Owner: Owner{Pid: 10, Start: 2}}) // pid reused
+	running, err := a.Begin(TxInfo{})
+	require.NoError(t, err)
+	kept, err := a.Begin(TxInfo{})
+	require.NoError(t, err)
+	require.NoError(t, a.Keep(kept.ID))
+	committed, err := a.Begin(TxInfo{})
+	require.NoError(t, err)
+	_, err = a.Commit(committed.ID, nil, nil, nil)
+	require.NoError(t, err)
+	otherOwner, err := b.Begin(TxInfo{})
+	require.NoError(t, err)
+
+	alive := func(o Owner) bool { return o == Owner{Pid: 10, Start: 2} }
+	ids, err := b.AbortOrphans(alive, "supervisor died")
+	require.NoError(t, err)
+	assert.Equal(t, []int64{running.ID}, ids)
+	for id, want := range map[int64]State{running.ID: StateAborted, kept.ID: StateKept,
+		committed.ID: StateCommitted, otherOwner.ID: StateRunning} {
+		rec, _, err := b.Get(id)
+		require.NoError(t, err)
+		assert.Equal(t, want, rec.State, "transaction %d", id)
+	}
+	rec, _, err := b.Get(running.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "supervisor died", rec.Reason)
+	assert.False(t, rec.Aborted.IsZero())
+
+	ids, err = b.AbortOrphans(alive, "again")
+	require.NoError(t, err)
+	assert.Empty(t, ids)
+}
+
+func TestLog(t *testing.T) {
+	clk := newClock()
+	s := openT(t, t.TempDir(), Options{Now: clk.Now})
+	var ids []int64
+	for i := range 4 {
+		tx, err := s.Begin(TxInfo{Command: []string{"cmd", fmt.Sprint(i)}})
+		require.NoError(t, err)
+		ids = append(ids, tx.ID)
+	}
+	_, err := s.Commit(ids[1], nil, sampleOps(2), []Granule{{"data", "/x"}})
+	require.NoError(t, err)
+	require.NoError(t, s.Abort(ids[2], "exit status 1"))
+
+	tests := []struct {
+		name  string
+		limit int
+		want  []int64
+	}{
+		{"all", 0, []int64{ids[3], ids[2], ids[1], ids[0]}},
+		{"negative is all", -1, []int64{ids[3], ids[2], ids[1], ids[0]}},
+		{"limited", 2, []int64{ids[3], ids[2]}},
+		{"more than there are", 10, []int64{ids[3], ids[2], ids[1], ids[0]}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs, err := s.Log(tt.limit)
+			require.NoError(t, err)
+			var got []int64
+			for _, r := range recs {
+				got = append(got, r.ID)
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+
+	recs, err := s.Log(0)
+	require.NoError(t, err)
+	byID := map[int64]TxRecord{}
+	for _, r := range recs {
+		byID[r.ID] = r
+	}
+	assert.Equal(t, time.Unix(1_700_000_000+2, 0), byID[ids[0]].Begun, "the injected clock")
+	assert.Equal(t, StateCommitted, byID[ids[1]].State)
+	assert.Equal(t, 2, byID[ids[1]].OpN)
+	assert.Equal(t, 1, byID[ids[1]].GranuleN)
+	assert.Equal(t, int64(1), byID[ids[1]].Seq)
+	assert.Equal(t, StateAborted, byID[ids[2]].State)
+	assert.Equal(t, "exit status 1", byID[ids[2]].Reason)
+	assert.Equal(t, []string{"cmd", "3"}, byID[ids[3]].Command)
+}
+
+func TestGCStaging(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, Options{})
+	mk := func(final func(id int64) error) int64 {
+		tx, err := s.Begin(TxInfo{})
+		require.NoError(t, err)
+		// Something inside, as a real staging directory would have.
+		require.NoError(t, os.MkdirAll(filepath.Join(s.StagingDir(tx.ID), "d", "e"), 0o700))
+		if final != nil {
+			require.NoError(t, final(tx.ID))
+		}
+		return tx.ID
+	}
+	running := mk(nil)
+	kept := mk(s.Keep)
+	committed := mk(func(id int64) error { _, err := s.Commit(id, nil, nil, nil); return err })
+	applied := mk(func(id int64) error {
+		if _, err := s.Commit(id, nil, nil, nil); err != nil {
+			return err
+		}
+		return s.MarkApplied(id)
+	})
+	aborted := mk(func(id int64) error { return s.Abort(id, "x") })
+	unknown := int64(9999)
+	require.NoError(t, os.Mkdir(s.StagingDir(unknown), 0o700))
+	stray := filepath.Join(dir, StagingName, "not-an-id")
+	require.NoError(t, os.Mkdir(stray, 0o700))
+
+	removed, err := s.GCStaging()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{applied, aborted, unknown}, removed)
+	for _, id := range []int64{running, kept, committed} {
+		assert.DirExists(t, s.StagingDir(id))
+	}
+	for _, id := range removed {
+		assert.NoDirExists(t, s.StagingDir(id))
+	}
+	assert.DirExists(t, stray, "names that are not ids are left alone")
+
+	removed, err = s.GCStaging()
+	require.NoError(t, err)
+	assert.Empty(t, removed)
+
+	require.NoError(t, s.RemoveStaging(running))
+	require.NoError(t, s.RemoveStaging(running), "absent is fine")
+	assert.NoDirExists(t, s.StagingDir(running))
+}
+
+func TestBeginReplacesStaleStaging(t *testing.T) {
+	// A Begin that crashed before its COMMIT can leave staging/N behind
+	// while id N is handed out again.
+	dir := t.TempDir()
+	s := openT(t, dir, Options{})
+	stale := filepath.Join(s.StagingDir(1), "leftover")
+	require.NoError(t, os.MkdirAll(stale, 0o700))
+	tx, err := s.Begin(TxInfo{})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), tx.ID)
+	assert.NoFileExists(t, stale)
+	assert.DirExists(t, s.StagingDir(1))
+}

@@ -1,0 +1,437 @@
+package store
+
+import (
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+)
+
+// querier is what *sql.DB and *sql.Tx have in common.
+type querier interface {
+	Query(query string, args ...any) (*sql.Rows, error)
+	QueryRow(query string, args ...any) *sql.Row
+}
+
+// Begin records a new running transaction owned by this process, with the
+// latest commit as its snapshot, and creates its staging directory.
+func (s *Store) Begin(info TxInfo) (Tx, error) {
+	if info.Command == nil {
+		info.Command = []string{}
+	}
+	cmd, err := json.Marshal(info.Command)
+	if err != nil {
+		return Tx{}, fmt.Errorf("begin transaction: %w", err)
+	}
+	var t Tx
+	err = s.write(func(tx *sql.Tx) error {
+		if err := tx.QueryRow(`SELECT last_seq FROM commit_counter`).Scan(&t.StartSeq); err != nil {
+			return err
+		}
+		res, err := tx.Exec(`INSERT INTO tx (state, command, cwd, owner_pid, owner_start, start_seq, begin_ns)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			StateRunning, string(cmd), info.Cwd, s.opt.Owner.Pid, int64(s.opt.Owner.Start),
+			t.StartSeq, s.opt.Now().UnixNano())
+		if err != nil {
+			return err
+		}
+		if t.ID, err = res.LastInsertId(); err != nil {
+			return err
+		}
+		// A directory with this id can only be left by a Begin that
+		// crashed before its COMMIT: the id was never handed out.
+		dir := s.StagingDir(t.ID)
+		if err := os.RemoveAll(dir); err != nil {
+			return err
+		}
+		return os.Mkdir(dir, 0o700)
+	})
+	if err != nil {
+		return Tx{}, fmt.Errorf("begin transaction: %w", err)
+	}
+	return t, nil
+}
+
+// Commit is the commit point of transaction id (running or kept). In one
+// write transaction, which serializes committers across processes, it
+// loads the write sets of every transaction committed after id began and
+// passes them to validate; if validate fails, nothing changes (id stays
+// running or kept, so the caller can abort it) and its error is returned
+// wrapped. Otherwise it stores ops in order and writes as id's write set,
+// gives id the next commit seq, makes this process its owner and commits.
+// Once Commit returns a seq the transaction survives any crash; recovery
+// redoes ops until MarkApplied.
+//
+// validate runs with the database locked against every other committer:
+// it must be quick and must not call the Store.
+func (s *Store) Commit(id int64, validate func(since []WriteSet) error, ops []RedoOp, writes []Granule) (seq int64, err error) {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	err = s.write(func(tx *sql.Tx) error {
+		var state State
+		var startSeq int64
+		if err := tx.QueryRow(`SELECT state, start_seq FROM tx WHERE id = ?`, id).Scan(&state, &startSeq); err != nil {
+			return err
+		}
+		if state != StateRunning && state != StateKept {
+			return &StateError{ID: id, State: state}
+		}
+		since, err := writeSetsSince(tx, startSeq)
+		if err != nil {
+			return fmt.Errorf("load write sets: %w", err)
+		}
+		if validate != nil {
+			if err := validate(since); err != nil {
+				return fmt.Errorf("validate: %w", err)
+			}
+		}
+		if err := insertOps(tx, id, ops); err != nil {
+			return fmt.Errorf("insert redo: %w", err)
+		}
+		if err := insertGranules(tx, id, writes); err != nil {
+			return fmt.Errorf("insert write set: %w", err)
+		}
+		if err := tx.QueryRow(`UPDATE commit_counter SET last_seq = last_seq + 1 RETURNING last_seq`).Scan(&seq); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(`UPDATE tx SET state = ?, seq = ?, commit_ns = ?, owner_pid = ?, owner_start = ? WHERE id = ?`,
+			StateCommitted, seq, s.opt.Now().UnixNano(), s.opt.Owner.Pid, int64(s.opt.Owner.Start), id); err != nil {
+			return err
+		}
+		Fault("store.before-commit")
+		return nil
+	})
+	if err != nil {
+		return 0, notFound("commit", id, err)
+	}
+	Fault("store.after-commit")
+	return seq, nil
+}
+
+func writeSetsSince(tx *sql.Tx, startSeq int64) ([]WriteSet, error) {
+	rows, err := tx.Query(`SELECT t.id, t.seq, g.kind, g.path
+		FROM tx t LEFT JOIN granule g ON g.tx_id = t.id
+		WHERE t.seq > ? ORDER BY t.seq, g.kind, g.path`, startSeq)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var sets []WriteSet
+	for rows.Next() {
+		var id, seq int64
+		var kind, path sql.NullString
+		if err := rows.Scan(&id, &seq, &kind, &path); err != nil {
+			return nil, err
+		}
+		if len(sets) == 0 || sets[len(sets)-1].TxID != id {
+			sets = append(sets, WriteSet{TxID: id, Seq: seq})
+		}
+		if kind.Valid {
+			w := &sets[len(sets)-1]
+			w.Granules = append(w.Granules, Granule{Kind: kind.String, Path: path.String})
+		}
+	}
+	return sets, rows.Err()
+}
+
+func insertOps(tx *sql.Tx, id int64, ops []RedoOp) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	st, err := tx.Prepare(`INSERT INTO redo (tx_id, n, kind, path, src, ino, attrs, mode, uid, gid,
+		atime_sec, atime_nsec, mtime_sec, mtime_nsec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for n, op := range ops {
+		if _, err := st.Exec(id, n, string(op.Kind), op.Path, op.Src, int64(op.Ino), int64(op.Attrs),
+			int64(op.Mode), int64(op.UID), int64(op.GID),
+			op.Atime.Sec, op.Atime.Nsec, op.Mtime.Sec, op.Mtime.Nsec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func insertGranules(tx *sql.Tx, id int64, writes []Granule) error {
+	if len(writes) == 0 {
+		return nil
+	}
+	st, err := tx.Prepare(`INSERT OR IGNORE INTO granule (tx_id, kind, path) VALUES (?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, g := range writes {
+		if _, err := st.Exec(id, g.Kind, g.Path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func loadOps(q querier, id int64) ([]RedoOp, error) {
+	rows, err := q.Query(`SELECT kind, path, src, ino, attrs, mode, uid, gid,
+		atime_sec, atime_nsec, mtime_sec, mtime_nsec FROM redo WHERE tx_id = ? ORDER BY n`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ops []RedoOp
+	for rows.Next() {
+		var op RedoOp
+		var kind string
+		var ino, attrs, mode, uid, gid int64
+		if err := rows.Scan(&kind, &op.Path, &op.Src, &ino, &attrs, &mode, &uid, &gid,
+			&op.Atime.Sec, &op.Atime.Nsec, &op.Mtime.Sec, &op.Mtime.Nsec); err != nil {
+			return nil, err
+		}
+		op.Kind = OpKind(kind)
+		op.Ino, op.Attrs, op.Mode = uint64(ino), AttrMask(attrs), uint32(mode)
+		op.UID, op.GID = uint32(uid), uint32(gid)
+		ops = append(ops, op)
+	}
+	return ops, rows.Err()
+}
+
+// transition moves transaction id from one of the states from to state
+// to, doing nothing if it is already there. set and args add columns to
+// the update.
+func (s *Store) transition(op string, id int64, from []State, to State, set string, args ...any) error {
+	err := s.write(func(tx *sql.Tx) error {
+		var state State
+		if err := tx.QueryRow(`SELECT state FROM tx WHERE id = ?`, id).Scan(&state); err != nil {
+			return err
+		}
+		if state == to {
+			return nil
+		}
+		if !slices.Contains(from, state) {
+			return &StateError{ID: id, State: state}
+		}
+		_, err := tx.Exec(`UPDATE tx SET state = ?`+set+` WHERE id = ?`, append(append([]any{to}, args...), id)...)
+		return err
+	})
+	if err != nil {
+		return notFound(op, id, err)
+	}
+	return nil
+}
+
+// MarkApplied records that committed transaction id has been written
+// through to the host; recovery will not redo it. Already applied is fine.
+func (s *Store) MarkApplied(id int64) error {
+	return s.transition("mark applied", id, []State{StateCommitted}, StateApplied,
+		`, applied_ns = ?`, s.opt.Now().UnixNano())
+}
+
+// Abort records that running or kept transaction id is thrown away, and
+// why (for txexec log). Aborting an aborted transaction keeps the first
+// reason. The caller removes the staging directory.
+func (s *Store) Abort(id int64, reason string) error {
+	return s.transition("abort", id, []State{StateRunning, StateKept}, StateAborted,
+		`, reason = ?, aborted_ns = ?`, reason, s.opt.Now().UnixNano())
+}
+
+// Keep records that running transaction id stays prepared, with its
+// staging, for a later Commit (which re-validates) or Abort, possibly by
+// another process.
+func (s *Store) Keep(id int64) error {
+	return s.transition("keep", id, []State{StateRunning}, StateKept, "")
+}
+
+// SetCommandStatus records the exit status of the transaction's command
+// (128+N for signal N), in any state.
+func (s *Store) SetCommandStatus(id int64, status int) error {
+	err := s.write(func(tx *sql.Tx) error {
+		res, err := tx.Exec(`UPDATE tx SET command_status = ? WHERE id = ?`, status, id)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err == nil && n == 0 {
+			err = sql.ErrNoRows
+		}
+		return err
+	})
+	if err != nil {
+		return notFound("set command status of", id, err)
+	}
+	return nil
+}
+
+// ClaimPending is recovery's view of the redo log: it makes this process
+// the owner of every committed, not yet applied transaction whose owner is
+// dead (alive reports false), and returns them in commit order with their
+// ops, to be redone and then marked applied. Transactions of live owners
+// are theirs to finish; claiming under the write lock keeps two recovering
+// processes from writing one transaction through at once.
+//
+// alive runs with the database locked against every other writer.
+func (s *Store) ClaimPending(alive func(Owner) bool) ([]PendingTx, error) {
+	var pending []PendingTx
+	err := s.write(func(tx *sql.Tx) error {
+		rows, err := tx.Query(`SELECT id, seq, owner_pid, owner_start FROM tx WHERE state = ? ORDER BY seq`, StateCommitted)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var p PendingTx
+			var o Owner
+			var start int64
+			if err := rows.Scan(&p.ID, &p.Seq, &o.Pid, &start); err != nil {
+				return err
+			}
+			o.Start = uint64(start)
+			if !alive(o) {
+				pending = append(pending, p)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for i := range pending {
+			p := &pending[i]
+			if _, err := tx.Exec(`UPDATE tx SET owner_pid = ?, owner_start = ? WHERE id = ?`,
+				s.opt.Owner.Pid, int64(s.opt.Owner.Start), p.ID); err != nil {
+				return err
+			}
+			if p.Ops, err = loadOps(tx, p.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim pending transactions: %w", err)
+	}
+	return pending, nil
+}
+
+// AbortOrphans aborts, with reason, every running transaction whose owner
+// is dead (alive reports false) and returns their ids in increasing order;
+// the caller removes their staging directories. Kept transactions are not
+// orphans: they wait for txexec commit or abort.
+//
+// alive runs with the database locked against every other writer.
+func (s *Store) AbortOrphans(alive func(Owner) bool, reason string) ([]int64, error) {
+	var ids []int64
+	err := s.write(func(tx *sql.Tx) error {
+		rows, err := tx.Query(`SELECT id, owner_pid, owner_start FROM tx WHERE state = ? ORDER BY id`, StateRunning)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, start int64
+			var o Owner
+			if err := rows.Scan(&id, &o.Pid, &start); err != nil {
+				return err
+			}
+			o.Start = uint64(start)
+			if !alive(o) {
+				ids = append(ids, id)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		now := s.opt.Now().UnixNano()
+		for _, id := range ids {
+			if _, err := tx.Exec(`UPDATE tx SET state = ?, reason = ?, aborted_ns = ? WHERE id = ?`,
+				StateAborted, reason, now, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("abort orphaned transactions: %w", err)
+	}
+	return ids, nil
+}
+
+const recordColumns = `id, state, command, cwd, owner_pid, owner_start, start_seq, seq, reason,
+	command_status, begin_ns, commit_ns, applied_ns, aborted_ns,
+	(SELECT count(*) FROM redo WHERE tx_id = tx.id),
+	(SELECT count(*) FROM granule WHERE tx_id = tx.id)`
+
+func scanRecord(sc interface{ Scan(...any) error }) (TxRecord, error) {
+	var r TxRecord
+	var cmd string
+	var start int64
+	var seq, status, commitNs, appliedNs, abortedNs sql.NullInt64
+	var beginNs int64
+	if err := sc.Scan(&r.ID, &r.State, &cmd, &r.Cwd, &r.Owner.Pid, &start, &r.StartSeq, &seq, &r.Reason,
+		&status, &beginNs, &commitNs, &appliedNs, &abortedNs, &r.OpN, &r.GranuleN); err != nil {
+		return TxRecord{}, err
+	}
+	if err := json.Unmarshal([]byte(cmd), &r.Command); err != nil {
+		return TxRecord{}, fmt.Errorf("decode command of transaction %d: %w", r.ID, err)
+	}
+	r.Owner.Start = uint64(start)
+	r.Seq = seq.Int64
+	if status.Valid {
+		st := int(status.Int64)
+		r.CommandStatus = &st
+	}
+	r.Begun = time.Unix(0, beginNs)
+	r.Committed = nsTime(commitNs)
+	r.Applied = nsTime(appliedNs)
+	r.Aborted = nsTime(abortedNs)
+	return r, nil
+}
+
+func nsTime(ns sql.NullInt64) time.Time {
+	if !ns.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, ns.Int64)
+}
+
+// Log returns up to limit transactions (all when limit <= 0), newest
+// first, for txexec log.
+func (s *Store) Log(limit int) ([]TxRecord, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	rows, err := s.db.Query(`SELECT `+recordColumns+` FROM tx ORDER BY id DESC LIMIT ?`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read log: %w", err)
+	}
+	defer rows.Close()
+	var recs []TxRecord
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read log: %w", err)
+		}
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read log: %w", err)
+	}
+	return recs, nil
+}
+
+// Get returns transaction id and, once it is committed, its redo ops in
+// order, for txexec show.
+func (s *Store) Get(id int64) (TxRecord, []RedoOp, error) {
+	r, err := scanRecord(s.db.QueryRow(`SELECT `+recordColumns+` FROM tx WHERE id = ?`, id))
+	if err != nil {
+		return TxRecord{}, nil, notFound("get", id, err)
+	}
+	if r.Seq == 0 {
+		// Ops are stored with the commit, in the same SQL transaction.
+		return r, nil, nil
+	}
+	ops, err := loadOps(s.db, id)
+	if err != nil {
+		return TxRecord{}, nil, notFound("get", id, err)
+	}
+	return r, ops, nil
+}

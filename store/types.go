@@ -1,0 +1,146 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// State is where a transaction is in its life.
+//
+//	running ──Commit──▶ committed ──MarkApplied──▶ applied
+//	   │  ╲                ▲
+//	   │   Keep──▶ kept ───┘ (Commit re-validates)
+//	   ▼            │
+//	aborted ◀─Abort─┘
+type State string
+
+// The states a transaction passes through.
+const (
+	StateRunning   State = "running"   // its supervisor is staging changes
+	StateKept      State = "kept"      // prepared, waiting for txexec commit/abort
+	StateCommitted State = "committed" // past the commit point, write-through pending
+	StateApplied   State = "applied"   // written through to the host
+	StateAborted   State = "aborted"   // thrown away; Reason says why
+)
+
+// Owner identifies the supervisor process responsible for a transaction:
+// the one running it, or the one writing it through after commit. Start
+// is the process's start time (field 22 of /proc/PID/stat) so that a
+// reused pid is not mistaken for the owner; 0 means unknown.
+type Owner struct {
+	Pid   int
+	Start uint64
+}
+
+// TxInfo describes the command a transaction runs, for txexec log.
+type TxInfo struct {
+	Command []string
+	Cwd     string
+}
+
+// Tx is a transaction just begun.
+type Tx struct {
+	ID int64
+	// StartSeq is the highest commit seq when the transaction began: its
+	// snapshot. Commit validates against everything committed after it.
+	StartSeq int64
+}
+
+// Granule is one unit of conflict detection: what a transaction wrote.
+// Kinds are the caller's ("entry", "data", "meta", "listing", …); store
+// only keeps and returns them.
+type Granule struct {
+	Kind string
+	Path string
+}
+
+// WriteSet is what one committed transaction wrote.
+type WriteSet struct {
+	TxID     int64
+	Seq      int64
+	Granules []Granule // sorted by Kind, then Path
+}
+
+// OpKind names a redo operation. The kinds and their meaning belong to the
+// applier (package txn); store keeps them as opaque strings.
+type OpKind string
+
+// AttrMask says which attribute fields of a RedoOp are set.
+type AttrMask uint32
+
+// The attribute fields of a RedoOp.
+const (
+	AttrMode AttrMask = 1 << iota
+	AttrUID
+	AttrGID
+	AttrAtime
+	AttrMtime
+)
+
+// Timespec is a file time, as in struct timespec.
+type Timespec struct {
+	Sec  int64
+	Nsec int64
+}
+
+// Time returns t as a time.Time.
+func (t Timespec) Time() time.Time { return time.Unix(t.Sec, t.Nsec) }
+
+// RedoOp is one step of a committed transaction's write-through. It is
+// plain data: store keeps the list in order and does not interpret it.
+// Bulk data never goes here, only the paths of staged files.
+type RedoOp struct {
+	Kind  OpKind
+	Path  string // the host path acted on
+	Src   string // the other path, for two-path operations
+	Ino   uint64 // the inode expected, which makes the op idempotent
+	Attrs AttrMask
+	Mode  uint32
+	UID   uint32
+	GID   uint32
+	Atime Timespec
+	Mtime Timespec
+}
+
+// TxRecord is a transaction as txexec log and txexec show report it.
+// Times are zero when the event has not happened.
+type TxRecord struct {
+	ID            int64
+	State         State
+	Command       []string
+	Cwd           string
+	Owner         Owner
+	StartSeq      int64
+	Seq           int64 // 0 until committed
+	Reason        string
+	CommandStatus *int // nil until SetCommandStatus
+	Begun         time.Time
+	Committed     time.Time
+	Applied       time.Time
+	Aborted       time.Time
+	OpN           int // redo operations
+	GranuleN      int // granules in the write set
+}
+
+// PendingTx is a committed transaction whose write-through has to be
+// (re)done.
+type PendingTx struct {
+	ID  int64
+	Seq int64
+	Ops []RedoOp
+}
+
+// ErrNotFound is returned (wrapped) for a transaction id the store does
+// not know.
+var ErrNotFound = errors.New("no such transaction")
+
+// StateError is returned (wrapped in "verb transaction ID: ") when an
+// operation does not apply to a transaction in its current state:
+// committing an aborted transaction, aborting a committed one.
+type StateError struct {
+	ID    int64
+	State State
+}
+
+func (e *StateError) Error() string { return fmt.Sprintf("it is %s", e.State) }

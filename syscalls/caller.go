@@ -1,0 +1,209 @@
+package syscalls
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/interpose"
+	"txexec/proc"
+	"txexec/vfs"
+)
+
+// Kernel is what every handler is given: the table and the subsystems that
+// act on behalf of the caller.
+type Kernel struct {
+	Table *Table
+	Procs *proc.Table
+	View  vfs.View
+	// Logf reports internal errors and refused calls (never nil).
+	Logf func(format string, args ...any)
+	// Trace, if set, receives one line per intercepted call.
+	Trace *Tracer
+	// Unsupported is the --unsupported policy.
+	Unsupported Policy
+	// OnInternalError is called when a handler fails in a way that is not
+	// an errno (the transaction must abort).
+	OnInternalError func(err error)
+}
+
+// Policy is what happens to a call without transactional meaning.
+type Policy uint8
+
+const (
+	// PolicyAbort aborts the transaction (TxOS's default).
+	PolicyAbort Policy = iota
+	// PolicyError fails the call (ENOTSUP, TxOS's ENOTXSUPPORT).
+	PolicyError
+	// PolicyAllow runs it anyway, with a warning.
+	PolicyAllow
+)
+
+// Handle implements interpose.Handler: dispatch by number.
+func (k *Kernel) Handle(c *interpose.Call) interpose.Reply {
+	e := k.Table.Lookup(c.Nr)
+	if e == nil || e.Handler == nil {
+		// The filter sends only calls whose entry has a handler.
+		return interpose.Fail(unix.ENOSYS)
+	}
+	if k.Trace != nil {
+		k.Trace.before(e, c)
+	}
+	return e.Handler(k, c)
+}
+
+// caller samples the calling thread's credentials and file-system context.
+// The returned func releases the handles.
+func (k *Kernel) caller(c *interpose.Call) (*vfs.Caller, func(), error) {
+	t := k.Procs.Thread(c.Tid)
+	if t == nil {
+		return nil, nil, fmt.Errorf("call from unknown thread %d", c.Tid)
+	}
+	cred, err := t.Cred()
+	if err != nil {
+		return nil, nil, err
+	}
+	cwd, root, umask := t.FS().Get()
+	cl := &vfs.Caller{Tid: c.Tid, Tgid: t.Proc.Tgid, Cred: cred, Cwd: cwd.(*vfs.Handle), Root: root.(*vfs.Handle), Umask: umask}
+	return cl, func() { cwd.Release(); root.Release() }, nil
+}
+
+// at returns the handle relative paths start from: the caller's cwd for
+// AT_FDCWD, else the directory (or, with AT_EMPTY_PATH, any file) the
+// descriptor refers to. Linux ignores dirfd for absolute paths.
+func (k *Kernel) at(c *interpose.Call, cl *vfs.Caller, dirfd int32, path string) (*vfs.Handle, func(), error) {
+	if dirfd == unix.AT_FDCWD || strings.HasPrefix(path, "/") {
+		return cl.Cwd, func() {}, nil
+	}
+	if dirfd < 0 {
+		return nil, nil, unix.EBADF
+	}
+	fd, err := c.GetFD(int(dirfd))
+	if err != nil {
+		return nil, nil, err
+	}
+	h, err := k.View.HandleOf(cl, fd)
+	if err != nil {
+		unix.Close(fd)
+		return nil, nil, err
+	}
+	return h, h.Release, nil
+}
+
+// reply turns a handler's result into a reply. An error that is not an
+// errno is internal: it is logged with the call, answered EIO, and reported
+// so the transaction aborts.
+func (k *Kernel) reply(c *interpose.Call, val int64, err error) interpose.Reply {
+	if err == nil {
+		return interpose.Return(val)
+	}
+	var e unix.Errno
+	if errors.As(err, &e) {
+		return interpose.Fail(e)
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		if errors.As(pe.Err, &e) {
+			return interpose.Fail(e)
+		}
+	}
+	name := fmt.Sprintf("syscall %d", c.Nr)
+	if ent := k.Table.Lookup(c.Nr); ent != nil {
+		name = ent.Name
+	}
+	k.Logf("txexec: internal error in %s of pid %d: %v", name, c.Tid, err)
+	if k.OnInternalError != nil {
+		k.OnInternalError(fmt.Errorf("%s of pid %d: %w", name, c.Tid, err))
+	}
+	return interpose.Fail(unix.EIO)
+}
+
+// pathCall is the common frame of a call that takes (dirfd, path): decode
+// is done by the caller; this copies the path in, checks the notification
+// is still valid, and runs fn with the caller and the starting handle.
+func (k *Kernel) pathCall(c *interpose.Call, dirfd int32, pathAddr uintptr, fn func(cl *vfs.Caller, at *vfs.Handle, path string) (int64, error)) interpose.Reply {
+	path, err := c.ReadPath(pathAddr)
+	if err != nil {
+		return k.reply(c, 0, err)
+	}
+	return k.resolvedCall(c, dirfd, path, fn)
+}
+
+// nullablePathCall is pathCall for calls where a NULL path means "dirfd
+// itself" (utimensat).
+func (k *Kernel) nullablePathCall(c *interpose.Call, dirfd int32, pathAddr uintptr, fn func(cl *vfs.Caller, at *vfs.Handle, path string) (int64, error)) interpose.Reply {
+	if pathAddr == 0 {
+		return k.resolvedCall(c, dirfd, "", fn)
+	}
+	return k.pathCall(c, dirfd, pathAddr, fn)
+}
+
+func (k *Kernel) resolvedCall(c *interpose.Call, dirfd int32, path string, fn func(cl *vfs.Caller, at *vfs.Handle, path string) (int64, error)) interpose.Reply {
+	cl, at, leave, err := k.enter(c, dirfd, path)
+	if err != nil {
+		return k.reply(c, 0, err)
+	}
+	defer leave()
+	v, err := fn(cl, at, path)
+	return k.reply(c, v, err)
+}
+
+// enter is the part of every call after copy-in: check that the
+// notification is still valid (the pid may otherwise have been recycled),
+// sample the caller, and find the handle relative paths start from.
+func (k *Kernel) enter(c *interpose.Call, dirfd int32, path string) (*vfs.Caller, *vfs.Handle, func(), error) {
+	if err := c.Valid(); err != nil {
+		return nil, nil, nil, err
+	}
+	cl, release, err := k.caller(c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	at, done, err := k.at(c, cl, dirfd, path)
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	return cl, at, func() { done(); release() }, nil
+}
+
+// fdCall runs fn on the handle of descriptor fd (the f* calls).
+func (k *Kernel) fdCall(c *interpose.Call, fd int32, fn func(cl *vfs.Caller, h *vfs.Handle) (int64, error)) interpose.Reply {
+	if fd < 0 {
+		return interpose.Fail(unix.EBADF)
+	}
+	return k.resolvedCall(c, fd, "", func(cl *vfs.Caller, h *vfs.Handle, _ string) (int64, error) { return fn(cl, h) })
+}
+
+// unsupportedCall serves NoTxMeaning entries according to --unsupported.
+func unsupportedCall(k *Kernel, c *interpose.Call) interpose.Reply {
+	name := k.Table.Lookup(c.Nr).Name
+	if _, isHost := k.View.(*vfs.Host); isHost {
+		// Outside a transaction there is nothing to protect.
+		return interpose.Continue()
+	}
+	switch k.Unsupported {
+	case PolicyAllow:
+		k.Logf("txexec: warning: pid %d called %s, which has no transactional meaning; running it anyway (--unsupported=allow)", c.Tid, name)
+		return interpose.Continue()
+	case PolicyError:
+		return interpose.Fail(unix.ENOTSUP)
+	}
+	if k.OnInternalError != nil {
+		k.OnInternalError(&UnsupportedError{Call: name, Pid: c.Tid})
+	}
+	return interpose.Fail(unix.ENOTSUP)
+}
+
+// UnsupportedError aborts a transaction under --unsupported=abort.
+type UnsupportedError struct {
+	Call string
+	Pid  int
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("pid %d called %s, which has no transactional meaning (see --unsupported)", e.Pid, e.Call)
+}

@@ -1,0 +1,171 @@
+package syscalls
+
+import (
+	"bytes"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/interpose"
+	"txexec/vfs"
+)
+
+// The kernel reads at most BINPRM_BUF_SIZE bytes of a "#!" line and follows
+// at most this many nested interpreters.
+const (
+	binprmBufSize  = 256
+	maxInterpDepth = 4
+)
+
+var _ interpose.ProcessEvents = (*Kernel)(nil)
+
+// Clone implements interpose.ProcessEvents.
+func (k *Kernel) Clone(parent, child int, flags uint64) { k.Procs.Clone(parent, child, flags) }
+
+// Execed implements interpose.ProcessEvents.
+func (k *Kernel) Execed(tgid, formerTid int) { k.Procs.Execed(tgid, formerTid) }
+
+// Exited implements interpose.ProcessEvents.
+func (k *Kernel) Exited(tid int, ws unix.WaitStatus) { k.Procs.Exited(tid) }
+
+// Exec implements interpose.ProcessEvents: it plans an execve/execveat. The
+// path is resolved in the caller's view to a host file. Interpreter scripts
+// are handled here rather than by the kernel, so that the script is opened
+// by its interpreter through the caller's view under the name it was
+// executed by (as Linux passes it), and the interpreter itself is looked up
+// in the view.
+func (k *Kernel) Exec(req *interpose.ExecRequest) interpose.ExecPlan {
+	plan, err := k.planExec(req)
+	name := "execve"
+	if req.Nr == unix.SYS_EXECVEAT {
+		name = "execveat"
+	}
+	if k.Trace != nil {
+		path, _ := (interpose.Memory{Tid: req.Tid}).ReadPath(req.PathAddr)
+		res := "= 0 (-> " + plan.Path + ")"
+		if err != nil {
+			res = FormatResult(-1, errnoOf(err), false)
+		}
+		k.Trace.line(req.Tid, fmt.Sprintf("%s(%q) %s", name, path, res))
+	}
+	if err != nil {
+		e := errnoOf(err)
+		if e == unix.EIO {
+			k.Logf("txexec: internal error in %s of pid %d: %v", name, req.Tid, err)
+		}
+		return interpose.ExecPlan{Errno: e}
+	}
+	return plan
+}
+
+func errnoOf(err error) unix.Errno {
+	if e, ok := err.(unix.Errno); ok {
+		return e
+	}
+	return unix.EIO
+}
+
+func (k *Kernel) planExec(req *interpose.ExecRequest) (interpose.ExecPlan, error) {
+	if req.Flags&^(unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW) != 0 {
+		return interpose.ExecPlan{}, unix.EINVAL
+	}
+	path, err := req.ReadPath(req.PathAddr)
+	if err != nil {
+		return interpose.ExecPlan{}, err
+	}
+	t := k.Procs.Thread(req.Tid)
+	if t == nil {
+		return interpose.ExecPlan{}, fmt.Errorf("exec from unknown thread %d", req.Tid)
+	}
+	cred, err := t.Cred()
+	if err != nil {
+		return interpose.ExecPlan{}, err
+	}
+	cwd, root, umask := t.FS().Get()
+	defer cwd.Release()
+	defer root.Release()
+	cl := &vfs.Caller{Tid: req.Tid, Tgid: t.Proc.Tgid, Cred: cred, Cwd: cwd.(*vfs.Handle), Root: root.(*vfs.Handle), Umask: umask}
+	at := cl.Cwd
+	if req.Dirfd != unix.AT_FDCWD && !strings.HasPrefix(path, "/") {
+		fd, err := interpose.GetFD(req.Tid, int(req.Dirfd))
+		if err != nil {
+			return interpose.ExecPlan{}, err
+		}
+		h, err := k.View.HandleOf(cl, fd)
+		if err != nil {
+			unix.Close(fd)
+			return interpose.ExecPlan{}, err
+		}
+		defer h.Release()
+		at = h
+	}
+	// The name a script sees as its own: what was passed, or for
+	// execveat(fd, "", AT_EMPTY_PATH) /dev/fd/N as Linux spells it.
+	scriptName := path
+	if path == "" {
+		scriptName = "/dev/fd/" + strconv.Itoa(int(req.Dirfd))
+	} else if req.Dirfd != unix.AT_FDCWD && !strings.HasPrefix(path, "/") {
+		scriptName = "/dev/fd/" + strconv.Itoa(int(req.Dirfd)) + "/" + path
+	}
+	return k.planExecFile(cl, at, path, int(req.Flags), scriptName, 0)
+}
+
+func (k *Kernel) planExecFile(cl *vfs.Caller, at *vfs.Handle, path string, flags int, scriptName string, depth int) (interpose.ExecPlan, error) {
+	exe, err := k.View.Executable(cl, at, path, flags)
+	if err != nil {
+		return interpose.ExecPlan{}, err
+	}
+	defer unix.Close(exe.FD)
+	head := make([]byte, binprmBufSize)
+	n, _ := unix.Pread(exe.FD, head, 0)
+	head = head[:max(n, 0)]
+	if !bytes.HasPrefix(head, []byte("#!")) {
+		return interpose.ExecPlan{Path: exe.Path, Expect: interpose.FileID{Dev: exe.Dev, Ino: exe.Ino}}, nil
+	}
+	if depth >= maxInterpDepth {
+		return interpose.ExecPlan{}, unix.ELOOP
+	}
+	interp, arg, err := parseShebang(head[2:])
+	if err != nil {
+		return interpose.ExecPlan{}, err
+	}
+	plan, err := k.planExecFile(cl, cl.Cwd, interp, 0 /* flags */, interp, depth+1)
+	if err != nil {
+		return interpose.ExecPlan{}, err
+	}
+	// argv becomes: interpreter [arg] script-name original-argv[1:].
+	prefix := []string{interp}
+	if arg != "" {
+		prefix = append(prefix, arg)
+	}
+	if plan.ArgvPrefix != nil {
+		// A nested interpreter: its own prefix comes first, then ours
+		// without the leading interpreter name it already supplied.
+		prefix = append(plan.ArgvPrefix, prefix[1:]...)
+	}
+	plan.ArgvPrefix = append(prefix, scriptName)
+	return plan, nil
+}
+
+// parseShebang parses the rest of a "#!" line as binfmt_script does: the
+// interpreter is the first word, the optional argument the rest of the line
+// with surrounding blanks removed.
+func parseShebang(b []byte) (interp, arg string, err error) {
+	line, _, complete := bytes.Cut(b, []byte("\n"))
+	line = bytes.TrimLeft(line, " \t")
+	if !complete && bytes.IndexAny(line, " \t") < 0 {
+		// The interpreter name would be truncated.
+		return "", "", unix.ENOEXEC
+	}
+	line = bytes.TrimRight(line, " \t")
+	if len(line) == 0 {
+		return "", "", unix.ENOEXEC
+	}
+	i := bytes.IndexAny(line, " \t")
+	if i < 0 {
+		return string(line), "", nil
+	}
+	return string(line[:i]), string(bytes.Trim(line[i:], " \t")), nil
+}

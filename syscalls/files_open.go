@@ -1,0 +1,86 @@
+package syscalls
+
+import (
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/interpose"
+	"txexec/vfs"
+)
+
+// Open implements open(2).
+func Open(k *Kernel, c *interpose.Call) interpose.Reply {
+	pathAddr := c.Args[0].Pointer()
+	flags := uint64(uint32(c.Args[1].Int()))
+	mode := c.Args[2].ModeT()
+	return openat(k, c, unix.AT_FDCWD, pathAddr, vfs.OpenHow{Flags: flags, Mode: mode})
+}
+
+// Openat implements openat(2).
+func Openat(k *Kernel, c *interpose.Call) interpose.Reply {
+	dirfd := c.Args[0].Int()
+	pathAddr := c.Args[1].Pointer()
+	flags := uint64(uint32(c.Args[2].Int()))
+	mode := c.Args[3].ModeT()
+	return openat(k, c, dirfd, pathAddr, vfs.OpenHow{Flags: flags, Mode: mode})
+}
+
+// Creat implements creat(2): open(path, O_CREAT|O_WRONLY|O_TRUNC, mode).
+func Creat(k *Kernel, c *interpose.Call) interpose.Reply {
+	pathAddr := c.Args[0].Pointer()
+	mode := c.Args[1].ModeT()
+	return openat(k, c, unix.AT_FDCWD, pathAddr, vfs.OpenHow{Flags: unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC, Mode: mode})
+}
+
+// openHowSizeVer0 is OPEN_HOW_SIZE_VER0.
+const openHowSizeVer0 = 24
+
+// Openat2 implements openat2(2).
+func Openat2(k *Kernel, c *interpose.Call) interpose.Reply {
+	dirfd := c.Args[0].Int()
+	pathAddr := c.Args[1].Pointer()
+	howAddr := c.Args[2].Pointer()
+	size := c.Args[3].SizeT()
+	if size < openHowSizeVer0 {
+		return interpose.Fail(unix.EINVAL)
+	}
+	if size > 4096 {
+		return interpose.Fail(unix.E2BIG)
+	}
+	buf := make([]byte, size)
+	if err := c.Read(howAddr, buf); err != nil {
+		return k.reply(c, 0, err)
+	}
+	// copy_struct_from_user: bytes past the version we know must be zero.
+	for _, b := range buf[openHowSizeVer0:] {
+		if b != 0 {
+			return interpose.Fail(unix.E2BIG)
+		}
+	}
+	how := *(*unix.OpenHow)(unsafe.Pointer(&buf[0]))
+	if how.Mode > 0o7777 || (how.Mode != 0 && how.Flags&(unix.O_CREAT|unix.O_TMPFILE) == 0) {
+		return interpose.Fail(unix.EINVAL)
+	}
+	return openat(k, c, dirfd, pathAddr, vfs.OpenHow{Flags: how.Flags, Mode: uint32(how.Mode), Resolve: how.Resolve})
+}
+
+func openat(k *Kernel, c *interpose.Call, dirfd int32, pathAddr uintptr, how vfs.OpenHow) interpose.Reply {
+	if how.Flags&(unix.O_CREAT|unix.O_TMPFILE) == 0 && how.Resolve == 0 {
+		how.Mode = 0 // ignored by open(2) unless creating
+	}
+	path, err := c.ReadPath(pathAddr)
+	if err != nil {
+		return k.reply(c, 0, err)
+	}
+	cl, at, leave, err := k.enter(c, dirfd, path)
+	if err != nil {
+		return k.reply(c, 0, err)
+	}
+	defer leave()
+	fd, err := k.View.Open(cl, at, path, how)
+	if err != nil {
+		return k.reply(c, 0, err)
+	}
+	return interpose.InstallFD(fd, how.Flags&unix.O_CLOEXEC != 0)
+}

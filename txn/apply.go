@@ -1,0 +1,408 @@
+package txn
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/internal/sysx"
+	"txexec/store"
+)
+
+// The kinds of redo operation. store keeps them as opaque strings; their
+// meaning is here, in Apply. Every op names the inode it expects (Ino),
+// which is what makes it idempotent: an op whose object is not where it
+// expects it has been done already, or superseded by a later op of the same
+// list, and is skipped. Inode numbers are compared without the device
+// number, which is not stable across reboots.
+const (
+	// OpRename renames Src (inode Ino) to Path, replacing what is there.
+	// It places staged files, directories, symlinks and fifos (the staging
+	// area is on the same file system) and moves host objects.
+	OpRename store.OpKind = "rename"
+	// OpLink makes Path a hard link to Src (inode Ino). Path must not
+	// exist (unlink it first): a Path that exists is taken as done.
+	OpLink store.OpKind = "link"
+	// OpUnlink removes the non-directory Path if it is inode Ino.
+	OpUnlink store.OpKind = "unlink"
+	// OpRmdir removes the empty directory Path if it is inode Ino.
+	OpRmdir store.OpKind = "rmdir"
+	// OpSetattr sets the attributes of Path (inode Ino, not followed if
+	// a symlink) that Attrs selects: owner first, then mode (ignored for
+	// symlinks, which have none on Linux), then times. Put it after the
+	// ops that change a directory's entries, which change its mtime.
+	OpSetattr store.OpKind = "setattr"
+	// OpCopyData copies the staged file Src over the contents of the host
+	// file Path (inode Ino), keeping Path's inode: for files with several
+	// hard links. Follow it with OpSetattr for the mtime.
+	OpCopyData store.OpKind = "copydata"
+	// OpFsyncDir asks for directory Path to be fsynced at the end (when
+	// durable). Apply already does so for every directory it changes.
+	OpFsyncDir store.OpKind = "fsyncdir"
+)
+
+// ApplyOptions configure Apply.
+type ApplyOptions struct {
+	// Durable fsyncs, once each at the end, every directory whose entries
+	// changed and every file whose attributes or contents changed.
+	Durable bool
+	// Skipped, when set, hears about every op Apply skipped because its
+	// object was not the expected one: normal when redoing, suspicious on
+	// the first write-through (an unsupervised process changed the host).
+	Skipped func(i int, op store.RedoOp, why string)
+}
+
+// Fault points in Apply, for crash tests (see store.Fault).
+const (
+	FaultBeforeOp = "txn.apply.before-op" // before each op
+	FaultMidOp    = "txn.apply.mid-op"    // inside ops of several steps
+)
+
+// CheckOps reports the first malformed op in ops: an unknown kind, a path
+// that is not absolute and clean, a missing inode or source. The committer
+// checks the list before it enters the redo log, where a bad op would stop
+// recovery for good.
+func CheckOps(ops []store.RedoOp) error {
+	for i, op := range ops {
+		if err := checkOp(op); err != nil {
+			return fmt.Errorf("redo op %d (%s %s): %w", i, op.Kind, op.Path, err)
+		}
+	}
+	return nil
+}
+
+func checkOp(op store.RedoOp) error {
+	needSrc := false
+	switch op.Kind {
+	case OpRename, OpLink, OpCopyData:
+		needSrc = true
+	case OpUnlink, OpRmdir, OpSetattr, OpFsyncDir:
+	default:
+		return errors.New("unknown kind")
+	}
+	paths := []string{op.Path}
+	if needSrc {
+		paths = append(paths, op.Src)
+	} else if op.Src != "" {
+		return errors.New("unexpected source")
+	}
+	for _, p := range paths {
+		if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
+			return fmt.Errorf("path %q is not absolute and clean", p)
+		}
+	}
+	if op.Ino == 0 && op.Kind != OpFsyncDir {
+		return errors.New("no expected inode")
+	}
+	if op.Attrs != 0 && op.Kind != OpSetattr {
+		return errors.New("attributes on an op that sets none")
+	}
+	return nil
+}
+
+// Apply writes ops through to the host, in order. It is idempotent: after
+// it applied any prefix of ops (and was killed, even inside an op),
+// applying the whole list again gives the same result as applying it
+// once. Commit write-through and recovery both use it.
+func Apply(ops []store.RedoOp, opt ApplyOptions) error {
+	if err := CheckOps(ops); err != nil {
+		return fmt.Errorf("apply: %w", err)
+	}
+	a := &applier{opt: opt, synced: map[string]bool{}}
+	for i, op := range ops {
+		store.Fault(FaultBeforeOp)
+		why, err := a.apply(op)
+		if err != nil {
+			return fmt.Errorf("apply redo op %d (%s): %w", i, op.Kind, err)
+		}
+		if why != "" && opt.Skipped != nil {
+			opt.Skipped(i, op, why)
+		}
+	}
+	if opt.Durable {
+		for _, t := range a.toSync {
+			if err := fsyncPath(t.path, t.ino); err != nil {
+				return fmt.Errorf("apply: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// syncTarget is an object to fsync at the end: a directory (ino 0: what
+// is there now) or a file that must still be inode ino.
+type syncTarget struct {
+	path string
+	ino  uint64
+}
+
+type applier struct {
+	opt    ApplyOptions
+	toSync []syncTarget    // in the order first touched
+	synced map[string]bool // paths in toSync
+}
+
+func (a *applier) syncLater(path string, ino uint64) {
+	if !a.opt.Durable || a.synced[path] {
+		return
+	}
+	a.synced[path] = true
+	a.toSync = append(a.toSync, syncTarget{path, ino})
+}
+
+// apply does op, or returns why it skipped it.
+func (a *applier) apply(op store.RedoOp) (skipped string, err error) {
+	switch op.Kind {
+	case OpRename:
+		return a.rename(op)
+	case OpLink:
+		return a.link(op)
+	case OpUnlink, OpRmdir:
+		return a.remove(op)
+	case OpSetattr:
+		return a.setattr(op)
+	case OpCopyData:
+		return a.copyData(op)
+	case OpFsyncDir:
+		return a.fsyncDir(op)
+	}
+	panic("unreachable: CheckOps knows every kind")
+}
+
+// lstat stats path without following a final symlink; ok is false when
+// it does not exist.
+func lstat(path string) (st unix.Stat_t, ok bool, err error) {
+	err = sysx.Retry(func() error { return unix.Lstat(path, &st) })
+	switch {
+	case err == unix.ENOENT || err == unix.ENOTDIR:
+		return st, false, nil
+	case err != nil:
+		return st, false, &os.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	return st, true, nil
+}
+
+// expect reports why path is not inode ino ("" when it is).
+func expect(path string, ino uint64) (st unix.Stat_t, why string, err error) {
+	st, ok, err := lstat(path)
+	switch {
+	case err != nil:
+		return st, "", err
+	case !ok:
+		return st, path + " is absent", nil
+	case st.Ino != ino:
+		return st, fmt.Sprintf("%s is inode %d, not %d", path, st.Ino, ino), nil
+	}
+	return st, "", nil
+}
+
+func (a *applier) rename(op store.RedoOp) (string, error) {
+	if _, why, err := expect(op.Src, op.Ino); why != "" || err != nil {
+		return why, err
+	}
+	err := sysx.Retry(func() error { return unix.Renameat(unix.AT_FDCWD, op.Src, unix.AT_FDCWD, op.Path) })
+	if err != nil {
+		return "", &os.LinkError{Op: "rename", Old: op.Src, New: op.Path, Err: err}
+	}
+	a.syncLater(filepath.Dir(op.Src), 0)
+	a.syncLater(filepath.Dir(op.Path), 0)
+	return "", nil
+}
+
+func (a *applier) link(op store.RedoOp) (string, error) {
+	st, ok, err := lstat(op.Path)
+	if err != nil {
+		return "", err
+	}
+	if ok {
+		if st.Ino == op.Ino {
+			return op.Path + " is linked already", nil
+		}
+		return fmt.Sprintf("%s exists as inode %d", op.Path, st.Ino), nil
+	}
+	if _, why, err := expect(op.Src, op.Ino); why != "" || err != nil {
+		return why, err
+	}
+	err = sysx.Retry(func() error { return unix.Linkat(unix.AT_FDCWD, op.Src, unix.AT_FDCWD, op.Path, 0) })
+	if err != nil {
+		return "", &os.LinkError{Op: "link", Old: op.Src, New: op.Path, Err: err}
+	}
+	a.syncLater(filepath.Dir(op.Path), 0)
+	return "", nil
+}
+
+// remove does OpUnlink and OpRmdir.
+func (a *applier) remove(op store.RedoOp) (string, error) {
+	st, why, err := expect(op.Path, op.Ino)
+	if why != "" || err != nil {
+		return why, err
+	}
+	verb, flags := "unlink", 0
+	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
+	if op.Kind == OpRmdir {
+		verb, flags = "rmdir", unix.AT_REMOVEDIR
+		if !isDir {
+			return "", &os.PathError{Op: verb, Path: op.Path, Err: unix.ENOTDIR}
+		}
+	} else if isDir {
+		return "", &os.PathError{Op: verb, Path: op.Path, Err: unix.EISDIR}
+	}
+	if err := sysx.Retry(func() error { return unix.Unlinkat(unix.AT_FDCWD, op.Path, flags) }); err != nil {
+		return "", &os.PathError{Op: verb, Path: op.Path, Err: err}
+	}
+	a.syncLater(filepath.Dir(op.Path), 0)
+	return "", nil
+}
+
+func (a *applier) setattr(op store.RedoOp) (string, error) {
+	st, why, err := expect(op.Path, op.Ino)
+	if why != "" || err != nil {
+		return why, err
+	}
+	// Owner first: chown clears set-user-ID and set-group-ID bits that the
+	// mode may set again.
+	if op.Attrs&(store.AttrUID|store.AttrGID) != 0 {
+		uid, gid := -1, -1
+		if op.Attrs&store.AttrUID != 0 {
+			uid = int(op.UID)
+		}
+		if op.Attrs&store.AttrGID != 0 {
+			gid = int(op.GID)
+		}
+		err := sysx.Retry(func() error {
+			return unix.Fchownat(unix.AT_FDCWD, op.Path, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+		})
+		if err != nil {
+			return "", &os.PathError{Op: "chown", Path: op.Path, Err: err}
+		}
+	}
+	store.Fault(FaultMidOp)
+	typ := st.Mode & unix.S_IFMT
+	if op.Attrs&store.AttrMode != 0 && typ != unix.S_IFLNK {
+		// Not a symlink (checked above), so following is the same as not.
+		err := sysx.Retry(func() error { return unix.Fchmodat(unix.AT_FDCWD, op.Path, op.Mode&0o7777, 0) })
+		if err != nil {
+			return "", &os.PathError{Op: "chmod", Path: op.Path, Err: err}
+		}
+	}
+	if op.Attrs&(store.AttrAtime|store.AttrMtime) != 0 {
+		ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
+		if op.Attrs&store.AttrAtime != 0 {
+			ts[0] = unix.Timespec{Sec: op.Atime.Sec, Nsec: op.Atime.Nsec}
+		}
+		if op.Attrs&store.AttrMtime != 0 {
+			ts[1] = unix.Timespec{Sec: op.Mtime.Sec, Nsec: op.Mtime.Nsec}
+		}
+		err := sysx.Retry(func() error {
+			return unix.UtimesNanoAt(unix.AT_FDCWD, op.Path, ts, unix.AT_SYMLINK_NOFOLLOW)
+		})
+		if err != nil {
+			return "", &os.PathError{Op: "utimensat", Path: op.Path, Err: err}
+		}
+	}
+	switch typ {
+	case unix.S_IFREG:
+		a.syncLater(op.Path, op.Ino)
+	case unix.S_IFDIR:
+		a.syncLater(op.Path, 0)
+	default:
+		// Symlinks, fifos and devices cannot be opened to fsync safely;
+		// fsyncing the directory commits the file system's journal.
+		a.syncLater(filepath.Dir(op.Path), 0)
+	}
+	return "", nil
+}
+
+func (a *applier) copyData(op store.RedoOp) (string, error) {
+	st, why, err := expect(op.Path, op.Ino)
+	if why != "" || err != nil {
+		return why, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return "", &os.PathError{Op: "copy data to", Path: op.Path, Err: errors.New("not a regular file")}
+	}
+	src, err := os.OpenFile(op.Src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return "", err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(op.Path, os.O_WRONLY|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return "", err
+	}
+	defer dst.Close()
+	// Check again on the descriptor: it is the descriptor that is written.
+	var fst unix.Stat_t
+	if err := sysx.Retry(func() error { return unix.Fstat(int(dst.Fd()), &fst) }); err != nil {
+		return "", &os.PathError{Op: "fstat", Path: op.Path, Err: err}
+	}
+	if fst.Ino != op.Ino {
+		return fmt.Sprintf("%s is inode %d, not %d", op.Path, fst.Ino, op.Ino), nil
+	}
+	if err := dst.Truncate(0); err != nil {
+		return "", err
+	}
+	store.Fault(FaultMidOp)
+	// io.Copy between two *os.File uses copy_file_range.
+	if _, err := io.Copy(dst, src); err != nil {
+		return "", fmt.Errorf("copy %s to %s: %w", op.Src, op.Path, err)
+	}
+	if a.opt.Durable {
+		if err := dst.Sync(); err != nil {
+			return "", err
+		}
+	}
+	return "", nil
+}
+
+func (a *applier) fsyncDir(op store.RedoOp) (string, error) {
+	st, ok, err := lstat(op.Path)
+	if err != nil {
+		return "", err
+	}
+	if !ok {
+		return op.Path + " is absent", nil
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return "", &os.PathError{Op: "fsync directory", Path: op.Path, Err: unix.ENOTDIR}
+	}
+	a.syncLater(op.Path, 0)
+	return "", nil
+}
+
+// fsyncPath fsyncs what path names if it is still there and, when ino is
+// not 0, still that inode and a regular file (which is then safe to
+// open). Whatever replaced or removed it was done by a later op, which
+// touched, and fsyncs, the parent directory.
+func fsyncPath(path string, ino uint64) error {
+	flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW
+	if ino == 0 {
+		flags |= unix.O_DIRECTORY
+	} else {
+		st, ok, err := lstat(path)
+		if err != nil || !ok || st.Ino != ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return err
+		}
+	}
+	var fd int
+	err := sysx.Retry(func() error {
+		var err error
+		fd, err = unix.Open(path, flags, 0)
+		return err
+	})
+	switch {
+	case err == unix.ENOENT || err == unix.ENOTDIR || err == unix.ELOOP:
+		return nil // removed or replaced (by a symlink: ELOOP)
+	case err != nil:
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	if err := sysx.Retry(func() error { return unix.Fsync(fd) }); err != nil {
+		return &os.PathError{Op: "fsync", Path: path, Err: err}
+	}
+	return nil
+}

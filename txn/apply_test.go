@@ -1,0 +1,611 @@
+package txn
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"txexec/store"
+)
+
+func inoOf(t *testing.T, path string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	require.NoError(t, unix.Lstat(path, &st))
+	return st.Ino
+}
+
+func statOf(t *testing.T, path string) unix.Stat_t {
+	t.Helper()
+	var st unix.Stat_t
+	require.NoError(t, unix.Lstat(path, &st))
+	return st
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func ts(sec int64) store.Timespec { return store.Timespec{Sec: sec, Nsec: 123_456_789} }
+
+// owner is an owner the tests can chown to: someone else as root, else
+// the caller (the only owner an unprivileged chown accepts).
+func owner() (uid, gid uint32) {
+	if os.Geteuid() == 0 {
+		return 1234, 5678
+	}
+	return uint32(os.Getuid()), uint32(os.Getgid())
+}
+
+func TestApplyOps(t *testing.T) {
+	uid, gid := owner()
+	tests := []struct {
+		name    string
+		setup   func(t *testing.T, d string) store.RedoOp
+		check   func(t *testing.T, d string)
+		skipped bool
+		wantErr error
+	}{
+		{
+			name: "rename file",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/staged", "new")
+				return store.RedoOp{Kind: OpRename, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/staged")}
+			},
+			check: func(t *testing.T, d string) {
+				assert.Equal(t, "new", readFile(t, d+"/f"))
+				assert.NoFileExists(t, d+"/staged")
+			},
+		},
+		{
+			name: "rename replaces",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/f", "old")
+				writeFile(t, d+"/staged", "new")
+				return store.RedoOp{Kind: OpRename, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/staged")}
+			},
+			check: func(t *testing.T, d string) { assert.Equal(t, "new", readFile(t, d+"/f")) },
+		},
+		{
+			name: "rename directory",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				require.NoError(t, os.MkdirAll(d+"/a/sub", 0o755))
+				return store.RedoOp{Kind: OpRename, Src: d + "/a", Path: d + "/b", Ino: inoOf(t, d+"/a")}
+			},
+			check: func(t *testing.T, d string) {
+				assert.DirExists(t, d+"/b/sub")
+				assert.NoDirExists(t, d+"/a")
+			},
+		},
+		{
+			name: "rename done already",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/f", "new")
+				return store.RedoOp{Kind: OpRename, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/f")}
+			},
+			check:   func(t *testing.T, d string) { assert.Equal(t, "new", readFile(t, d+"/f")) },
+			skipped: true,
+		},
+		{
+			name: "rename source replaced by a later op",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/a", "later")
+				writeFile(t, d+"/b", "moved")
+				return store.RedoOp{Kind: OpRename, Src: d + "/a", Path: d + "/b", Ino: inoOf(t, d+"/b")}
+			},
+			check: func(t *testing.T, d string) {
+				assert.Equal(t, "later", readFile(t, d+"/a"))
+				assert.Equal(t, "moved", readFile(t, d+"/b"))
+			},
+			skipped: true,
+		},
+		{
+			name: "link",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/f", "x")
+				return store.RedoOp{Kind: OpLink, Src: d + "/f", Path: d + "/g", Ino: inoOf(t, d+"/f")}
+			},
+			check: func(t *testing.T, d string) { assert.Equal(t, inoOf(t, d+"/f"), inoOf(t, d+"/g")) },
+		},
+		{
+			name: "link done already",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/f", "x")
+				require.NoError(t, os.Link(d+"/f", d+"/g"))
+				return store.RedoOp{Kind: OpLink, Src: d + "/f", Path: d + "/g", Ino: inoOf(t, d+"/f")}
+			},
+			check:   func(t *testing.T, d string) { assert.Equal(t, uint64(2), uint64(statOf(t, d+"/f").Nlink)) },
+			skipped: true,
+		},
+		{
+			name: "link target replaced by a later op",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/f", "x")
+				writeFile(t, d+"/g", "other")
+				return store.RedoOp{Kind: OpLink, Src: d + "/f", Path: d + "/g", Ino: inoOf(t, d+"/f")}
+			},
+			check:   func(t *testing.T, d string) { assert.Equal(t, "other", readFile(t, d+"/g")) },
+			skipped: true,
+		},
+		{
+			name: "unlink",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/f", "x")
+				return store.RedoOp{Kind: OpUnlink, Path: d + "/f", Ino: inoOf(t, d+"/f")}
+			},
+			check: func(t *testing.T, d string) { assert.NoFileExists(t, d+"/f") },
+		},
+		{
+			name: "unlink symlink, not its target",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/target", "x")
+				require.NoError(t, os.Symlink("target", d+"/l"))
+				return store.RedoOp{Kind: OpUnlink, Path: d + "/l", Ino: inoOf(t, d+"/l")}
+			},
+			check: func(t *testing.T, d string) {
+				assert.FileExists(t, d+"/target")
+				_, err := os.Lstat(d + "/l")
+				assert.ErrorIs(t, err, fs.ErrNotExist)
+			},
+		},
+		{
+			name: "unlink absent",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				return store.RedoOp{Kind: OpUnlink, Path: d + "/f", Ino: 42}
+			},
+			check:   func(t *testing.T, d string) {},
+			skipped: true,
+		},
+		{
+			name: "unlink another inode",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/f", "recreated")
+				return store.RedoOp{Kind: OpUnlink, Path: d + "/f", Ino: inoOf(t, d+"/f") + 1}
+			},
+			check:   func(t *testing.T, d string) { assert.FileExists(t, d+"/f") },
+			skipped: true,
+		},
+		{
+			name: "unlink directory",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				require.NoError(t, os.Mkdir(d+"/dir", 0o755))
+				return store.RedoOp{Kind: OpUnlink, Path: d + "/dir", Ino: inoOf(t, d+"/dir")}
+			},
+			check:   func(t *testing.T, d string) { assert.DirExists(t, d+"/dir") },
+			wantErr: unix.EISDIR,
+		},
+		{
+			name: "rmdir",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				require.NoError(t, os.Mkdir(d+"/dir", 0o755))
+				return store.RedoOp{Kind: OpRmdir, Path: d + "/dir", Ino: inoOf(t, d+"/dir")}
+			},
+			check: func(t *testing.T, d string) { assert.NoDirExists(t, d+"/dir") },
+		},
+		{
+			name: "rmdir absent",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				return store.RedoOp{Kind: OpRmdir, Path: d + "/dir", Ino: 42}
+			},
+			check:   func(t *testing.T, d string) {},
+			skipped: true,
+		},
+		{
+			name: "rmdir not empty",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				require.NoError(t, os.MkdirAll(d+"/dir/sub", 0o755))
+				return store.RedoOp{Kind: OpRmdir, Path: d + "/dir", Ino: inoOf(t, d+"/dir")}
+			},
+			check:   func(t *testing.T, d string) { assert.DirExists(t, d+"/dir/sub") },
+			wantErr: unix.ENOTEMPTY,
+		},
+		{
+			name: "setattr everything",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/f", "x")
+				return store.RedoOp{Kind: OpSetattr, Path: d + "/f", Ino: inoOf(t, d+"/f"),
+					Attrs: store.AttrMode | store.AttrUID | store.AttrGID | store.AttrAtime | store.AttrMtime,
+					Mode:  0o4750, UID: uid, GID: gid, Atime: ts(1_000_000), Mtime: ts(2_000_000)}
+			},
+			check: func(t *testing.T, d string) {
+				st := statOf(t, d+"/f")
+				assert.Equal(t, uint32(0o4750), st.Mode&0o7777, "set-user-ID survives the chown before it")
+				assert.Equal(t, uid, st.Uid)
+				assert.Equal(t, gid, st.Gid)
+				assert.Equal(t, unix.Timespec{Sec: 1_000_000, Nsec: 123_456_789}, st.Atim)
+				assert.Equal(t, unix.Timespec{Sec: 2_000_000, Nsec: 123_456_789}, st.Mtim)
+			},
+		},
+		{
+			name: "setattr only what is flagged",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/f", "x")
+				require.NoError(t, unix.UtimesNano(d+"/f", []unix.Timespec{{Sec: 5}, {Sec: 6}}))
+				return store.RedoOp{Kind: OpSetattr, Path: d + "/f", Ino: inoOf(t, d+"/f"),
+					Attrs: store.AttrMtime, Mode: 0o777, UID: 1, GID: 1, Atime: ts(1), Mtime: ts(7)}
+			},
+			check: func(t *testing.T, d string) {
+				st := statOf(t, d+"/f")
+				assert.Equal(t, uint32(0o644), st.Mode&0o7777)
+				assert.Equal(t, uint32(os.Getuid()), st.Uid)
+				assert.Equal(t, unix.Timespec{Sec: 5}, st.Atim)
+				assert.Equal(t, unix.Timespec{Sec: 7, Nsec: 123_456_789}, st.Mtim)
+			},
+		},
+		{
+			name: "setattr symlink itself",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/target", "x")
+				require.NoError(t, unix.UtimesNano(d+"/target", []unix.Timespec{{Sec: 5}, {Sec: 6}}))
+				require.NoError(t, os.Symlink("target", d+"/l"))
+				return store.RedoOp{Kind: OpSetattr, Path: d + "/l", Ino: inoOf(t, d+"/l"),
+					Attrs: store.AttrMode | store.AttrUID | store.AttrMtime, Mode: 0o600, UID: uid, Mtime: ts(9)}
+			},
+			check: func(t *testing.T, d string) {
+				l, target := statOf(t, d+"/l"), statOf(t, d+"/target")
+				assert.Equal(t, uid, l.Uid)
+				assert.Equal(t, unix.Timespec{Sec: 9, Nsec: 123_456_789}, l.Mtim)
+				assert.Equal(t, uint32(os.Getuid()), target.Uid)
+				assert.Equal(t, uint32(0o644), target.Mode&0o7777)
+				assert.Equal(t, unix.Timespec{Sec: 6}, target.Mtim)
+			},
+		},
+		{
+			name: "setattr another inode",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/f", "x")
+				return store.RedoOp{Kind: OpSetattr, Path: d + "/f", Ino: inoOf(t, d+"/f") + 1,
+					Attrs: store.AttrMode, Mode: 0o600}
+			},
+			check:   func(t *testing.T, d string) { assert.Equal(t, uint32(0o644), statOf(t, d+"/f").Mode&0o7777) },
+			skipped: true,
+		},
+		{
+			name: "copydata keeps the inode and its links",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/f", "a longer old content")
+				require.NoError(t, os.Link(d+"/f", d+"/g"))
+				writeFile(t, d+"/staged", "new")
+				return store.RedoOp{Kind: OpCopyData, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/f")}
+			},
+			check: func(t *testing.T, d string) {
+				assert.Equal(t, "new", readFile(t, d+"/g"))
+				assert.Equal(t, inoOf(t, d+"/f"), inoOf(t, d+"/g"))
+				assert.Equal(t, "new", readFile(t, d+"/staged"), "the source stays for a redo")
+			},
+		},
+		{
+			name: "copydata another inode",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/f", "old")
+				writeFile(t, d+"/staged", "new")
+				return store.RedoOp{Kind: OpCopyData, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/f") + 1}
+			},
+			check:   func(t *testing.T, d string) { assert.Equal(t, "old", readFile(t, d+"/f")) },
+			skipped: true,
+		},
+		{
+			name: "copydata without its staged source",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/f", "old")
+				return store.RedoOp{Kind: OpCopyData, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/f")}
+			},
+			check:   func(t *testing.T, d string) { assert.Equal(t, "old", readFile(t, d+"/f")) },
+			wantErr: unix.ENOENT,
+		},
+		{
+			name: "fsyncdir",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				return store.RedoOp{Kind: OpFsyncDir, Path: d}
+			},
+			check: func(t *testing.T, d string) {},
+		},
+		{
+			name: "fsyncdir absent",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				return store.RedoOp{Kind: OpFsyncDir, Path: d + "/gone"}
+			},
+			check:   func(t *testing.T, d string) {},
+			skipped: true,
+		},
+	}
+	for _, tt := range tests {
+		for _, durable := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/durable=%v", tt.name, durable), func(t *testing.T) {
+				d := t.TempDir()
+				op := tt.setup(t, d)
+				var skips []string
+				err := Apply([]store.RedoOp{op}, ApplyOptions{Durable: durable,
+					Skipped: func(i int, _ store.RedoOp, why string) { skips = append(skips, why) }})
+				if tt.wantErr != nil {
+					require.ErrorIs(t, err, tt.wantErr)
+					assert.Contains(t, err.Error(), "apply redo op 0")
+				} else {
+					require.NoError(t, err)
+				}
+				assert.Equal(t, tt.skipped, len(skips) == 1, "skips: %q", skips)
+				tt.check(t, d)
+			})
+		}
+	}
+}
+
+func TestCheckOps(t *testing.T) {
+	tests := []struct {
+		name string
+		op   store.RedoOp
+		want string // "" when valid
+	}{
+		{"valid rename", store.RedoOp{Kind: OpRename, Src: "/s/1", Path: "/a", Ino: 1}, ""},
+		{"valid fsyncdir", store.RedoOp{Kind: OpFsyncDir, Path: "/a"}, ""},
+		{"unknown kind", store.RedoOp{Kind: "chmod", Path: "/a", Ino: 1}, "unknown kind"},
+		{"relative path", store.RedoOp{Kind: OpUnlink, Path: "a", Ino: 1}, "not absolute"},
+		{"unclean path", store.RedoOp{Kind: OpUnlink, Path: "/a/../b", Ino: 1}, "not absolute and clean"},
+		{"root", store.RedoOp{Kind: OpRmdir, Path: "/", Ino: 1}, "not absolute"},
+		{"rename without source", store.RedoOp{Kind: OpRename, Path: "/a", Ino: 1}, "not absolute"},
+		{"unlink with source", store.RedoOp{Kind: OpUnlink, Src: "/b", Path: "/a", Ino: 1}, "unexpected source"},
+		{"no inode", store.RedoOp{Kind: OpSetattr, Path: "/a"}, "no expected inode"},
+		{"attributes on unlink", store.RedoOp{Kind: OpUnlink, Path: "/a", Ino: 1, Attrs: store.AttrMode}, "attributes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := CheckOps([]store.RedoOp{{Kind: OpFsyncDir, Path: "/ok"}, tt.op})
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "redo op 1")
+			assert.Contains(t, err.Error(), tt.want)
+			// Apply refuses the whole list before touching anything.
+			assert.Error(t, Apply([]store.RedoOp{tt.op}, ApplyOptions{}))
+		})
+	}
+}
+
+// planFixture builds a host tree and a staging area under a fresh
+// directory and returns the plan a transaction would commit for it: it
+// renames a directory, replaces a file, removes a file and a directory,
+// places a staged directory, links, copies data into a file with two
+// links, swaps two files through a temporary name, and sets attributes.
+func planFixture(t *testing.T) (host string, ops []store.RedoOp) {
+	t.Helper()
+	root := t.TempDir()
+	host, stg := root+"/host", root+"/staging"
+	for _, d := range []string{host + "/olddir", host + "/emptydir", stg + "/newdir"} {
+		require.NoError(t, os.MkdirAll(d, 0o755))
+	}
+	writeFile(t, host+"/olddir/a.txt", "A")
+	writeFile(t, host+"/f.txt", "old f")
+	writeFile(t, host+"/gone.txt", "gone")
+	writeFile(t, host+"/multi.txt", "old multi")
+	require.NoError(t, os.Link(host+"/multi.txt", host+"/multi2.txt"))
+	writeFile(t, host+"/x.txt", "X")
+	writeFile(t, host+"/y.txt", "Y")
+	writeFile(t, stg+"/f.txt", "new f")
+	writeFile(t, stg+"/newdir/child.txt", "child")
+	require.NoError(t, os.Symlink("child.txt", stg+"/newdir/sym"))
+	writeFile(t, stg+"/multi.txt", "new multi, longer than the old one")
+	// Fixed times everywhere, so that two fixtures compare equal.
+	for _, top := range []string{host, stg} {
+		require.NoError(t, filepath.WalkDir(top, func(p string, _ fs.DirEntry, err error) error {
+			require.NoError(t, err)
+			return unix.UtimesNanoAt(unix.AT_FDCWD, p, []unix.Timespec{{Sec: 100}, {Sec: 200}}, unix.AT_SYMLINK_NOFOLLOW)
+		}))
+	}
+
+	uid, gid := owner()
+	ino := func(p string) uint64 { return inoOf(t, p) }
+	ops = []store.RedoOp{
+		{Kind: OpRename, Src: host + "/olddir", Path: host + "/newname", Ino: ino(host + "/olddir")},
+		{Kind: OpRename, Src: stg + "/f.txt", Path: host + "/f.txt", Ino: ino(stg + "/f.txt")},
+		{Kind: OpUnlink, Path: host + "/gone.txt", Ino: ino(host + "/gone.txt")},
+		{Kind: OpRmdir, Path: host + "/emptydir", Ino: ino(host + "/emptydir")},
+		{Kind: OpRename, Src: stg + "/newdir", Path: host + "/newdir", Ino: ino(stg + "/newdir")},
+		{Kind: OpLink, Src: host + "/f.txt", Path: host + "/newname/f-link", Ino: ino(stg + "/f.txt")},
+		{Kind: OpCopyData, Src: stg + "/multi.txt", Path: host + "/multi.txt", Ino: ino(host + "/multi.txt")},
+		{Kind: OpSetattr, Path: host + "/multi.txt", Ino: ino(host + "/multi.txt"),
+			Attrs: store.AttrMode | store.AttrMtime, Mode: 0o640, Mtime: ts(300)},
+		{Kind: OpSetattr, Path: host + "/f.txt", Ino: ino(stg + "/f.txt"),
+			Attrs: store.AttrMode | store.AttrUID | store.AttrGID | store.AttrMtime,
+			Mode:  0o600, UID: uid, GID: gid, Mtime: ts(400)},
+		{Kind: OpSetattr, Path: host + "/newdir/sym", Ino: ino(stg + "/newdir/sym"),
+			Attrs: store.AttrUID | store.AttrMtime, UID: uid, Mtime: ts(500)},
+		{Kind: OpRename, Src: host + "/x.txt", Path: host + "/swap.tmp", Ino: ino(host + "/x.txt")},
+		{Kind: OpRename, Src: host + "/y.txt", Path: host + "/x.txt", Ino: ino(host + "/y.txt")},
+		{Kind: OpRename, Src: host + "/swap.tmp", Path: host + "/y.txt", Ino: ino(host + "/x.txt")},
+		{Kind: OpSetattr, Path: host + "/newname", Ino: ino(host + "/olddir"),
+			Attrs: store.AttrMode | store.AttrMtime, Mode: 0o750, Mtime: ts(600)},
+		{Kind: OpSetattr, Path: host + "/newdir", Ino: ino(stg + "/newdir"),
+			Attrs: store.AttrMtime, Mtime: ts(700)},
+		{Kind: OpFsyncDir, Path: host},
+	}
+	require.NoError(t, CheckOps(ops))
+	return host, ops
+}
+
+// snapshot describes the tree under root, one line per object: type,
+// permissions, owner, size, content hash or link target, mtime, and which
+// earlier path it is a hard link of. Inode numbers and the root's own
+// times are left out, so that trees built separately compare equal.
+func snapshot(t *testing.T, root string) []string {
+	t.Helper()
+	var lines []string
+	firstPath := map[uint64]string{}
+	require.NoError(t, filepath.WalkDir(root, func(p string, e fs.DirEntry, err error) error {
+		require.NoError(t, err)
+		if p == root {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, p)
+		st := statOf(t, p)
+		what := ""
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			what = fmt.Sprintf("file %x", sha256.Sum256([]byte(readFile(t, p))))
+		case unix.S_IFLNK:
+			target, err := os.Readlink(p)
+			require.NoError(t, err)
+			what = "symlink " + target
+		case unix.S_IFDIR:
+			what = "dir"
+		default:
+			what = fmt.Sprintf("type %o", st.Mode&unix.S_IFMT)
+		}
+		link := ""
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			if first, ok := firstPath[st.Ino]; ok {
+				link = " link-of " + first
+			} else {
+				firstPath[st.Ino] = rel
+			}
+		}
+		lines = append(lines, fmt.Sprintf("%s: %s mode %o owner %d:%d size %d mtime %d.%09d nlink %d%s",
+			rel, what, st.Mode&0o7777, st.Uid, st.Gid, st.Size, st.Mtim.Sec, st.Mtim.Nsec, st.Nlink, link))
+		return nil
+	}))
+	return lines
+}
+
+func reference(t *testing.T) []string {
+	t.Helper()
+	host, ops := planFixture(t)
+	var skips []string
+	require.NoError(t, Apply(ops, ApplyOptions{Durable: true,
+		Skipped: func(i int, op store.RedoOp, why string) { skips = append(skips, why) }}))
+	assert.Empty(t, skips, "a first write-through on an untouched host skips nothing")
+	return snapshot(t, host)
+}
+
+func TestApplyPlan(t *testing.T) {
+	host, ops := planFixture(t)
+	require.NoError(t, Apply(ops, ApplyOptions{Durable: true}))
+	uid, gid := owner()
+
+	assert.Equal(t, "A", readFile(t, host+"/newname/a.txt"))
+	assert.Equal(t, "new f", readFile(t, host+"/newname/f-link"))
+	assert.Equal(t, inoOf(t, host+"/f.txt"), inoOf(t, host+"/newname/f-link"))
+	f := statOf(t, host+"/f.txt")
+	assert.Equal(t, uint32(0o600), f.Mode&0o7777)
+	assert.Equal(t, [2]uint32{uid, gid}, [2]uint32{f.Uid, f.Gid})
+	assert.Equal(t, "new multi, longer than the old one", readFile(t, host+"/multi2.txt"))
+	assert.Equal(t, inoOf(t, host+"/multi.txt"), inoOf(t, host+"/multi2.txt"))
+	assert.Equal(t, "Y", readFile(t, host+"/x.txt"))
+	assert.Equal(t, "X", readFile(t, host+"/y.txt"))
+	assert.Equal(t, "child", readFile(t, host+"/newdir/sym"))
+	assert.Equal(t, uint32(0o750), statOf(t, host+"/newname").Mode&0o7777)
+	for _, gone := range []string{"/olddir", "/gone.txt", "/emptydir", "/swap.tmp"} {
+		_, err := os.Lstat(host + gone)
+		assert.ErrorIs(t, err, fs.ErrNotExist, gone)
+	}
+	assert.Equal(t, reference(t), snapshot(t, host), "fixtures built apart compare equal")
+}
+
+// TestApplyIdempotent applies every prefix of the plan, then the whole
+// plan twice: the tree must be the one a single application gives.
+func TestApplyIdempotent(t *testing.T) {
+	want := reference(t)
+	_, ops := planFixture(t)
+	for k := 0; k <= len(ops); k++ {
+		t.Run(fmt.Sprintf("prefix %d", k), func(t *testing.T) {
+			host, ops := planFixture(t)
+			require.NoError(t, Apply(ops[:k], ApplyOptions{}))
+			require.NoError(t, Apply(ops, ApplyOptions{}))
+			assert.Equal(t, want, snapshot(t, host))
+			require.NoError(t, Apply(ops, ApplyOptions{Durable: true}))
+			assert.Equal(t, want, snapshot(t, host))
+		})
+	}
+}
+
+// applyHelperEnv names the plan file TestApplyHelper applies, when the
+// kill test runs the test binary as a helper.
+const applyHelperEnv = "TXEXEC_TXN_APPLY_HELPER"
+
+// TestApplyHelper is not a test: run by TestApplyKilled in a child
+// process, it applies a plan until a fault point kills it.
+func TestApplyHelper(t *testing.T) {
+	planFile := os.Getenv(applyHelperEnv)
+	if planFile == "" {
+		t.Skip("helper process for TestApplyKilled")
+	}
+	b, err := os.ReadFile(planFile)
+	require.NoError(t, err)
+	var ops []store.RedoOp
+	require.NoError(t, json.Unmarshal(b, &ops))
+	require.NoError(t, Apply(ops, ApplyOptions{Durable: true}))
+}
+
+// TestApplyKilled kills a write-through at every fault point it passes
+// (before each op, and inside the ops of several steps), then applies the
+// plan again as recovery would: the tree must be the one an uninterrupted
+// application gives.
+func TestApplyKilled(t *testing.T) {
+	want := reference(t)
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	for _, point := range []string{FaultBeforeOp, FaultMidOp} {
+		killed := 0
+		for n := 1; ; n++ {
+			host, ops := planFixture(t)
+			plan, err := json.Marshal(ops)
+			require.NoError(t, err)
+			planFile := filepath.Join(t.TempDir(), "plan.json")
+			require.NoError(t, os.WriteFile(planFile, plan, 0o600))
+
+			cmd := exec.Command(exe, "-test.run=^TestApplyHelper$", "-test.count=1")
+			cmd.Env = append(os.Environ(), applyHelperEnv+"="+planFile,
+				fmt.Sprintf("%s=%s@%d", store.FaultEnv, point, n))
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				break // fewer than n hits: the helper finished
+			}
+			ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			require.True(t, ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL,
+				"helper at %s@%d: %v\n%s", point, n, err, out)
+			killed++
+
+			require.NoError(t, Apply(ops, ApplyOptions{Durable: true}), "redo after %s@%d", point, n)
+			assert.Equal(t, want, snapshot(t, host), "after a kill at %s@%d", point, n)
+		}
+		t.Logf("%s: killed at %d points", point, killed)
+		assert.NotZero(t, killed, point)
+	}
+}
+
+func TestApplyErrorNamesOp(t *testing.T) {
+	d := t.TempDir()
+	require.NoError(t, os.MkdirAll(d+"/dir/sub", 0o755))
+	writeFile(t, d+"/f", "x")
+	ops := []store.RedoOp{
+		{Kind: OpUnlink, Path: d + "/f", Ino: inoOf(t, d+"/f")},
+		{Kind: OpRmdir, Path: d + "/dir", Ino: inoOf(t, d+"/dir")},
+	}
+	err := Apply(ops, ApplyOptions{})
+	require.ErrorIs(t, err, unix.ENOTEMPTY)
+	var pe *os.PathError
+	require.ErrorAs(t, err, &pe)
+	assert.Equal(t, "rmdir", pe.Op)
+	assert.Equal(t, d+"/dir", pe.Path)
+	assert.True(t, strings.HasPrefix(err.Error(), "apply redo op 1 (rmdir): rmdir "), err.Error())
+	assert.NoFileExists(t, d+"/f", "ops before the failing one are done")
+}

@@ -1,0 +1,111 @@
+package vfs
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+// FileID identifies a backing object by device and inode.
+type FileID struct{ Dev, Ino uint64 }
+
+func idOf(st *unix.Stat_t) FileID { return FileID{Dev: st.Dev, Ino: st.Ino} }
+
+// Node is an object in a transaction's view: loosely Linux's inode, except
+// that its data lives in a backing object — the host original (never opened
+// writable) or a staged object in the staging area — and a directory keeps
+// the entries the transaction changed in memory, over the host directory's
+// own.
+//
+// Fields are guarded by Tx.mu.
+type Node struct {
+	typ uint32 // S_IFMT
+
+	// host is the host original's identity; zero for objects the
+	// transaction created.
+	host FileID
+	// hostParent and hostName are where the host original was found; with
+	// hostPath they name it on the host, which is unchanged until commit.
+	hostParent *Node
+	hostName   string
+	hostPath   string
+	// hostFd is an O_PATH descriptor on a host directory (-1 otherwise).
+	hostFd int
+	// passthrough marks a host directory whose subtree is not
+	// transactional (/proc, /sys, /dev, --exclude).
+	passthrough bool
+
+	// staged is the path of the staged backing object ("" if none) and
+	// stagedID its identity.
+	staged   string
+	stagedID FileID
+	// replayIno is the inode the object has at this point of the
+	// journal's replay: the host original's until a copy-up placed the
+	// staged object, then the staged object's.
+	replayIno uint64
+	// inPlace: commit writes this object's changes into the host original
+	// (directories, and files with other hard links outside the view)
+	// instead of replacing it, so metadata changes are journaled.
+	inPlace bool
+
+	// parent and name are a directory's place in the view (directories
+	// have exactly one name).
+	parent *Node
+	name   string
+	// entries are a directory's changed entries: a nil value is a
+	// whiteout. When opaque, they are all its entries (a directory
+	// created in the transaction never shows an old directory's children).
+	entries map[string]*Node
+	opaque  bool
+	// changed is the time of the last change to a directory's entries,
+	// its view mtime and ctime.
+	changed *unix.Timespec
+
+	// lookups caches host lookups in a directory (nil: absent). The
+	// transaction sees each host name as it first read it; validation at
+	// commit checks that it still is (optimistic concurrency).
+	lookups map[string]*Node
+	// attr caches a host original's attributes, read with its entry.
+	attr    attrs
+	attrSet bool
+
+	// locDir and locName are one name of a non-directory in the view, for
+	// calls that reach it by descriptor (linkat AT_EMPTY_PATH, fchmod of an
+	// in-place file).
+	locDir  *Node
+	locName string
+	// anon marks an O_TMPFILE object that has no name yet.
+	anon bool
+	// removed marks a directory removed from the view.
+	removed bool
+
+	// nlink is the link count in the view, once links were made or removed.
+	nlink    uint64
+	nlinkSet bool
+}
+
+func (n *Node) isDir() bool { return n.typ == unix.S_IFDIR }
+
+// hasListingChanges reports whether a directory's listing differs from its
+// backing directory's.
+func (n *Node) hasListingChanges() bool { return n.opaque || len(n.entries) > 0 }
+
+// viewPathLocked is the node's path in the view, for the journal: the
+// host path the object will have at this point of the replay.
+//
+// Preconditions: Tx.mu held; n is a directory, or parent+name are given.
+func (n *Node) viewPathLocked() string {
+	if n.parent == nil {
+		return "/"
+	}
+	p := n.parent.viewPathLocked()
+	if p == "/" {
+		return "/" + n.name
+	}
+	return p + "/" + n.name
+}
+
+func childPath(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}

@@ -1,0 +1,279 @@
+package vfs
+
+import (
+	"golang.org/x/sys/unix"
+
+	"txexec/proc"
+	"txexec/store"
+)
+
+// rootCred is the supervisor's own identity, for walks it makes for itself.
+var rootCred = &proc.Cred{CapEff: ^uint64(0)}
+
+// Redo operation kinds the journal produces; package txn applies them.
+const (
+	OpRename   store.OpKind = "rename"
+	OpExchange store.OpKind = "exchange"
+	OpLink     store.OpKind = "link"
+	OpUnlink   store.OpKind = "unlink"
+	OpRmdir    store.OpKind = "rmdir"
+	OpSetattr  store.OpKind = "setattr"
+	OpCopyData store.OpKind = "copydata"
+)
+
+// journalLocked appends a redo operation. Paths are view paths at this point
+// of the transaction, which are host paths at this point of the replay.
+func (v *Tx) journalLocked(op store.RedoOp) { v.journal = append(v.journal, op) }
+
+// stagedPath is the absolute path of a staged object, for the journal.
+func (v *Tx) stagedPath(name string) string { return v.staging + "/" + name }
+
+// registerStagedLocked records n's new staged object.
+func (v *Tx) registerStagedLocked(n *Node, name string) error {
+	var st unix.Stat_t
+	if err := unix.Fstatat(v.stagingFd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	n.staged, n.stagedID = name, idOf(&st)
+	v.nodes[n.stagedID] = n
+	return nil
+}
+
+// copyUpLocked gives host original n a staged copy, on its first
+// modification: data by reflink (FICLONE) where the file system has it,
+// else copy_file_range; then owner, mode, extended attributes and times.
+// A file that keeps the host original's identity (inPlace) is written back
+// into it at commit; any other is replaced by its copy, so the journal gets
+// the rename that places the copy here, at this point of the replay.
+//
+// Preconditions: v.mu held; path is a view path of n.
+func (v *Tx) copyUpLocked(n *Node, path string) error {
+	if n.staged != "" || n.anon {
+		return nil
+	}
+	var st unix.Stat_t
+	if n.hostFd >= 0 {
+		if err := unix.Fstat(n.hostFd, &st); err != nil {
+			return v.hostChanged(n.hostPath, err)
+		}
+	} else if err := unix.Fstatat(n.hostParent.hostFd, n.hostName, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || idOf(&st) != n.host {
+		return v.hostChanged(n.hostPath, unix.ESTALE)
+	}
+	v.recordMetaLocked(n, &st)
+	name := v.newStagedNameLocked()
+	if err := v.copyObjectLocked(n, &st, name); err != nil {
+		unix.Unlinkat(v.stagingFd, name, 0)
+		return err
+	}
+	if err := v.registerStagedLocked(n, name); err != nil {
+		return err
+	}
+	n.attrSet = false
+	switch {
+	case n.isDir():
+		// A directory keeps its identity; its attribute changes are
+		// journaled as setattr (inPlace).
+	case n.inPlace:
+		v.journalLocked(store.RedoOp{Kind: OpCopyData, Src: v.stagedPath(name), Path: path, Ino: n.replayIno})
+	default:
+		v.journalLocked(store.RedoOp{Kind: OpRename, Src: v.stagedPath(name), Path: path, Ino: n.stagedID.Ino})
+		n.replayIno = n.stagedID.Ino
+	}
+	return nil
+}
+
+func (v *Tx) copyObjectLocked(n *Node, st *unix.Stat_t, name string) error {
+	perm := st.Mode & 0o7777
+	switch n.typ {
+	case unix.S_IFREG:
+		src, err := v.openBackingLocked(n, unix.O_RDONLY|unix.O_NOATIME)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(src)
+		dst, err := unix.Openat(v.stagingFd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(dst)
+		if err := copyData(dst, src, st.Size); err != nil {
+			return err
+		}
+		copyXattrs(src, dst)
+		if err := unix.Fchown(dst, int(st.Uid), int(st.Gid)); err != nil {
+			return err
+		}
+		if err := unix.Fchmod(dst, perm); err != nil {
+			return err
+		}
+		return unix.UtimesNanoAt(v.stagingFd, name, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+	case unix.S_IFDIR:
+		if err := unix.Mkdirat(v.stagingFd, name, 0o700); err != nil {
+			return err
+		}
+		if src, err := v.openBackingLocked(n, unix.O_RDONLY|unix.O_DIRECTORY); err == nil {
+			if dst, err := unix.Openat(v.stagingFd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+				copyXattrs(src, dst)
+				unix.Close(dst)
+			}
+			unix.Close(src)
+		}
+	case unix.S_IFLNK:
+		target, err := v.readlinkLocked(n)
+		if err != nil {
+			return err
+		}
+		if err := unix.Symlinkat(target, v.stagingFd, name); err != nil {
+			return err
+		}
+	default:
+		if err := unix.Mknodat(v.stagingFd, name, n.typ|0o600, int(st.Rdev)); err != nil {
+			return err
+		}
+	}
+	if err := unix.Fchownat(v.stagingFd, name, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	if n.typ != unix.S_IFLNK {
+		if err := unix.Fchmodat(v.stagingFd, name, perm, 0); err != nil {
+			return err
+		}
+	}
+	return unix.UtimesNanoAt(v.stagingFd, name, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// copyData copies size bytes from src to dst: one FICLONE where the file
+// system shares extents (O(1) for any size), else copy_file_range.
+func copyData(dst, src int, size int64) error {
+	if size == 0 {
+		return nil
+	}
+	if err := unix.IoctlFileClone(dst, src); err == nil {
+		return nil
+	}
+	var off int64
+	for off < size {
+		n, err := unix.CopyFileRange(src, &off, dst, nil, int(min(size-off, 1<<30)), 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	return nil
+}
+
+// copyXattrs copies every extended attribute it can read (security.*
+// included: file capabilities must survive a copy-up).
+func copyXattrs(src, dst int) {
+	buf := make([]byte, 65536)
+	n, err := unix.Flistxattr(src, buf)
+	if err != nil || n <= 0 {
+		return
+	}
+	val := make([]byte, 65536)
+	start := 0
+	for i := 0; i < n; i++ {
+		if buf[i] != 0 {
+			continue
+		}
+		name := string(buf[start:i])
+		start = i + 1
+		k, err := unix.Fgetxattr(src, name, val)
+		if err != nil {
+			continue
+		}
+		unix.Fsetxattr(dst, name, val[:k], 0)
+	}
+}
+
+// createLocked makes a new staged object of type typ and attaches it as
+// name in dir. mk creates the object at the staging name.
+//
+// Preconditions: v.mu held; permission to create in dir was checked.
+func (v *Tx) createLocked(c *Caller, dir *Node, name string, mode uint32, mk func(stagingName string, perm uint32) error) (*Node, error) {
+	da, err := v.attrsLocked(dir)
+	if err != nil {
+		return nil, err
+	}
+	uid, gid, mode := newOwner(c, da, mode)
+	sname := v.newStagedNameLocked()
+	if err := mk(sname, mode&0o7777); err != nil {
+		return nil, err
+	}
+	typ := mode & unix.S_IFMT
+	if err := unix.Fchownat(v.stagingFd, sname, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		unix.Unlinkat(v.stagingFd, sname, 0)
+		return nil, err
+	}
+	if typ != unix.S_IFLNK {
+		// After chown (which clears set-ID bits), and exactly: mkdir and
+		// mknod ignore some bits, the supervisor's umask is 0.
+		if err := unix.Fchmodat(v.stagingFd, sname, mode&0o7777, 0); err != nil {
+			return nil, err
+		}
+	}
+	n := &Node{typ: typ, hostFd: -1}
+	if err := v.registerStagedLocked(n, sname); err != nil {
+		return nil, err
+	}
+	n.replayIno = n.stagedID.Ino
+	if typ == unix.S_IFDIR {
+		n.opaque, n.entries, n.inPlace = true, map[string]*Node{}, true
+		n.parent, n.name = dir, name
+		v.linkCountLocked(dir, +1)
+	} else {
+		n.locDir, n.locName = dir, name
+	}
+	path := childPath(dir.viewPathLocked(), name)
+	v.setEntryLocked(dir, name, n)
+	v.journalLocked(store.RedoOp{Kind: OpRename, Src: v.stagedPath(sname), Path: path, Ino: n.stagedID.Ino})
+	return n, nil
+}
+
+// setEntryLocked makes name in dir refer to n (nil removes it).
+func (v *Tx) setEntryLocked(dir *Node, name string, n *Node) {
+	if dir.entries == nil {
+		dir.entries = map[string]*Node{}
+	}
+	if n == nil && dir.opaque {
+		delete(dir.entries, name)
+	} else {
+		dir.entries[name] = n
+	}
+	v.touchDirLocked(dir)
+}
+
+// linkCountLocked adjusts n's link count in the view.
+func (v *Tx) linkCountLocked(n *Node, delta int) {
+	if !n.nlinkSet {
+		st, err := v.statLocked(n)
+		if err != nil {
+			return
+		}
+		n.nlink, n.nlinkSet = st.Nlink, true
+	}
+	n.nlink = uint64(int64(n.nlink) + int64(delta))
+}
+
+// setattrLocked journals an attribute change of an object that keeps its
+// identity at commit (directories, multiply-linked files); others carry
+// their attributes in their staged copy.
+func (v *Tx) setattrLocked(n *Node, path string, mask store.AttrMask) error {
+	if !n.inPlace {
+		return nil
+	}
+	var st unix.Stat_t
+	if err := unix.Fstatat(v.stagingFd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return err
+	}
+	v.journalLocked(store.RedoOp{Kind: OpSetattr, Path: path, Ino: n.replayIno,
+		Attrs: mask,
+		Mode:  st.Mode & 0o7777, UID: st.Uid, GID: st.Gid,
+		Atime: store.Timespec{Sec: st.Atim.Sec, Nsec: st.Atim.Nsec}, Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}})
+	return nil
+}

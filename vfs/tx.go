@@ -1,0 +1,286 @@
+package vfs
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/store"
+)
+
+// DefaultPassthrough are the host subtrees that are passed through rather
+// than made transactional (DESIGN §4.10): reads are live, writes are not
+// transactional.
+var DefaultPassthrough = []string{"/proc", "/sys", "/dev"}
+
+// Tx is a transaction's private view of the file system.
+//
+// Lock order: Tx.mu is the only lock; it is held for every operation, so
+// operations of the transaction's processes are serialized with each other
+// (never with other transactions or the host).
+type Tx struct {
+	host *Host
+	// staging is the directory holding staged objects, on the file system
+	// of the paths they shadow when possible (DESIGN §4.4).
+	staging   string
+	stagingFd int
+	// passthrough are host paths whose subtrees are not transactional.
+	passthrough []string
+	// Now is the clock for directory times (tests and deterministic runs
+	// replace it).
+	Now func() time.Time
+
+	mu sync.Mutex
+	// Everything below is guarded by mu.
+	root *Node
+	// nodes maps host originals and staged objects to their node.
+	nodes   map[FileID]*Node
+	journal []store.RedoOp
+	reads   map[string]readRecord
+	seq     int
+	// doomed is set when the transaction can no longer commit (the host
+	// changed under it, or an internal error); it aborts with this reason.
+	doomed error
+}
+
+// readRecord is what the transaction observed of one host path, for
+// validation at commit.
+type readRecord struct {
+	exists bool
+	id     FileID
+	typ    uint32
+	// meta: mode, uid, gid (and for files size, mtime, ctime) — set when
+	// the transaction looked at attributes or data, not just the name.
+	meta            bool
+	mode, uid, gid  uint32
+	size            int64
+	mtime, ctime    unix.Timespec
+	listing         bool
+	listingChecksum uint64
+}
+
+// NewTx makes an empty view over the host. staging must be an empty
+// directory the transaction owns; passthrough adds --exclude paths to
+// DefaultPassthrough.
+func NewTx(host *Host, staging string, excludes []string) (*Tx, error) {
+	sfd, err := unix.Open(staging, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open staging", Path: staging, Err: err}
+	}
+	v := &Tx{
+		host: host, staging: staging, stagingFd: sfd,
+		nodes: map[FileID]*Node{}, reads: map[string]readRecord{}, Now: time.Now,
+	}
+	for _, p := range append(append([]string{}, DefaultPassthrough...), excludes...) {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		v.passthrough = append(v.passthrough, filepath.Clean(abs))
+	}
+	rfd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(rfd, &st); err != nil {
+		return nil, err
+	}
+	v.root = &Node{typ: unix.S_IFDIR, host: idOf(&st), hostPath: "/", hostFd: rfd, replayIno: st.Ino}
+	v.nodes[v.root.host] = v.root
+	return v, nil
+}
+
+var _ View = (*Tx)(nil)
+
+// Doomed returns why the transaction cannot commit, or nil.
+func (v *Tx) Doomed() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.doomed
+}
+
+// Doom marks the transaction as unable to commit.
+func (v *Tx) Doom(err error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.doomed == nil {
+		v.doomed = err
+	}
+}
+
+func (v *Tx) isPassthroughPath(p string) bool {
+	for _, x := range v.passthrough {
+		if p == x {
+			return true
+		}
+	}
+	return false
+}
+
+// hostNodeLocked returns the node for a host object found as name in dir.
+//
+// Preconditions: v.mu held.
+func (v *Tx) hostNodeLocked(dir *Node, name string, st *unix.Stat_t) (*Node, error) {
+	id := idOf(st)
+	if n := v.nodes[id]; n != nil {
+		if n.isDir() && n.parent == nil && n != v.root {
+			n.parent, n.name = dir, name
+		}
+		return n, nil
+	}
+	n := &Node{typ: st.Mode & unix.S_IFMT, host: id, hostParent: dir, hostName: name,
+		hostPath: childPath(dir.hostPath, name), hostFd: -1, replayIno: st.Ino}
+	if n.isDir() {
+		fd, err := unix.Openat(dir.hostFd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil, v.hostChanged(n.hostPath, err)
+		}
+		var fst unix.Stat_t
+		if err := unix.Fstat(fd, &fst); err != nil || idOf(&fst) != id {
+			unix.Close(fd)
+			return nil, v.hostChanged(n.hostPath, unix.ESTALE)
+		}
+		n.hostFd = fd
+		n.parent, n.name = dir, name
+		n.inPlace = true
+		n.passthrough = v.isPassthroughPath(n.hostPath)
+	} else if st.Nlink > 1 {
+		n.inPlace = st.Mode&unix.S_IFMT == unix.S_IFREG
+	}
+	v.nodes[id] = n
+	return n, nil
+}
+
+// hostChanged dooms the transaction: a host object changed while it was
+// being read; the commit would fail validation anyway.
+func (v *Tx) hostChanged(path string, err error) error {
+	if v.doomed == nil {
+		v.doomed = fmt.Errorf("conflict on %s (changed on the host while the transaction read it)", path)
+	}
+	if err == unix.ENOENT {
+		return unix.ENOENT
+	}
+	return unix.ESTALE
+}
+
+// lookupLocked finds name in directory dir: a changed entry, else (unless
+// dir is opaque) the host directory's. The host answer is recorded in the
+// read set.
+//
+// Preconditions: v.mu held; dir is a directory.
+func (v *Tx) lookupLocked(dir *Node, name string) (*Node, error) {
+	if n, ok := dir.entries[name]; ok {
+		if n == nil {
+			return nil, unix.ENOENT
+		}
+		return n, nil
+	}
+	if dir.opaque || dir.hostFd < 0 {
+		return nil, unix.ENOENT
+	}
+	if n, ok := dir.lookups[name]; ok {
+		if n == nil {
+			return nil, unix.ENOENT
+		}
+		return n, nil
+	}
+	if dir.lookups == nil {
+		dir.lookups = map[string]*Node{}
+	}
+	var st unix.Stat_t
+	err := unix.Fstatat(dir.hostFd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	p := childPath(dir.hostPath, name)
+	if err == unix.ENOENT {
+		v.recordAbsentLocked(p)
+		dir.lookups[name] = nil
+		return nil, unix.ENOENT
+	}
+	if err != nil {
+		return nil, err
+	}
+	v.recordEntryLocked(p, &st)
+	n, err := v.hostNodeLocked(dir, name, &st)
+	if err != nil {
+		return nil, err
+	}
+	if !n.attrSet && n.staged == "" {
+		n.attr, n.attrSet = attrsOf(&st), true
+	}
+	dir.lookups[name] = n
+	return n, nil
+}
+
+func (v *Tx) recordAbsentLocked(p string) {
+	if _, ok := v.reads[p]; !ok {
+		v.reads[p] = readRecord{}
+	}
+}
+
+func (v *Tx) recordEntryLocked(p string, st *unix.Stat_t) {
+	if _, ok := v.reads[p]; !ok {
+		v.reads[p] = readRecord{exists: true, id: idOf(st), typ: st.Mode & unix.S_IFMT}
+	}
+}
+
+// recordMetaLocked notes that the transaction looked at the attributes (or
+// data) of host object n.
+func (v *Tx) recordMetaLocked(n *Node, st *unix.Stat_t) {
+	if n.host == (FileID{}) || n.hostPath == "" {
+		return
+	}
+	r := v.reads[n.hostPath]
+	if r.meta {
+		return
+	}
+	r.exists, r.id, r.typ = true, n.host, n.typ
+	r.meta, r.mode, r.uid, r.gid = true, st.Mode, st.Uid, st.Gid
+	if !n.isDir() {
+		// A directory's size and times change with every entry; its
+		// entries are validated by name instead.
+		r.size, r.mtime, r.ctime = st.Size, st.Mtim, st.Ctim
+	}
+	v.reads[n.hostPath] = r
+}
+
+// stagePath names a new staged object.
+func (v *Tx) newStagedNameLocked() string {
+	v.seq++
+	return strconv.Itoa(v.seq)
+}
+
+func (v *Tx) now() unix.Timespec {
+	t := v.Now()
+	return unix.NsecToTimespec(t.UnixNano())
+}
+
+// touchDirLocked records a change to dir's entries (its mtime and ctime).
+func (v *Tx) touchDirLocked(dir *Node) {
+	t := v.now()
+	dir.changed = &t
+}
+
+// resolveErr maps a component name to ENAMETOOLONG as Linux does.
+func checkName(name string) error {
+	if len(name) > 255 {
+		return unix.ENAMETOOLONG
+	}
+	return nil
+}
+
+func splitPath(p string) []string {
+	parts := strings.Split(p, "/")
+	out := parts[:0]
+	for _, s := range parts {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,233 @@
+package vfs
+
+import (
+	"golang.org/x/sys/unix"
+
+	"txexec/store"
+)
+
+// modify resolves the object of an attribute change, copies it up and runs
+// fn on it; then journals the attributes in mask for objects that keep
+// their identity at commit.
+func (v *Tx) modify(c *Caller, at *Handle, path string, follow, emptyOK bool, mask store.AttrMask,
+	pass func(hat *Handle, hp string) error, fn func(n *Node, a attrs) error) error {
+	return withErr(v, c, at, path, follow, emptyOK, pass, func(t target) error {
+		n := t.node
+		if n == nil {
+			return unix.ENOENT
+		}
+		a, err := v.attrsLocked(n)
+		if err != nil {
+			return err
+		}
+		if err := v.roCheckLocked(n); err != nil {
+			return err
+		}
+		vpath, err := v.pathOfLocked(t)
+		if err != nil {
+			return err
+		}
+		if err := fn(n, a); err != nil {
+			return err
+		}
+		return v.setattrLocked(n, vpath, mask)
+	})
+}
+
+// stageForLocked copies n up (if needed) so its staged object can change.
+func (v *Tx) stageForLocked(n *Node, vpath string) error {
+	return v.copyUpLocked(n, vpath)
+}
+
+// Chmod implements View.
+func (v *Tx) Chmod(c *Caller, at *Handle, path string, mode uint32, flags int) error {
+	return v.modify(c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0, store.AttrMode,
+		func(hat *Handle, hp string) error { return v.host.Chmod(c, hat, hp, mode, flags) },
+		func(n *Node, a attrs) error {
+			if n.typ == unix.S_IFLNK {
+				return unix.EOPNOTSUPP
+			}
+			if !isOwner(c, a) {
+				return unix.EPERM
+			}
+			if !c.Cred.InGroup(a.gid) && !c.Cred.HasCap(unix.CAP_FSETID) {
+				mode &^= unix.S_ISGID
+			}
+			if err := v.copyUpAtLocked(n); err != nil {
+				return err
+			}
+			return unix.Fchmodat(v.stagingFd, n.staged, mode&0o7777, 0)
+		})
+}
+
+// copyUpAtLocked copies n up, naming it by its known view path.
+func (v *Tx) copyUpAtLocked(n *Node) error {
+	if n.staged != "" || n.anon {
+		return nil
+	}
+	var p string
+	switch {
+	case n.isDir():
+		p = n.viewPathLocked()
+	case n.locDir != nil:
+		p = childPath(n.locDir.viewPathLocked(), n.locName)
+	default:
+		return unix.EINVAL
+	}
+	return v.copyUpLocked(n, p)
+}
+
+// Chown implements View.
+func (v *Tx) Chown(c *Caller, at *Handle, path string, uid, gid uint32, flags int) error {
+	return v.modify(c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0,
+		store.AttrMode|store.AttrUID|store.AttrGID,
+		func(hat *Handle, hp string) error { return v.host.Chown(c, hat, hp, uid, gid, flags) },
+		func(n *Node, a attrs) error {
+			const keep = ^uint32(0)
+			capChown := c.Cred.HasCap(unix.CAP_CHOWN)
+			owner := c.Cred.FSUID == a.uid
+			// chown_ok and chgrp_ok of fs/attr.c.
+			if uid != keep && !(owner && uid == a.uid) && !capChown {
+				return unix.EPERM
+			}
+			if gid != keep && !(owner && (gid == a.gid || c.Cred.InGroup(gid))) && !capChown {
+				return unix.EPERM
+			}
+			if uid == keep && gid == keep {
+				return nil
+			}
+			if err := v.copyUpAtLocked(n); err != nil {
+				return err
+			}
+			// The kernel clears set-ID bits of non-directories on chown,
+			// for the supervisor exactly as it would for the caller.
+			return unix.Fchownat(v.stagingFd, n.staged, int(int32(uid)), int(int32(gid)), unix.AT_SYMLINK_NOFOLLOW)
+		})
+}
+
+// Utimens implements View.
+func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, flags int) error {
+	if ts != nil && ts[0].Nsec == unix.UTIME_OMIT && ts[1].Nsec == unix.UTIME_OMIT {
+		// Nothing to change; Linux still resolves the path.
+		_, err := v.Stat(c, at, path, flags)
+		return err
+	}
+	return v.modify(c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0 || path == "",
+		store.AttrAtime|store.AttrMtime,
+		func(hat *Handle, hp string) error { return v.host.Utimens(c, hat, hp, ts, flags) },
+		func(n *Node, a attrs) error {
+			toNow := ts == nil || (ts[0].Nsec == unix.UTIME_NOW || ts[0].Nsec == unix.UTIME_OMIT) &&
+				(ts[1].Nsec == unix.UTIME_NOW || ts[1].Nsec == unix.UTIME_OMIT)
+			if !isOwner(c, a) {
+				if !toNow {
+					return unix.EPERM
+				}
+				if err := permission(c, a, mayWrite); err != nil {
+					return err
+				}
+			}
+			if err := v.copyUpAtLocked(n); err != nil {
+				return err
+			}
+			var times []unix.Timespec
+			if ts != nil {
+				times = ts[:]
+			} else {
+				times = []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
+			}
+			if err := unix.UtimesNanoAt(v.stagingFd, n.staged, times, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				return err
+			}
+			if n.isDir() {
+				// Explicit times replace the view's entry-change time.
+				n.changed = nil
+			}
+			return nil
+		})
+}
+
+// Truncate implements View.
+func (v *Tx) Truncate(c *Caller, at *Handle, path string, size int64) error {
+	return withErr(v, c, at, path, true, false,
+		func(hat *Handle, hp string) error { return v.host.Truncate(c, hat, hp, size) },
+		func(t target) error {
+			n := t.node
+			if n == nil {
+				return unix.ENOENT
+			}
+			if n.isDir() {
+				return unix.EISDIR
+			}
+			if n.typ != unix.S_IFREG {
+				return unix.EINVAL
+			}
+			a, err := v.attrsLocked(n)
+			if err != nil {
+				return err
+			}
+			if err := permission(c, a, mayWrite); err != nil {
+				return err
+			}
+			if err := v.roCheckLocked(n); err != nil {
+				return err
+			}
+			vpath, err := v.pathOfLocked(t)
+			if err != nil {
+				return err
+			}
+			if err := v.copyUpLocked(n, vpath); err != nil {
+				return err
+			}
+			return unix.Truncate(v.stagedPath(n.staged), size)
+		})
+}
+
+// Setxattr implements View. Changing the attributes of an object that keeps
+// its identity at commit (a directory, a multiply-linked file) is not
+// supported inside a transaction: there is no redo record for it yet.
+func (v *Tx) Setxattr(c *Caller, at *Handle, path string, op XattrOp, name string, value []byte, flags int) error {
+	return v.modify(c, at, path, !op.NoFollow, op.EmptyAt, 0,
+		func(hat *Handle, hp string) error { return v.host.Setxattr(c, hat, hp, op, name, value, flags) },
+		func(n *Node, a attrs) error {
+			if err := v.xattrWritePermLocked(c, n, a, name); err != nil {
+				return err
+			}
+			if err := v.copyUpAtLocked(n); err != nil {
+				return err
+			}
+			return unix.Lsetxattr(v.stagedPath(n.staged), name, value, flags)
+		})
+}
+
+// Removexattr implements View.
+func (v *Tx) Removexattr(c *Caller, at *Handle, path string, op XattrOp, name string) error {
+	return v.modify(c, at, path, !op.NoFollow, op.EmptyAt, 0,
+		func(hat *Handle, hp string) error { return v.host.Removexattr(c, hat, hp, op, name) },
+		func(n *Node, a attrs) error {
+			if err := v.xattrWritePermLocked(c, n, a, name); err != nil {
+				return err
+			}
+			if err := v.copyUpAtLocked(n); err != nil {
+				return err
+			}
+			return unix.Lremovexattr(v.stagedPath(n.staged), name)
+		})
+}
+
+func (v *Tx) xattrWritePermLocked(c *Caller, n *Node, a attrs, name string) error {
+	if n.inPlace {
+		return unix.ENOTSUP
+	}
+	switch {
+	case len(name) > 5 && name[:5] == "user.":
+		if n.typ != unix.S_IFREG && n.typ != unix.S_IFDIR {
+			return unix.EPERM
+		}
+		return permission(c, a, mayWrite)
+	case len(name) > 8 && name[:8] == "trusted.", len(name) > 9 && name[:9] == "security.":
+		if !c.Cred.HasCap(unix.CAP_SYS_ADMIN) && !(name[:9] == "security." && isOwner(c, a)) {
+			return unix.EPERM
+		}
+	}
+	return nil
+}

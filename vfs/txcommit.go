@@ -1,0 +1,169 @@
+package vfs
+
+import (
+	"fmt"
+	"os"
+	"sort"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/store"
+)
+
+// Journal returns the redo operations that apply the transaction's changes
+// to the host, in order.
+func (v *Tx) Journal() []store.RedoOp {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return append([]store.RedoOp(nil), v.journal...)
+}
+
+// Changed reports whether the transaction changed anything.
+func (v *Tx) Changed() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.journal) > 0
+}
+
+// WriteSet returns the granules the transaction writes: every path its
+// journal touches ("entry"), for validation of later transactions.
+func (v *Tx) WriteSet() []store.Granule {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	seen := map[string]bool{}
+	var out []store.Granule
+	add := func(p string) {
+		if p != "" && !seen[p] && !isStaged(v.staging, p) {
+			seen[p] = true
+			out = append(out, store.Granule{Kind: "entry", Path: p})
+		}
+	}
+	for _, op := range v.journal {
+		add(op.Path)
+		add(op.Src)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// ReadPaths returns the host paths the transaction read.
+func (v *Tx) ReadPaths() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	out := make([]string, 0, len(v.reads))
+	for p := range v.reads {
+		out = append(out, p)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// ListedPaths returns the host directories whose listing the transaction
+// read.
+func (v *Tx) ListedPaths() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var out []string
+	for p, r := range v.reads {
+		if r.listing {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func isStaged(staging, p string) bool {
+	return len(p) > len(staging) && p[:len(staging)] == staging && p[len(staging)] == '/'
+}
+
+// ConflictError says why a transaction cannot commit: what it read has
+// changed since.
+type ConflictError struct {
+	Path   string
+	Reason string
+}
+
+func (e *ConflictError) Error() string { return fmt.Sprintf("conflict on %s (%s)", e.Path, e.Reason) }
+
+// Validate checks the read set against the host: every name the
+// transaction looked up still names what it named, every object whose
+// attributes or data it read still has them, every listing it read has the
+// same names. It must run while no other transaction can commit.
+func (v *Tx) Validate() error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.doomed != nil {
+		return v.doomed
+	}
+	paths := make([]string, 0, len(v.reads))
+	for p := range v.reads {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		r := v.reads[p]
+		var st unix.Stat_t
+		err := unix.Lstat(p, &st)
+		if !r.exists {
+			if err == nil {
+				return &ConflictError{p, "created by another process after the transaction found it absent"}
+			}
+			continue
+		}
+		if err != nil {
+			return &ConflictError{p, "removed by another process after it was read"}
+		}
+		if idOf(&st) != r.id || st.Mode&unix.S_IFMT != r.typ {
+			return &ConflictError{p, "replaced by another process after it was read"}
+		}
+		if r.meta {
+			if st.Mode != r.mode || st.Uid != r.uid || st.Gid != r.gid {
+				return &ConflictError{p, "its mode or owner was changed by another process after it was read"}
+			}
+			if r.typ != unix.S_IFDIR && (st.Size != r.size || st.Mtim != r.mtime || st.Ctim != r.ctime) {
+				return &ConflictError{p, "modified by another process after it was read"}
+			}
+		}
+		if r.listing {
+			fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return &ConflictError{p, "removed by another process after it was listed"}
+			}
+			ents, err := readHostDir(fd)
+			unix.Close(fd)
+			if err != nil || listingChecksum(ents) != r.listingChecksum {
+				return &ConflictError{p, "an entry was created or removed by another process after the directory was listed"}
+			}
+		}
+	}
+	return nil
+}
+
+// SyncStaged makes the staged data durable before the commit point: one
+// syncfs of the staging file system instead of an fsync per file.
+func (v *Tx) SyncStaged() error {
+	fd, err := unix.Openat(v.stagingFd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: v.staging, Err: err}
+	}
+	defer unix.Close(fd)
+	if err := unix.Syncfs(fd); err != nil {
+		return &os.PathError{Op: "syncfs", Path: v.staging, Err: err}
+	}
+	return nil
+}
+
+// Close releases the view's descriptors. The staging directory is the
+// caller's to remove.
+func (v *Tx) Close() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for _, n := range v.nodes {
+		if n.hostFd >= 0 {
+			unix.Close(n.hostFd)
+			n.hostFd = -1
+		}
+	}
+	unix.Close(v.stagingFd)
+}

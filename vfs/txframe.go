@@ -1,0 +1,104 @@
+package vfs
+
+import (
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// target is a resolved path: either a place in the view, or a path the host
+// view must serve (a passthrough subtree or a descriptor the view does not
+// know).
+type target struct {
+	resolved
+	hostAt   *Handle
+	hostPath string
+}
+
+// resolveLocked resolves (at, path) for c. With emptyOK, an empty path names
+// at itself (AT_EMPTY_PATH).
+//
+// Preconditions: v.mu held.
+func (v *Tx) resolveLocked(c *Caller, at *Handle, path string, followFinal, emptyOK bool) (target, error) {
+	if path == "" {
+		if !emptyOK {
+			return target{}, unix.ENOENT
+		}
+		if at.node == nil {
+			return target{resolved: resolved{pass: true}, hostAt: at, hostPath: ""}, nil
+		}
+		return target{resolved: resolved{node: at.node}}, nil
+	}
+	start := at.node
+	if start == nil && !strings.HasPrefix(path, "/") {
+		return target{resolved: resolved{pass: true}, hostAt: at, hostPath: path}, nil
+	}
+	if start == nil {
+		start = v.root
+	}
+	links := 0
+	r, err := v.walkLocked(c, start, path, followFinal, &links)
+	if err != nil {
+		return target{}, err
+	}
+	if r.pass {
+		return target{resolved: r, hostAt: c.Cwd, hostPath: r.passPath}, nil
+	}
+	if r.node != nil && r.slash && !r.node.isDir() {
+		return target{}, unix.ENOTDIR
+	}
+	if r.dir != nil && r.dir.removed {
+		return target{}, unix.ENOENT
+	}
+	return target{resolved: r}, nil
+}
+
+// with runs act on the resolved target under v.mu, or pass on the host
+// view (without v.mu, since the host may block, e.g. opening a FIFO).
+func with[T any](v *Tx, c *Caller, at *Handle, path string, followFinal, emptyOK bool,
+	pass func(hat *Handle, hpath string) (T, error), act func(t target) (T, error)) (T, error) {
+	v.mu.Lock()
+	t, err := v.resolveLocked(c, at, path, followFinal, emptyOK)
+	if err == nil && t.pass {
+		v.mu.Unlock()
+		return pass(t.hostAt, t.hostPath)
+	}
+	defer v.mu.Unlock()
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return act(t)
+}
+
+// withErr is with for operations that return only an error.
+func withErr(v *Tx, c *Caller, at *Handle, path string, followFinal, emptyOK bool,
+	pass func(hat *Handle, hpath string) error, act func(t target) error) error {
+	_, err := with(v, c, at, path, followFinal, emptyOK,
+		func(hat *Handle, hp string) (struct{}, error) { return struct{}{}, pass(hat, hp) },
+		func(t target) (struct{}, error) { return struct{}{}, act(t) })
+	return err
+}
+
+// pathOfLocked is the view path of a resolved object, as the journal names
+// it.
+func (v *Tx) pathOfLocked(t target) (string, error) {
+	if t.dir != nil {
+		return childPath(t.dir.viewPathLocked(), t.name), nil
+	}
+	if t.node != nil && t.node.isDir() {
+		return t.node.viewPathLocked(), nil
+	}
+	if t.node != nil && t.node.locDir != nil && t.node.locDir.entryIs(t.node.locName, t.node) {
+		return childPath(t.node.locDir.viewPathLocked(), t.node.locName), nil
+	}
+	return "", unix.EINVAL
+}
+
+// entryIs reports whether name in directory d currently is n.
+func (d *Node) entryIs(name string, n *Node) bool {
+	if e, ok := d.entries[name]; ok {
+		return e == n
+	}
+	return !d.opaque && d.lookups[name] == n
+}

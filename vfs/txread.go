@@ -1,0 +1,573 @@
+package vfs
+
+import (
+	"hash/fnv"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// OpenDir implements View: a handle on a directory of the view, for the
+// command's starting cwd and root.
+func (v *Tx) OpenDir(path string) (*Handle, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if path == "/" {
+		h := NewHandle(-1, v.root)
+		h.isRoot = true
+		return h, nil
+	}
+	links := 0
+	root := &Caller{Cred: rootCred}
+	r, err := v.walkLocked(root, v.root, path, true, &links)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	if r.pass || r.node == nil || !r.node.isDir() {
+		return nil, &os.PathError{Op: "open", Path: path, Err: unix.ENOTDIR}
+	}
+	return NewHandle(-1, r.node), nil
+}
+
+// HandleOf implements View: a descriptor is known by the object it refers
+// to (DESIGN §4.3). One the view did not hand out (inherited from outside,
+// or into a passthrough subtree) is served by the host view.
+func (v *Tx) HandleOf(c *Caller, fd int) (*Handle, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, err
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return NewHandle(fd, v.nodes[idOf(&st)]), nil
+}
+
+// Stat implements View.
+func (v *Tx) Stat(c *Caller, at *Handle, path string, flags int) (unix.Stat_t, error) {
+	return with(v, c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0,
+		func(hat *Handle, hp string) (unix.Stat_t, error) { return v.host.Stat(c, hat, hp, flags) },
+		func(t target) (unix.Stat_t, error) {
+			if t.node == nil {
+				return unix.Stat_t{}, unix.ENOENT
+			}
+			return v.statLocked(t.node)
+		})
+}
+
+// Statx implements View.
+func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (unix.Statx_t, error) {
+	return with(v, c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0,
+		func(hat *Handle, hp string) (unix.Statx_t, error) { return v.host.Statx(c, hat, hp, flags, mask) },
+		func(t target) (unix.Statx_t, error) {
+			var stx unix.Statx_t
+			n := t.node
+			if n == nil {
+				return stx, unix.ENOENT
+			}
+			var err error
+			switch {
+			case n.staged != "":
+				err = unix.Statx(v.stagingFd, n.staged, unix.AT_SYMLINK_NOFOLLOW, int(mask), &stx)
+			case n.hostFd >= 0:
+				err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH, int(mask), &stx)
+			case n.hostParent != nil:
+				err = unix.Statx(n.hostParent.hostFd, n.hostName, unix.AT_SYMLINK_NOFOLLOW, int(mask), &stx)
+			default:
+				err = unix.ESTALE
+			}
+			if err != nil {
+				return stx, v.hostChanged(n.hostPath, err)
+			}
+			// The view's link count and directory times, as Stat.
+			st, err := v.statLocked(n)
+			if err != nil {
+				return stx, err
+			}
+			stx.Nlink = uint32(st.Nlink)
+			if n.changed != nil {
+				stx.Mtime = unix.StatxTimestamp{Sec: n.changed.Sec, Nsec: uint32(n.changed.Nsec)}
+				stx.Ctime = stx.Mtime
+			}
+			return stx, nil
+		})
+}
+
+// Access implements View. access(2) checks with the real ids unless
+// AT_EACCESS, and without capabilities for a non-root real user.
+func (v *Tx) Access(c *Caller, at *Handle, path string, mode uint32, flags int) error {
+	return withErr(v, c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0,
+		func(hat *Handle, hp string) error { return v.host.Access(c, hat, hp, mode, flags) },
+		func(t target) error {
+			if t.node == nil {
+				return unix.ENOENT
+			}
+			if mode == unix.F_OK {
+				return nil
+			}
+			who := c
+			if flags&unix.AT_EACCESS == 0 {
+				cr := *c.Cred
+				cr.FSUID, cr.FSGID = cr.UID, cr.GID
+				if cr.UID != 0 {
+					cr.CapEff = 0
+				}
+				who = &Caller{Tid: c.Tid, Tgid: c.Tgid, Cred: &cr}
+			}
+			a, err := v.attrsLocked(t.node)
+			if err != nil {
+				return err
+			}
+			var want uint32
+			if mode&unix.R_OK != 0 {
+				want |= mayRead
+			}
+			if mode&unix.W_OK != 0 {
+				want |= mayWrite
+			}
+			if mode&unix.X_OK != 0 {
+				want |= mayExec
+			}
+			return permission(who, a, want)
+		})
+}
+
+// Readlink implements View.
+func (v *Tx) Readlink(c *Caller, at *Handle, path string) (string, error) {
+	return with(v, c, at, path, false, true,
+		func(hat *Handle, hp string) (string, error) {
+			if cwd, ok := v.procCwd(c, hp); ok {
+				return cwd, nil
+			}
+			return v.host.Readlink(c, hat, hp)
+		},
+		func(t target) (string, error) {
+			if t.node == nil {
+				return "", unix.ENOENT
+			}
+			if t.node.typ != unix.S_IFLNK {
+				return "", unix.EINVAL
+			}
+			return v.readlinkLocked(t.node)
+		})
+}
+
+// procCwd answers readlink of the caller's own /proc/PID/cwd with its
+// virtual working directory (the kernel's is never updated).
+func (v *Tx) procCwd(c *Caller, hp string) (string, bool) {
+	tg := strconv.Itoa(c.Tgid)
+	if hp == "/proc/self/cwd" || hp == "/proc/"+tg+"/cwd" || hp == "/proc/thread-self/cwd" {
+		p, err := v.Getcwd(c)
+		return p, err == nil
+	}
+	return "", false
+}
+
+// Getcwd implements View.
+func (v *Tx) Getcwd(c *Caller) (string, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := c.Cwd.node
+	if n == nil {
+		return v.host.Getcwd(c)
+	}
+	root := v.rootOf(c)
+	var parts []string
+	for cur := n; cur != root; cur = cur.parent {
+		if cur.removed {
+			return "", unix.ENOENT
+		}
+		if cur.parent == nil {
+			return "(unreachable)" + n.viewPathLocked(), nil
+		}
+		parts = append(parts, cur.name)
+	}
+	if len(parts) == 0 {
+		return "/", nil
+	}
+	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
+		parts[i], parts[j] = parts[j], parts[i]
+	}
+	return "/" + strings.Join(parts, "/"), nil
+}
+
+// Chdir implements View.
+func (v *Tx) Chdir(c *Caller, at *Handle, path string, flags int) (*Handle, error) {
+	return with(v, c, at, path, true, flags&unix.AT_EMPTY_PATH != 0,
+		func(hat *Handle, hp string) (*Handle, error) { return v.host.Chdir(c, hat, hp, flags) },
+		func(t target) (*Handle, error) {
+			if t.node == nil {
+				return nil, unix.ENOENT
+			}
+			if !t.node.isDir() {
+				return nil, unix.ENOTDIR
+			}
+			a, err := v.attrsLocked(t.node)
+			if err != nil {
+				return nil, err
+			}
+			if err := permission(c, a, mayExec); err != nil {
+				return nil, err
+			}
+			return NewHandle(-1, t.node), nil
+		})
+}
+
+// Chroot implements View.
+func (v *Tx) Chroot(c *Caller, at *Handle, path string) (*Handle, error) {
+	if !c.Cred.HasCap(unix.CAP_SYS_CHROOT) {
+		return nil, unix.EPERM
+	}
+	h, err := v.Chdir(c, at, path, 0)
+	if err == nil && h.node == nil {
+		h.Release()
+		return nil, unix.EPERM // a root inside a passthrough subtree
+	}
+	return h, err
+}
+
+// Statfs implements View.
+func (v *Tx) Statfs(c *Caller, at *Handle, path string) (unix.Statfs_t, error) {
+	return with(v, c, at, path, true, false,
+		func(hat *Handle, hp string) (unix.Statfs_t, error) { return v.host.Statfs(c, hat, hp) },
+		func(t target) (unix.Statfs_t, error) {
+			var st unix.Statfs_t
+			if t.node == nil {
+				return st, unix.ENOENT
+			}
+			fd, err := v.openBackingLocked(t.node, unix.O_PATH)
+			if err != nil {
+				return st, err
+			}
+			defer unix.Close(fd)
+			return st, unix.Fstatfs(fd, &st)
+		})
+}
+
+// openBackingLocked opens n's backing object (never writable for a host
+// original).
+func (v *Tx) openBackingLocked(n *Node, flags int) (int, error) {
+	flags |= unix.O_CLOEXEC | unix.O_NOCTTY | unix.O_NOFOLLOW
+	var fd int
+	var err error
+	switch {
+	case n.staged != "":
+		fd, err = unix.Openat(v.stagingFd, n.staged, flags, 0)
+	case n.hostFd >= 0:
+		fd, err = unix.Openat(n.hostFd, ".", flags&^unix.O_NOFOLLOW, 0)
+	case n.hostParent != nil:
+		if flags&unix.O_ACCMODE != unix.O_RDONLY {
+			panic("vfs: host original opened writable")
+		}
+		fd, err = unix.Openat(n.hostParent.hostFd, n.hostName, flags, 0)
+		if err == nil {
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) != nil || idOf(&st) != n.host {
+				unix.Close(fd)
+				return -1, v.hostChanged(n.hostPath, unix.ESTALE)
+			}
+		}
+	default:
+		return -1, unix.ESTALE
+	}
+	if err != nil {
+		return -1, err
+	}
+	return fd, nil
+}
+
+// Getxattr implements View.
+func (v *Tx) Getxattr(c *Caller, at *Handle, path string, op XattrOp, name string, size int) ([]byte, int, error) {
+	type res struct {
+		b []byte
+		n int
+	}
+	r, err := with(v, c, at, path, !op.NoFollow, op.EmptyAt,
+		func(hat *Handle, hp string) (res, error) {
+			b, n, err := v.host.Getxattr(c, hat, hp, op, name, size)
+			return res{b, n}, err
+		},
+		func(t target) (res, error) {
+			if t.node == nil {
+				return res{}, unix.ENOENT
+			}
+			if err := v.xattrReadPermLocked(c, t.node, name); err != nil {
+				return res{}, err
+			}
+			buf := make([]byte, size)
+			n, err := unix.Lgetxattr(v.backingPath(t.node), name, buf)
+			if err != nil {
+				return res{}, err
+			}
+			if size == 0 {
+				return res{nil, n}, nil
+			}
+			return res{buf[:n], n}, nil
+		})
+	return r.b, r.n, err
+}
+
+// xattrReadPermLocked: user.* attributes need read permission; trusted.*
+// needs CAP_SYS_ADMIN (and is invisible otherwise).
+func (v *Tx) xattrReadPermLocked(c *Caller, n *Node, name string) error {
+	switch {
+	case strings.HasPrefix(name, "user."):
+		a, err := v.attrsLocked(n)
+		if err != nil {
+			return err
+		}
+		return permission(c, a, mayRead)
+	case strings.HasPrefix(name, "trusted."):
+		if !c.Cred.HasCap(unix.CAP_SYS_ADMIN) {
+			return unix.ENODATA
+		}
+	}
+	return nil
+}
+
+// backingPath names n's backing object for the path-only xattr calls.
+func (v *Tx) backingPath(n *Node) string {
+	if n.staged != "" {
+		return v.staging + "/" + n.staged
+	}
+	return n.hostPath
+}
+
+// Listxattr implements View.
+func (v *Tx) Listxattr(c *Caller, at *Handle, path string, op XattrOp, size int) ([]byte, int, error) {
+	type res struct {
+		b []byte
+		n int
+	}
+	r, err := with(v, c, at, path, !op.NoFollow, op.EmptyAt,
+		func(hat *Handle, hp string) (res, error) {
+			b, n, err := v.host.Listxattr(c, hat, hp, op, size)
+			return res{b, n}, err
+		},
+		func(t target) (res, error) {
+			if t.node == nil {
+				return res{}, unix.ENOENT
+			}
+			buf := make([]byte, 65536)
+			n, err := unix.Llistxattr(v.backingPath(t.node), buf)
+			if err != nil {
+				return res{}, err
+			}
+			// Hide trusted.* from callers without CAP_SYS_ADMIN, as Linux.
+			var out []byte
+			for _, name := range strings.Split(strings.TrimSuffix(string(buf[:n]), "\x00"), "\x00") {
+				if name == "" || strings.HasPrefix(name, "trusted.") && !c.Cred.HasCap(unix.CAP_SYS_ADMIN) {
+					continue
+				}
+				out = append(append(out, name...), 0)
+			}
+			if size == 0 {
+				return res{nil, len(out)}, nil
+			}
+			if len(out) > size {
+				return res{}, unix.ERANGE
+			}
+			return res{out, len(out)}, nil
+		})
+	return r.b, r.n, err
+}
+
+// Listing implements View: the merged entries of a directory whose listing
+// the transaction changed, in a stable order of per-name cookies.
+func (v *Tx) Listing(c *Caller, dir *Handle) ([]Dirent, bool, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := dir.node
+	if n == nil || !n.isDir() || !n.hasListingChanges() {
+		if n != nil && n.isDir() && n.hostFd >= 0 {
+			v.recordListingLocked(n)
+		}
+		return nil, false, nil
+	}
+	ents, err := v.listLocked(n)
+	if err != nil {
+		return nil, false, err
+	}
+	self := n.replayIno
+	parent := self
+	if n.parent != nil {
+		parent = n.parent.replayIno
+	}
+	out := []Dirent{{Off: 1, Name: ".", Ino: self, Type: unix.DT_DIR}, {Off: 2, Name: "..", Ino: parent, Type: unix.DT_DIR}}
+	for _, e := range ents {
+		e.Off = cookie(e.Name)
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Off < out[j].Off })
+	return out, true, nil
+}
+
+// cookie gives each name a position above "." and ".." (1 and 2) that does
+// not depend on the other entries, so removals during a listing never make
+// a reader skip or repeat entries.
+func cookie(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()>>2 | 4
+}
+
+// listLocked returns a directory's entries in the view, without "." and "..".
+func (v *Tx) listLocked(n *Node) ([]Dirent, error) {
+	byName := map[string]Dirent{}
+	if !n.opaque && n.hostFd >= 0 {
+		host, err := readHostDir(n.hostFd)
+		if err != nil {
+			return nil, err
+		}
+		v.recordListingLocked(n)
+		for _, e := range host {
+			byName[e.Name] = e
+		}
+	}
+	for name, e := range n.entries {
+		if e == nil {
+			delete(byName, name)
+			continue
+		}
+		byName[name] = Dirent{Name: name, Ino: e.replayIno, Type: dtype(e.typ)}
+	}
+	out := make([]Dirent, 0, len(byName))
+	for _, e := range byName {
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func dtype(t uint32) uint8 {
+	switch t {
+	case unix.S_IFREG:
+		return unix.DT_REG
+	case unix.S_IFDIR:
+		return unix.DT_DIR
+	case unix.S_IFLNK:
+		return unix.DT_LNK
+	case unix.S_IFIFO:
+		return unix.DT_FIFO
+	case unix.S_IFSOCK:
+		return unix.DT_SOCK
+	case unix.S_IFCHR:
+		return unix.DT_CHR
+	case unix.S_IFBLK:
+		return unix.DT_BLK
+	}
+	return unix.DT_UNKNOWN
+}
+
+// readHostDir lists a host directory (without "." and "..").
+func readHostDir(pathFd int) ([]Dirent, error) {
+	fd, err := unix.Openat(pathFd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOATIME, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer unix.Close(fd)
+	var out []Dirent
+	buf := make([]byte, 32768)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		for off := 0; off < n; {
+			reclen := int(uint16(buf[off+16]) | uint16(buf[off+17])<<8)
+			ino := uint64(0)
+			for i := 7; i >= 0; i-- {
+				ino = ino<<8 | uint64(buf[off+i])
+			}
+			typ := buf[off+18]
+			name := buf[off+19 : off+reclen]
+			if i := strings.IndexByte(string(name), 0); i >= 0 {
+				name = name[:i]
+			}
+			if s := string(name); s != "." && s != ".." {
+				out = append(out, Dirent{Name: s, Ino: ino, Type: typ})
+			}
+			off += reclen
+		}
+	}
+}
+
+// recordListingLocked notes that the transaction read a host directory's
+// listing: a create or remove in it by anyone else conflicts.
+func (v *Tx) recordListingLocked(n *Node) {
+	if n.hostPath == "" || n.passthrough {
+		return
+	}
+	r := v.reads[n.hostPath]
+	if r.listing {
+		return
+	}
+	ents, err := readHostDir(n.hostFd)
+	if err != nil {
+		return
+	}
+	r.exists, r.id, r.typ = true, n.host, n.typ
+	r.listing, r.listingChecksum = true, listingChecksum(ents)
+	v.reads[n.hostPath] = r
+}
+
+func listingChecksum(ents []Dirent) uint64 {
+	names := make([]string, len(ents))
+	for i, e := range ents {
+		names[i] = e.Name
+	}
+	sort.Strings(names)
+	h := fnv.New64a()
+	for _, s := range names {
+		h.Write([]byte(s))
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
+// Executable implements View.
+func (v *Tx) Executable(c *Caller, at *Handle, path string, flags int) (Exe, error) {
+	return with(v, c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0,
+		func(hat *Handle, hp string) (Exe, error) { return v.host.Executable(c, hat, hp, flags) },
+		func(t target) (Exe, error) {
+			n := t.node
+			if n == nil {
+				return Exe{}, unix.ENOENT
+			}
+			if n.typ == unix.S_IFLNK {
+				return Exe{}, unix.ELOOP
+			}
+			if n.typ != unix.S_IFREG {
+				return Exe{}, unix.EACCES
+			}
+			a, err := v.attrsLocked(n)
+			if err != nil {
+				return Exe{}, err
+			}
+			if err := permission(c, a, mayExec); err != nil {
+				return Exe{}, err
+			}
+			fd, err := v.openBackingLocked(n, unix.O_RDONLY)
+			if err != nil {
+				return Exe{}, err
+			}
+			var sfs unix.Statfs_t
+			if unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_NOEXEC != 0 {
+				unix.Close(fd)
+				return Exe{}, unix.EACCES
+			}
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				unix.Close(fd)
+				return Exe{}, err
+			}
+			if n.staged == "" {
+				v.recordMetaLocked(n, &st)
+			}
+			return Exe{Path: v.backingPath(n), FD: fd, Dev: st.Dev, Ino: st.Ino}, nil
+		})
+}

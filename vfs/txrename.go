@@ -1,0 +1,154 @@
+package vfs
+
+import (
+	"golang.org/x/sys/unix"
+
+	"txexec/store"
+)
+
+// Rename implements View (rename, renameat, renameat2).
+func (v *Tx) Rename(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPath string, flags uint) error {
+	if flags&unix.RENAME_WHITEOUT != 0 {
+		// Whiteouts are overlayfs's business; the view keeps its own.
+		return unix.EINVAL
+	}
+	v.mu.Lock()
+	ot, err := v.resolveLocked(c, oldAt, oldPath, false, false)
+	if err != nil {
+		v.mu.Unlock()
+		return err
+	}
+	nt, err := v.resolveLocked(c, newAt, newPath, false, false)
+	if err != nil {
+		v.mu.Unlock()
+		return err
+	}
+	if ot.pass || nt.pass {
+		v.mu.Unlock()
+		if ot.pass && nt.pass {
+			return v.host.Rename(c, ot.hostAt, ot.hostPath, nt.hostAt, nt.hostPath, flags)
+		}
+		return unix.EXDEV
+	}
+	defer v.mu.Unlock()
+	return v.renameLocked(c, ot, nt, flags)
+}
+
+func (v *Tx) renameLocked(c *Caller, ot, nt target, flags uint) error {
+	src := ot.node
+	if ot.dir == nil || nt.dir == nil {
+		return unix.EBUSY
+	}
+	if src == nil {
+		return unix.ENOENT
+	}
+	if err := checkName(nt.name); err != nil {
+		return err
+	}
+	dst := nt.node
+	exchange := flags&unix.RENAME_EXCHANGE != 0
+	if exchange && dst == nil {
+		return unix.ENOENT
+	}
+	if flags&unix.RENAME_NOREPLACE != 0 && dst != nil {
+		return unix.EEXIST
+	}
+	if (ot.slash || nt.slash) && !src.isDir() {
+		return unix.ENOTDIR
+	}
+	// A directory cannot move below itself.
+	if src.isDir() {
+		for d := nt.dir; d != nil; d = d.parent {
+			if d == src {
+				return unix.EINVAL
+			}
+		}
+	}
+	if exchange && dst.isDir() {
+		for d := ot.dir; d != nil; d = d.parent {
+			if d == dst {
+				return unix.EINVAL
+			}
+		}
+	}
+	if dst == src {
+		return nil // two names of one object: nothing to do (rename(2))
+	}
+	if dst != nil && !exchange {
+		switch {
+		case src.isDir() && !dst.isDir():
+			return unix.ENOTDIR
+		case !src.isDir() && dst.isDir():
+			return unix.EISDIR
+		}
+	}
+	if err := v.mayDeleteLocked(c, ot.dir, src); err != nil {
+		return err
+	}
+	if dst != nil {
+		if err := v.mayDeleteLocked(c, nt.dir, dst); err != nil {
+			return err
+		}
+	} else if err := v.mayCreateLocked(c, nt.dir, nt.name); err != nil {
+		return err
+	}
+	// Moving a directory to another parent rewrites its "..".
+	if src.isDir() && ot.dir != nt.dir {
+		a, err := v.attrsLocked(src)
+		if err != nil {
+			return err
+		}
+		if err := permission(c, a, mayWrite); err != nil {
+			return err
+		}
+	}
+	if exchange && dst.isDir() && ot.dir != nt.dir {
+		a, err := v.attrsLocked(dst)
+		if err != nil {
+			return err
+		}
+		if err := permission(c, a, mayWrite); err != nil {
+			return err
+		}
+	}
+	if dst != nil && dst.isDir() && !exchange {
+		if err := v.removableDirLocked(c, dst, nt.dir); err != nil {
+			return err
+		}
+	}
+	oldVPath := childPath(ot.dir.viewPathLocked(), ot.name)
+	newVPath := childPath(nt.dir.viewPathLocked(), nt.name)
+	if exchange {
+		v.setEntryLocked(ot.dir, ot.name, dst)
+		v.setEntryLocked(nt.dir, nt.name, src)
+		v.movedLocked(dst, ot.dir, ot.name, nt.dir)
+		v.movedLocked(src, nt.dir, nt.name, ot.dir)
+		v.journalLocked(store.RedoOp{Kind: OpExchange, Src: oldVPath, Path: newVPath, Ino: src.replayIno, Mode: uint32(dst.replayIno), UID: uint32(dst.replayIno >> 32)})
+		return nil
+	}
+	if dst != nil {
+		if dst.isDir() {
+			v.detachDirLocked(dst, nt.dir)
+		} else {
+			v.linkCountLocked(dst, -1)
+		}
+	}
+	v.setEntryLocked(ot.dir, ot.name, nil)
+	v.setEntryLocked(nt.dir, nt.name, src)
+	v.movedLocked(src, nt.dir, nt.name, ot.dir)
+	v.journalLocked(store.RedoOp{Kind: OpRename, Src: oldVPath, Path: newVPath, Ino: src.replayIno})
+	return nil
+}
+
+// movedLocked records that n is now name in dir, having been in from.
+func (v *Tx) movedLocked(n, dir *Node, name string, from *Node) {
+	if n.isDir() {
+		n.parent, n.name = dir, name
+		if dir != from {
+			v.linkCountLocked(from, -1)
+			v.linkCountLocked(dir, +1)
+		}
+		return
+	}
+	n.locDir, n.locName = dir, name
+}

@@ -1,0 +1,459 @@
+package vfs
+
+import (
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/store"
+)
+
+// Open implements View.
+func (v *Tx) Open(c *Caller, at *Handle, path string, how OpenHow) (int, error) {
+	flags := how.Flags
+	if flags&unix.O_TMPFILE == unix.O_TMPFILE {
+		return v.openTmpfile(c, at, path, how)
+	}
+	creating := flags&unix.O_CREAT != 0
+	follow := flags&unix.O_NOFOLLOW == 0 && !(creating && flags&unix.O_EXCL != 0)
+	if how.Resolve != 0 {
+		// RESOLVE_* restrict the walk; only the host walks them.
+		return -1, unix.ENOSYS
+	}
+	return with(v, c, at, path, follow, false,
+		func(hat *Handle, hp string) (int, error) { return v.host.Open(c, hat, hp, how) },
+		func(t target) (int, error) { return v.openLocked(c, t, how) })
+}
+
+func (v *Tx) openLocked(c *Caller, t target, how OpenHow) (int, error) {
+	flags := how.Flags
+	acc := flags & unix.O_ACCMODE
+	n := t.node
+	if n == nil {
+		if flags&unix.O_CREAT == 0 || t.dir == nil {
+			return -1, unix.ENOENT
+		}
+		if t.slash {
+			return -1, unix.EISDIR
+		}
+		if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
+			return -1, err
+		}
+		mode := unix.S_IFREG | how.Mode&^c.Umask&0o7777
+		var err error
+		n, err = v.createLocked(c, t.dir, t.name, mode, func(sname string, perm uint32) error {
+			fd, err := unix.Openat(v.stagingFd, sname, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, perm)
+			if err == nil {
+				unix.Close(fd)
+			}
+			return err
+		})
+		if err != nil {
+			return -1, err
+		}
+		// A new file is opened with the requested access even if its mode
+		// would not allow it (open(2)).
+		return unix.Openat(v.stagingFd, n.staged, int(flags&^(unix.O_CREAT|unix.O_EXCL|unix.O_TRUNC)|unix.O_CLOEXEC|unix.O_NOCTTY), 0)
+	}
+	if flags&unix.O_CREAT != 0 && flags&unix.O_EXCL != 0 {
+		return -1, unix.EEXIST
+	}
+	if n.typ == unix.S_IFLNK {
+		if flags&unix.O_PATH != 0 && flags&unix.O_NOFOLLOW != 0 {
+			return v.openBackingLocked(n, unix.O_PATH)
+		}
+		return -1, unix.ELOOP
+	}
+	if flags&unix.O_DIRECTORY != 0 && !n.isDir() {
+		return -1, unix.ENOTDIR
+	}
+	if n.isDir() && (acc != unix.O_RDONLY || flags&(unix.O_CREAT|unix.O_TRUNC) != 0) && flags&unix.O_PATH == 0 {
+		return -1, unix.EISDIR
+	}
+	if flags&unix.O_PATH != 0 {
+		return v.openBackingLocked(n, unix.O_PATH|int(flags&unix.O_DIRECTORY))
+	}
+	a, err := v.attrsLocked(n)
+	if err != nil {
+		return -1, err
+	}
+	var want uint32
+	if acc == unix.O_RDONLY || acc == unix.O_RDWR {
+		want |= mayRead
+	}
+	if acc == unix.O_WRONLY || acc == unix.O_RDWR || flags&unix.O_TRUNC != 0 {
+		want |= mayWrite
+	}
+	if err := permission(c, a, want); err != nil {
+		return -1, err
+	}
+	if n.typ == unix.S_IFSOCK {
+		return -1, unix.ENXIO
+	}
+	passFlags := int(flags&^(unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW)) | unix.O_CLOEXEC | unix.O_NOCTTY
+	writes := want&mayWrite != 0
+	if n.typ != unix.S_IFREG {
+		// FIFOs and devices hold no persistent data: the object itself.
+		if n.isDir() {
+			v.recordMetaLocked(n, &unix.Stat_t{Mode: a.mode, Uid: a.uid, Gid: a.gid})
+			return v.openBackingLocked(n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOATIME)
+		}
+		return v.openSpecialLocked(n, passFlags)
+	}
+	if writes {
+		if err := v.roCheckLocked(n); err != nil {
+			return -1, err
+		}
+		path, err := v.pathOfLocked(t)
+		if err != nil {
+			return -1, err
+		}
+		if err := v.copyUpLocked(n, path); err != nil {
+			return -1, err
+		}
+		if n.locDir == nil {
+			n.locDir, n.locName = t.dir, t.name
+		}
+		return unix.Openat(v.stagingFd, n.staged, passFlags, 0)
+	}
+	if n.staged != "" {
+		return unix.Openat(v.stagingFd, n.staged, passFlags, 0)
+	}
+	fd, err := v.openBackingLocked(n, passFlags&^unix.O_NOCTTY|unix.O_NOATIME)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) == nil {
+		v.recordMetaLocked(n, &st)
+	}
+	if n.locDir == nil {
+		n.locDir, n.locName = t.dir, t.name
+	}
+	return fd, nil
+}
+
+// openSpecialLocked opens a FIFO or device node itself.
+func (v *Tx) openSpecialLocked(n *Node, flags int) (int, error) {
+	if n.staged != "" {
+		return unix.Openat(v.stagingFd, n.staged, flags, 0)
+	}
+	return unix.Openat(n.hostParent.hostFd, n.hostName, flags|unix.O_NOFOLLOW, 0)
+}
+
+// openTmpfile serves O_TMPFILE: an unnamed staged file, which linkat can
+// later give a name in the view.
+func (v *Tx) openTmpfile(c *Caller, at *Handle, path string, how OpenHow) (int, error) {
+	return with(v, c, at, path, true, false,
+		func(hat *Handle, hp string) (int, error) { return v.host.Open(c, hat, hp, how) },
+		func(t target) (int, error) {
+			dir := t.node
+			if dir == nil {
+				return -1, unix.ENOENT
+			}
+			if !dir.isDir() {
+				return -1, unix.ENOTDIR
+			}
+			da, err := v.attrsLocked(dir)
+			if err != nil {
+				return -1, err
+			}
+			if err := permission(c, da, mayWrite|mayExec); err != nil {
+				return -1, err
+			}
+			uid, gid, mode := newOwner(c, da, unix.S_IFREG|how.Mode&^c.Umask&0o7777)
+			fd, err := unix.Openat(v.stagingFd, ".", int(how.Flags&^unix.O_CREAT)|unix.O_CLOEXEC, mode&0o7777)
+			if err != nil {
+				return -1, err
+			}
+			unix.Fchown(fd, int(uid), int(gid))
+			unix.Fchmod(fd, mode&0o7777)
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				unix.Close(fd)
+				return -1, err
+			}
+			n := &Node{typ: unix.S_IFREG, hostFd: -1, anon: true, stagedID: idOf(&st), replayIno: st.Ino}
+			v.nodes[n.stagedID] = n
+			return fd, nil
+		})
+}
+
+// mayCreateLocked checks creating name in dir (Linux's may_create).
+func (v *Tx) mayCreateLocked(c *Caller, dir *Node, name string) error {
+	if dir.removed {
+		return unix.ENOENT
+	}
+	if err := checkName(name); err != nil {
+		return err
+	}
+	da, err := v.attrsLocked(dir)
+	if err != nil {
+		return err
+	}
+	if err := permission(c, da, mayWrite|mayExec); err != nil {
+		return err
+	}
+	return v.roCheckLocked(dir)
+}
+
+// roCheckLocked fails writes to objects on read-only mounts.
+func (v *Tx) roCheckLocked(n *Node) error {
+	fd := n.hostFd
+	if n.staged != "" || n.host == (FileID{}) {
+		return nil
+	}
+	if fd < 0 && n.hostParent != nil {
+		fd = n.hostParent.hostFd
+	}
+	var sfs unix.Statfs_t
+	if fd >= 0 && unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_RDONLY != 0 {
+		return unix.EROFS
+	}
+	return nil
+}
+
+// Mkdir implements View.
+func (v *Tx) Mkdir(c *Caller, at *Handle, path string, mode uint32) error {
+	return withErr(v, c, at, path, false, false,
+		func(hat *Handle, hp string) error { return v.host.Mkdir(c, hat, hp, mode) },
+		func(t target) error {
+			if t.node != nil || t.dir == nil {
+				return unix.EEXIST
+			}
+			if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
+				return err
+			}
+			_, err := v.createLocked(c, t.dir, t.name, unix.S_IFDIR|mode&^c.Umask&0o7777, func(sname string, perm uint32) error {
+				return unix.Mkdirat(v.stagingFd, sname, perm)
+			})
+			return err
+		})
+}
+
+// Mknod implements View.
+func (v *Tx) Mknod(c *Caller, at *Handle, path string, mode uint32, dev uint64) error {
+	return withErr(v, c, at, path, false, false,
+		func(hat *Handle, hp string) error { return v.host.Mknod(c, hat, hp, mode, dev) },
+		func(t target) error {
+			if t.node != nil || t.dir == nil {
+				return unix.EEXIST
+			}
+			typ := mode & unix.S_IFMT
+			if (typ == unix.S_IFCHR || typ == unix.S_IFBLK) && !c.Cred.HasCap(unix.CAP_MKNOD) {
+				return unix.EPERM
+			}
+			if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
+				return err
+			}
+			_, err := v.createLocked(c, t.dir, t.name, typ|mode&^c.Umask&0o7777, func(sname string, perm uint32) error {
+				return unix.Mknodat(v.stagingFd, sname, typ|perm, int(dev))
+			})
+			return err
+		})
+}
+
+// Symlink implements View.
+func (v *Tx) Symlink(c *Caller, linkTarget string, at *Handle, path string) error {
+	return withErr(v, c, at, path, false, false,
+		func(hat *Handle, hp string) error { return v.host.Symlink(c, linkTarget, hat, hp) },
+		func(t target) error {
+			if t.node != nil || t.dir == nil {
+				return unix.EEXIST
+			}
+			if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
+				return err
+			}
+			_, err := v.createLocked(c, t.dir, t.name, unix.S_IFLNK|0o777, func(sname string, perm uint32) error {
+				return unix.Symlinkat(linkTarget, v.stagingFd, sname)
+			})
+			return err
+		})
+}
+
+// Unlink implements View (unlink and rmdir).
+func (v *Tx) Unlink(c *Caller, at *Handle, path string, flags int) error {
+	rmdir := flags&unix.AT_REMOVEDIR != 0
+	return withErr(v, c, at, path, false, false,
+		func(hat *Handle, hp string) error { return v.host.Unlink(c, hat, hp, flags) },
+		func(t target) error {
+			n := t.node
+			if t.dir == nil {
+				switch {
+				case !rmdir:
+					return unix.EISDIR
+				case n == v.rootOf(c):
+					return unix.EBUSY
+				case lastComp(path) == "..":
+					return unix.ENOTEMPTY
+				}
+				return unix.EINVAL
+			}
+			if n == nil {
+				return unix.ENOENT
+			}
+			if rmdir && !n.isDir() {
+				return unix.ENOTDIR
+			}
+			if !rmdir && n.isDir() {
+				return unix.EISDIR
+			}
+			if err := v.mayDeleteLocked(c, t.dir, n); err != nil {
+				return err
+			}
+			vpath := childPath(t.dir.viewPathLocked(), t.name)
+			if rmdir {
+				if err := v.removableDirLocked(c, n, t.dir); err != nil {
+					return err
+				}
+				v.setEntryLocked(t.dir, t.name, nil)
+				v.detachDirLocked(n, t.dir)
+				v.journalLocked(store.RedoOp{Kind: OpRmdir, Path: vpath, Ino: n.replayIno})
+				return nil
+			}
+			v.setEntryLocked(t.dir, t.name, nil)
+			v.linkCountLocked(n, -1)
+			v.journalLocked(store.RedoOp{Kind: OpUnlink, Path: vpath, Ino: n.replayIno})
+			return nil
+		})
+}
+
+func lastComp(p string) string {
+	parts := splitPath(p)
+	if len(parts) == 0 {
+		return ""
+	}
+	return parts[len(parts)-1]
+}
+
+// mayDeleteLocked checks removing victim from dir.
+func (v *Tx) mayDeleteLocked(c *Caller, dir, victim *Node) error {
+	da, err := v.attrsLocked(dir)
+	if err != nil {
+		return err
+	}
+	va, err := v.attrsLocked(victim)
+	if err != nil {
+		return err
+	}
+	if err := mayDelete(c, da, va); err != nil {
+		return err
+	}
+	return v.roCheckLocked(dir)
+}
+
+// removableDirLocked checks that directory n can be removed: empty in the
+// view, not a mount point, not the caller's root.
+func (v *Tx) removableDirLocked(c *Caller, n, parent *Node) error {
+	if n == v.rootOf(c) || n == v.root {
+		return unix.EBUSY
+	}
+	if n.host != (FileID{}) && parent.host != (FileID{}) && n.host.Dev != parent.host.Dev {
+		return unix.EBUSY
+	}
+	ents, err := v.listLocked(n)
+	if err != nil {
+		return err
+	}
+	if len(ents) > 0 {
+		return unix.ENOTEMPTY
+	}
+	return nil
+}
+
+// detachDirLocked takes directory n out of the view.
+func (v *Tx) detachDirLocked(n, parent *Node) {
+	n.removed = true
+	n.parent = nil
+	v.linkCountLocked(parent, -1)
+}
+
+// Link implements View.
+func (v *Tx) Link(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPath string, flags int) error {
+	v.mu.Lock()
+	old, err := v.resolveLocked(c, oldAt, oldPath, flags&unix.AT_SYMLINK_FOLLOW != 0, flags&unix.AT_EMPTY_PATH != 0)
+	if err != nil {
+		v.mu.Unlock()
+		return err
+	}
+	nt, err := v.resolveLocked(c, newAt, newPath, false, false)
+	if err != nil {
+		v.mu.Unlock()
+		return err
+	}
+	if old.pass || nt.pass {
+		v.mu.Unlock()
+		if old.pass && nt.pass {
+			return v.host.Link(c, old.hostAt, old.hostPath, nt.hostAt, nt.hostPath, flags)
+		}
+		return unix.EXDEV
+	}
+	defer v.mu.Unlock()
+	n := old.node
+	if n == nil {
+		return unix.ENOENT
+	}
+	if n.isDir() {
+		return unix.EPERM
+	}
+	if nt.node != nil || nt.dir == nil {
+		return unix.EEXIST
+	}
+	if nt.slash {
+		return unix.ENOENT
+	}
+	if err := v.mayCreateLocked(c, nt.dir, nt.name); err != nil {
+		return err
+	}
+	if err := v.mayLinkLocked(c, n); err != nil {
+		return err
+	}
+	newVPath := childPath(nt.dir.viewPathLocked(), nt.name)
+	if n.anon {
+		// An O_TMPFILE gets its first name: it becomes a staged object.
+		sname := v.newStagedNameLocked()
+		tmp := "/proc/self/fd/" + strconv.Itoa(oldAt.fd)
+		if err := unix.Linkat(unix.AT_FDCWD, tmp, v.stagingFd, sname, unix.AT_SYMLINK_FOLLOW); err != nil {
+			return err
+		}
+		n.anon = false
+		n.staged = sname
+		n.locDir, n.locName = nt.dir, nt.name
+		v.setEntryLocked(nt.dir, nt.name, n)
+		v.journalLocked(store.RedoOp{Kind: OpRename, Src: v.stagedPath(sname), Path: newVPath, Ino: n.stagedID.Ino})
+		return nil
+	}
+	oldVPath, err := v.pathOfLocked(old)
+	if err != nil {
+		return err
+	}
+	v.setEntryLocked(nt.dir, nt.name, n)
+	v.linkCountLocked(n, +1)
+	if n.locDir == nil {
+		n.locDir, n.locName = nt.dir, nt.name
+	}
+	v.journalLocked(store.RedoOp{Kind: OpLink, Src: oldVPath, Path: newVPath, Ino: n.replayIno})
+	return nil
+}
+
+// mayLinkLocked applies fs.protected_hardlinks: a user who does not own a
+// file may link it only if it is a regular, non-set-ID file they can read
+// and write.
+func (v *Tx) mayLinkLocked(c *Caller, n *Node) error {
+	if !protectedHardlinks() {
+		return nil
+	}
+	a, err := v.attrsLocked(n)
+	if err != nil {
+		return err
+	}
+	if isOwner(c, a) {
+		return nil
+	}
+	if a.mode&unix.S_IFMT == unix.S_IFREG && a.mode&unix.S_ISUID == 0 &&
+		a.mode&(unix.S_ISGID|unix.S_IXGRP) != unix.S_ISGID|unix.S_IXGRP &&
+		permission(c, a, mayRead|mayWrite) == nil {
+		return nil
+	}
+	return unix.EPERM
+}

@@ -1,0 +1,212 @@
+package vfs
+
+import (
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxSymlinks is Linux's limit on symlinks followed in one resolution.
+const maxSymlinks = 40
+
+// resolved is the outcome of a path walk.
+type resolved struct {
+	// dir is the directory holding the final entry, name its name; both
+	// unset when the path ends in ".", ".." or is "/".
+	dir  *Node
+	name string
+	// node is the final object, nil if absent.
+	node *Node
+	// slash: the path had a trailing slash (the object must be a directory).
+	slash bool
+	// pass: the path leads into a passthrough subtree; passPath is the
+	// host path to hand to the host view.
+	pass     bool
+	passPath string
+}
+
+// walkLocked resolves path for c from start (relative paths) or c's root
+// (absolute ones), as Linux's path walk: search permission on every
+// directory, "." and "..", symlinks (followed in the middle always, at the
+// end when followFinal or the path ends in "/"), at most maxSymlinks.
+//
+// Preconditions: v.mu held.
+func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, links *int) (resolved, error) {
+	if path == "" {
+		return resolved{}, unix.ENOENT
+	}
+	root := v.rootOf(c)
+	cur := start
+	if path[0] == '/' {
+		cur = root
+	}
+	comps := splitPath(path)
+	slash := strings.HasSuffix(path, "/")
+	if len(comps) == 0 {
+		return resolved{node: cur}, nil
+	}
+	for i, comp := range comps {
+		last := i == len(comps)-1
+		if !cur.isDir() {
+			return resolved{}, unix.ENOTDIR
+		}
+		if cur.passthrough && comp != "." && comp != ".." {
+			return v.passLocked(c, cur, comps[i:], slash, followFinal, links)
+		}
+		a, err := v.attrsLocked(cur)
+		if err != nil {
+			return resolved{}, err
+		}
+		if err := permission(c, a, mayExec); err != nil {
+			return resolved{}, err
+		}
+		switch comp {
+		case ".":
+			if last {
+				return resolved{node: cur, slash: slash}, nil
+			}
+			continue
+		case "..":
+			if cur != root && cur.parent != nil {
+				cur = cur.parent
+			}
+			if last {
+				return resolved{node: cur, slash: slash}, nil
+			}
+			continue
+		}
+		if err := checkName(comp); err != nil {
+			return resolved{}, err
+		}
+		child, err := v.lookupLocked(cur, comp)
+		if err == unix.ENOENT {
+			if last {
+				return resolved{dir: cur, name: comp, slash: slash}, nil
+			}
+			return resolved{}, unix.ENOENT
+		}
+		if err != nil {
+			return resolved{}, err
+		}
+		if child.typ == unix.S_IFLNK && (!last || followFinal || slash) {
+			*links++
+			if *links > maxSymlinks {
+				return resolved{}, unix.ELOOP
+			}
+			target, err := v.readlinkLocked(child)
+			if err != nil {
+				return resolved{}, err
+			}
+			rest := ""
+			if !last {
+				rest = strings.Join(comps[i+1:], "/")
+			}
+			if slash {
+				rest += "/"
+			}
+			if rest != "" {
+				target = strings.TrimSuffix(target, "/") + "/" + rest
+			}
+			return v.walkLocked(c, cur, target, followFinal, links)
+		}
+		if last {
+			return resolved{dir: cur, name: comp, node: child, slash: slash}, nil
+		}
+		cur = child
+	}
+	return resolved{node: cur}, nil
+}
+
+// passLocked hands the rest of a path inside a passthrough subtree to the
+// host. "..", which could climb back out of the subtree, is resolved
+// lexically: a path that leaves the subtree is walked again in the view.
+func (v *Tx) passLocked(c *Caller, dir *Node, rest []string, slash, followFinal bool, links *int) (resolved, error) {
+	full := filepath.Clean(dir.hostPath + "/" + strings.Join(rest, "/"))
+	if full != dir.hostPath && !strings.HasPrefix(full, dir.hostPath+"/") {
+		if slash {
+			full += "/"
+		}
+		return v.walkLocked(c, v.root, full, followFinal, links)
+	}
+	if slash {
+		full += "/"
+	}
+	return resolved{pass: true, passPath: full}, nil
+}
+
+func (v *Tx) rootOf(c *Caller) *Node {
+	if c.Root != nil && c.Root.node != nil {
+		return c.Root.node
+	}
+	return v.root
+}
+
+// startOf is the node relative paths start from, or nil when at is a
+// passthrough handle (a descriptor the view does not know).
+func startOf(at *Handle) *Node { return at.node }
+
+// readlinkLocked reads a symlink node's target.
+func (v *Tx) readlinkLocked(n *Node) (string, error) {
+	buf := make([]byte, unix.PathMax)
+	var k int
+	var err error
+	if n.staged != "" {
+		k, err = unix.Readlinkat(v.stagingFd, n.staged, buf)
+	} else {
+		k, err = unix.Readlinkat(n.hostParent.hostFd, n.hostName, buf)
+	}
+	if err != nil {
+		return "", v.hostChanged(n.hostPath, err)
+	}
+	return string(buf[:k]), nil
+}
+
+// statLocked returns the view's attributes of n: those of its backing
+// object, with the view's link count and directory times.
+func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	var err error
+	switch {
+	case n.staged != "":
+		err = unix.Fstatat(v.stagingFd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW)
+	case n.hostFd >= 0:
+		err = unix.Fstat(n.hostFd, &st)
+	case n.hostParent != nil:
+		err = unix.Fstatat(n.hostParent.hostFd, n.hostName, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil && idOf(&st) != n.host {
+			err = unix.ESTALE
+		}
+	default:
+		err = unix.ESTALE
+	}
+	if err != nil {
+		return st, v.hostChanged(n.hostPath, err)
+	}
+	if n.nlinkSet {
+		st.Nlink = n.nlink
+	}
+	if n.changed != nil {
+		st.Mtim, st.Ctim = *n.changed, *n.changed
+	}
+	if n.staged == "" {
+		v.recordMetaLocked(n, &st)
+	}
+	return st, nil
+}
+
+// attrsLocked returns n's permission attributes, from the cache for host
+// originals.
+func (v *Tx) attrsLocked(n *Node) (attrs, error) {
+	if n.staged == "" && n.attrSet {
+		return n.attr, nil
+	}
+	st, err := v.statLocked(n)
+	if err != nil {
+		return attrs{}, err
+	}
+	if n.staged == "" {
+		n.attr, n.attrSet = attrsOf(&st), true
+	}
+	return attrsOf(&st), nil
+}
