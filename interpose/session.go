@@ -29,6 +29,8 @@ type Config struct {
 	Argv []string
 	Env  []string
 	Dir  string
+	// Umask is the command's umask.
+	Umask uint32
 	// Files are the command's stdin, stdout and stderr.
 	Files [3]*os.File
 	// Rules is the filter: what happens to every system-call number.
@@ -166,7 +168,7 @@ func (s *Session) startStub(prog []unix.SockFilter) error {
 	}
 	proc, err := os.StartProcess(exe, append([]string{"txexec", s.cfg.Path}, s.cfg.Argv...), &os.ProcAttr{
 		Dir:   s.cfg.Dir,
-		Env:   append(append([]string{}, s.cfg.Env...), StubEnv+"=1"),
+		Env:   append(append([]string{}, s.cfg.Env...), StubEnv+"=1", fmt.Sprintf("%s=%o", stubUmaskEnv, s.cfg.Umask)),
 		Files: files,
 		// The tree dies with us: the stub by Pdeathsig until it is
 		// traced, then every tracee by PTRACE_O_EXITKILL.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -13,6 +14,9 @@ import (
 // StubEnv marks a re-executed txexec as the init stub. The binary's main (and
 // a test binary's TestMain) calls RunStubIfRequested first thing.
 const StubEnv = "_TXEXEC_STUB"
+
+// stubUmaskEnv carries the command's umask to the stub.
+const stubUmaskEnv = "_TXEXEC_UMASK"
 
 // The stub inherits the control socket as descriptor 3.
 const stubSockFD = 3
@@ -39,6 +43,12 @@ func RunStubIfRequested() {
 //     resolves the command in the transaction's view.
 func stubMain() error {
 	os.Unsetenv(StubEnv)
+	if m, err := strconv.ParseUint(os.Getenv(stubUmaskEnv), 8, 32); err == nil {
+		// The supervisor runs with umask 0 (it applies the caller's
+		// itself); the command gets the one txexec was started with.
+		unix.Umask(int(m))
+	}
+	os.Unsetenv(stubUmaskEnv)
 	sock := os.NewFile(stubSockFD, "txexec-control")
 	msg := make([]byte, 1<<20)
 	n, err := sock.Read(msg)

@@ -12,9 +12,10 @@
 // (migrations/*.sql) and recorded in schema_migrations.
 //
 // It must not know about seccomp, tracees, path resolution or what a redo
-// op or a granule means: those are opaque data it stores in order and
-// returns (txn defines the op kinds and applies them, vfs the granules).
-// It imports nothing of txexec's.
+// op or a granule does: those are opaque data it stores in order and
+// returns. The op kinds are named here (OpRename, …) so that vfs, which
+// journals them, and txn, which applies them, share one list; the granule
+// kinds are vfs's. It imports nothing of txexec's.
 //
 // The analogue is a database's log manager with its commit records (TxOS
 // keeps the equivalent in kernel memory; Valor in a kernel log). Unlike a

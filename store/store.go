@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	_ "github.com/mattn/go-sqlite3" // registers the "sqlite3" driver
+	"github.com/mattn/go-sqlite3" // also registers the "sqlite3" driver
 )
 
 // DefaultBusyTimeout is how long a statement waits for the database lock
@@ -89,7 +89,9 @@ func Open(dir string, opt Options) (*Store, error) {
 // every connection of the pool. _txlock=immediate makes every sql.Tx start
 // with BEGIN IMMEDIATE: it takes the write lock at once (waiting up to the
 // busy timeout) instead of failing with SQLITE_BUSY when a read
-// transaction later tries to upgrade.
+// transaction later tries to upgrade. journal_mode is not among them: WAL
+// is a property of the database file, set once by openDB, and changing it
+// on every new connection can fail with SQLITE_BUSY without waiting.
 func dsn(path string, durable bool) string {
 	syncMode := "OFF"
 	if durable {
@@ -97,17 +99,21 @@ func dsn(path string, durable bool) string {
 	}
 	q := url.Values{}
 	q.Set("_busy_timeout", strconv.FormatInt(DefaultBusyTimeout.Milliseconds(), 10))
-	q.Set("_journal_mode", "WAL")
 	q.Set("_synchronous", syncMode)
 	q.Set("_foreign_keys", "on")
 	q.Set("_txlock", "immediate")
 	return "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + q.Encode()
 }
 
-// openDB opens the database and checks the pragmas the store relies on.
+// openDB opens the database, puts it in WAL mode and checks the pragmas
+// the store relies on.
 func openDB(dsn string, durable bool) (*sql.DB, error) {
 	db, err := sql.Open("sqlite3", dsn)
 	if err != nil {
+		return nil, err
+	}
+	if err := setWAL(db); err != nil {
+		db.Close()
 		return nil, err
 	}
 	if err := checkPragmas(db, durable); err != nil {
@@ -115,6 +121,30 @@ func openDB(dsn string, durable bool) (*sql.DB, error) {
 		return nil, err
 	}
 	return db, nil
+}
+
+// setWAL switches the database file to WAL mode. Switching needs an
+// exclusive lock and SQLite answers SQLITE_BUSY at once, without its busy
+// handler, when several processes open a new database together: retry for
+// up to DefaultBusyTimeout.
+func setWAL(db *sql.DB) error {
+	deadline := time.Now().Add(DefaultBusyTimeout)
+	for {
+		var mode string
+		err := db.QueryRow("PRAGMA journal_mode = WAL").Scan(&mode)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			if err != nil {
+				return fmt.Errorf("set journal_mode: %w", err)
+			}
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func isBusy(err error) bool {
+	var se sqlite3.Error
+	return errors.As(err, &se) && (se.Code == sqlite3.ErrBusy || se.Code == sqlite3.ErrLocked)
 }
 
 func checkPragmas(db *sql.DB, durable bool) error {

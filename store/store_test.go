@@ -46,7 +46,7 @@ func sampleOps(n int) []RedoOp {
 	for i := range ops {
 		ops[i] = RedoOp{
 			Kind: OpKind(fmt.Sprintf("kind%d", i%3)), Path: fmt.Sprintf("/host/p%d", i), Src: fmt.Sprintf("/staging/s%d", i),
-			Ino: 1<<63 + uint64(i), Attrs: AttrMode | AttrMtime, Mode: 0o4755, UID: 1<<32 - 2, GID: uint32(i),
+			Ino: 1<<63 + uint64(i), Ino2: uint64(i) << 40, Attrs: AttrMode | AttrMtime, Mode: 0o4755, UID: 1<<32 - 2, GID: uint32(i),
 			Atime: Timespec{Sec: -5, Nsec: 7}, Mtime: Timespec{Sec: 1_700_000_000 + int64(i), Nsec: 999_999_999},
 		}
 	}
@@ -79,7 +79,7 @@ func TestOpenPragmas(t *testing.T) {
 func TestOpenRefusesNonWAL(t *testing.T) {
 	// An in-memory database cannot be in WAL mode: journal_mode reads back
 	// "memory", which must be an error, not a silent fallback.
-	_, err := openDB("file::memory:?_journal_mode=WAL", false)
+	_, err := openDB("file::memory:", false)
 	require.ErrorContains(t, err, "not wal")
 }
 
@@ -112,6 +112,39 @@ func TestMigrationsIdempotent(t *testing.T) {
 	var last int64
 	require.NoError(t, s.db.QueryRow("SELECT last_seq FROM commit_counter").Scan(&last))
 	assert.Zero(t, last)
+}
+
+func TestMigrationUpgradesOldDatabase(t *testing.T) {
+	// A database made by the first schema, with a committed transaction
+	// in it, as an older txexec left it.
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, StagingName), 0o700))
+	db, err := openDB(dsn(filepath.Join(dir, DBName), false), false)
+	require.NoError(t, err)
+	first, err := migrations.ReadFile("migrations/0001_init.sql")
+	require.NoError(t, err)
+	for _, q := range []string{
+		`CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_ns INTEGER NOT NULL)`,
+		string(first),
+		`INSERT INTO schema_migrations VALUES (1, '0001_init.sql', 0)`,
+		`INSERT INTO tx (id, state, command, cwd, owner_pid, owner_start, start_seq, seq, begin_ns, commit_ns)
+			VALUES (1, 'committed', '["old"]', '/', 1, 1, 0, 1, 0, 0)`,
+		`INSERT INTO redo VALUES (1, 0, 'rename', '/a', '/s/a', 7, 0, 0, 0, 0, 0, 0, 0, 0)`,
+		`UPDATE commit_counter SET last_seq = 1`,
+	} {
+		_, err := db.Exec(q)
+		require.NoError(t, err, q)
+	}
+	require.NoError(t, db.Close())
+
+	s := openT(t, dir, Options{})
+	rec, ops, err := s.Get(1)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"old"}, rec.Command)
+	assert.Equal(t, []RedoOp{{Kind: OpRename, Path: "/a", Src: "/s/a", Ino: 7}}, ops)
+	tx, err := s.Begin(TxInfo{})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), tx.StartSeq)
 }
 
 func TestLifecycle(t *testing.T) {
@@ -428,6 +461,7 @@ func TestLog(t *testing.T) {
 	clk := newClock()
 	s := openT(t, t.TempDir(), Options{Now: clk.Now})
 	var ids []int64
+	before := clk.Now()
 	for i := range 4 {
 		tx, err := s.Begin(TxInfo{Command: []string{"cmd", fmt.Sprint(i)}})
 		require.NoError(t, err)
@@ -465,7 +499,7 @@ func TestLog(t *testing.T) {
 	for _, r := range recs {
 		byID[r.ID] = r
 	}
-	assert.Equal(t, time.Unix(1_700_000_000+2, 0), byID[ids[0]].Begun, "the injected clock")
+	assert.Equal(t, before.Add(time.Second), byID[ids[0]].Begun, "the injected clock")
 	assert.Equal(t, StateCommitted, byID[ids[1]].State)
 	assert.Equal(t, 2, byID[ids[1]].OpN)
 	assert.Equal(t, 1, byID[ids[1]].GranuleN)

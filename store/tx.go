@@ -140,14 +140,14 @@ func insertOps(tx *sql.Tx, id int64, ops []RedoOp) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	st, err := tx.Prepare(`INSERT INTO redo (tx_id, n, kind, path, src, ino, attrs, mode, uid, gid,
-		atime_sec, atime_nsec, mtime_sec, mtime_nsec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	st, err := tx.Prepare(`INSERT INTO redo (tx_id, n, kind, path, src, ino, ino2, attrs, mode, uid, gid,
+		atime_sec, atime_nsec, mtime_sec, mtime_nsec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	for n, op := range ops {
-		if _, err := st.Exec(id, n, string(op.Kind), op.Path, op.Src, int64(op.Ino), int64(op.Attrs),
+		if _, err := st.Exec(id, n, string(op.Kind), op.Path, op.Src, int64(op.Ino), int64(op.Ino2), int64(op.Attrs),
 			int64(op.Mode), int64(op.UID), int64(op.GID),
 			op.Atime.Sec, op.Atime.Nsec, op.Mtime.Sec, op.Mtime.Nsec); err != nil {
 			return err
@@ -174,7 +174,7 @@ func insertGranules(tx *sql.Tx, id int64, writes []Granule) error {
 }
 
 func loadOps(q querier, id int64) ([]RedoOp, error) {
-	rows, err := q.Query(`SELECT kind, path, src, ino, attrs, mode, uid, gid,
+	rows, err := q.Query(`SELECT kind, path, src, ino, ino2, attrs, mode, uid, gid,
 		atime_sec, atime_nsec, mtime_sec, mtime_nsec FROM redo WHERE tx_id = ? ORDER BY n`, id)
 	if err != nil {
 		return nil, err
@@ -184,13 +184,14 @@ func loadOps(q querier, id int64) ([]RedoOp, error) {
 	for rows.Next() {
 		var op RedoOp
 		var kind string
-		var ino, attrs, mode, uid, gid int64
-		if err := rows.Scan(&kind, &op.Path, &op.Src, &ino, &attrs, &mode, &uid, &gid,
+		var ino, ino2, attrs, mode, uid, gid int64
+		if err := rows.Scan(&kind, &op.Path, &op.Src, &ino, &ino2, &attrs, &mode, &uid, &gid,
 			&op.Atime.Sec, &op.Atime.Nsec, &op.Mtime.Sec, &op.Mtime.Nsec); err != nil {
 			return nil, err
 		}
 		op.Kind = OpKind(kind)
-		op.Ino, op.Attrs, op.Mode = uint64(ino), AttrMask(attrs), uint32(mode)
+		op.Ino, op.Ino2 = uint64(ino), uint64(ino2)
+		op.Attrs, op.Mode = AttrMask(attrs), uint32(mode)
 		op.UID, op.GID = uint32(uid), uint32(gid)
 		ops = append(ops, op)
 	}

@@ -62,9 +62,41 @@ type WriteSet struct {
 	Granules []Granule // sorted by Kind, then Path
 }
 
-// OpKind names a redo operation. The kinds and their meaning belong to the
-// applier (package txn); store keeps them as opaque strings.
+// OpKind names a redo operation (OpRename, …); store keeps it as an
+// opaque string.
 type OpKind string
+
+// The kinds of redo operation: one vocabulary for the journal that writes
+// them (vfs) and the applier that performs them (txn.Apply, which says how
+// each is made idempotent). store itself does not interpret them.
+const (
+	// OpRename renames Src (inode Ino) to Path, replacing what is there.
+	// It places staged files, directories, symlinks and fifos (the staging
+	// area is on the same file system) and moves host objects.
+	OpRename OpKind = "rename"
+	// OpExchange swaps Src (inode Ino) and Path (inode Ino2) atomically:
+	// renameat2 RENAME_EXCHANGE. Both must exist.
+	OpExchange OpKind = "exchange"
+	// OpLink makes Path a hard link to Src (inode Ino). Path must not
+	// exist (unlink it first): a Path that exists is taken as done.
+	OpLink OpKind = "link"
+	// OpUnlink removes the non-directory Path if it is inode Ino.
+	OpUnlink OpKind = "unlink"
+	// OpRmdir removes the empty directory Path if it is inode Ino.
+	OpRmdir OpKind = "rmdir"
+	// OpSetattr sets the attributes of Path (inode Ino, not followed if
+	// a symlink) that Attrs selects: owner first, then mode (ignored for
+	// symlinks, which have none on Linux), then times. Put it after the
+	// ops that change a directory's entries, which change its mtime.
+	OpSetattr OpKind = "setattr"
+	// OpCopyData copies the staged file Src over the contents of the host
+	// file Path (inode Ino), keeping Path's inode: for files with several
+	// hard links. Follow it with OpSetattr for the mtime.
+	OpCopyData OpKind = "copydata"
+	// OpFsyncDir asks for directory Path to be fsynced at the end (when
+	// durable). The applier already does so for every directory it changes.
+	OpFsyncDir OpKind = "fsyncdir"
+)
 
 // AttrMask says which attribute fields of a RedoOp are set.
 type AttrMask uint32
@@ -95,6 +127,7 @@ type RedoOp struct {
 	Path  string // the host path acted on
 	Src   string // the other path, for two-path operations
 	Ino   uint64 // the inode expected, which makes the op idempotent
+	Ino2  uint64 // a second inode expected, for ops on two objects
 	Attrs AttrMask
 	Mode  uint32
 	UID   uint32

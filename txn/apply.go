@@ -6,43 +6,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
 	"txexec/internal/sysx"
 	"txexec/store"
-)
-
-// The kinds of redo operation. store keeps them as opaque strings; their
-// meaning is here, in Apply. Every op names the inode it expects (Ino),
-// which is what makes it idempotent: an op whose object is not where it
-// expects it has been done already, or superseded by a later op of the same
-// list, and is skipped. Inode numbers are compared without the device
-// number, which is not stable across reboots.
-const (
-	// OpRename renames Src (inode Ino) to Path, replacing what is there.
-	// It places staged files, directories, symlinks and fifos (the staging
-	// area is on the same file system) and moves host objects.
-	OpRename store.OpKind = "rename"
-	// OpLink makes Path a hard link to Src (inode Ino). Path must not
-	// exist (unlink it first): a Path that exists is taken as done.
-	OpLink store.OpKind = "link"
-	// OpUnlink removes the non-directory Path if it is inode Ino.
-	OpUnlink store.OpKind = "unlink"
-	// OpRmdir removes the empty directory Path if it is inode Ino.
-	OpRmdir store.OpKind = "rmdir"
-	// OpSetattr sets the attributes of Path (inode Ino, not followed if
-	// a symlink) that Attrs selects: owner first, then mode (ignored for
-	// symlinks, which have none on Linux), then times. Put it after the
-	// ops that change a directory's entries, which change its mtime.
-	OpSetattr store.OpKind = "setattr"
-	// OpCopyData copies the staged file Src over the contents of the host
-	// file Path (inode Ino), keeping Path's inode: for files with several
-	// hard links. Follow it with OpSetattr for the mtime.
-	OpCopyData store.OpKind = "copydata"
-	// OpFsyncDir asks for directory Path to be fsynced at the end (when
-	// durable). Apply already does so for every directory it changes.
-	OpFsyncDir store.OpKind = "fsyncdir"
 )
 
 // ApplyOptions configure Apply.
@@ -78,9 +47,9 @@ func CheckOps(ops []store.RedoOp) error {
 func checkOp(op store.RedoOp) error {
 	needSrc := false
 	switch op.Kind {
-	case OpRename, OpLink, OpCopyData:
+	case store.OpRename, store.OpExchange, store.OpLink, store.OpCopyData:
 		needSrc = true
-	case OpUnlink, OpRmdir, OpSetattr, OpFsyncDir:
+	case store.OpUnlink, store.OpRmdir, store.OpSetattr, store.OpFsyncDir:
 	default:
 		return errors.New("unknown kind")
 	}
@@ -95,19 +64,32 @@ func checkOp(op store.RedoOp) error {
 			return fmt.Errorf("path %q is not absolute and clean", p)
 		}
 	}
-	if op.Ino == 0 && op.Kind != OpFsyncDir {
+	if op.Ino == 0 && op.Kind != store.OpFsyncDir {
 		return errors.New("no expected inode")
 	}
-	if op.Attrs != 0 && op.Kind != OpSetattr {
+	if (op.Ino2 == 0) == (op.Kind == store.OpExchange) {
+		if op.Kind == store.OpExchange {
+			return errors.New("no expected inode at the path (Ino2)")
+		}
+		return errors.New("second inode on an op on one object")
+	}
+	if op.Attrs != 0 && op.Kind != store.OpSetattr {
 		return errors.New("attributes on an op that sets none")
 	}
 	return nil
 }
 
-// Apply writes ops through to the host, in order. It is idempotent: after
-// it applied any prefix of ops (and was killed, even inside an op),
-// applying the whole list again gives the same result as applying it
-// once. Commit write-through and recovery both use it.
+// Apply writes ops through to the host, in order; store.OpRename and its
+// siblings say what each kind does. It is idempotent: after it applied
+// any prefix of ops (and was killed, even inside an op), applying the
+// whole list again gives the same result as applying it once. Commit
+// write-through and recovery both use it.
+//
+// Every op names the inode it expects (Ino, and Ino2 for an exchange): an
+// op whose object is not where it expects it has been done already, or
+// superseded by a later op of the same list, and is skipped (see
+// ApplyOptions.Skipped). Inode numbers are compared without the device
+// number, which is not stable across reboots.
 func Apply(ops []store.RedoOp, opt ApplyOptions) error {
 	if err := CheckOps(ops); err != nil {
 		return fmt.Errorf("apply: %w", err)
@@ -157,17 +139,19 @@ func (a *applier) syncLater(path string, ino uint64) {
 // apply does op, or returns why it skipped it.
 func (a *applier) apply(op store.RedoOp) (skipped string, err error) {
 	switch op.Kind {
-	case OpRename:
+	case store.OpRename:
 		return a.rename(op)
-	case OpLink:
+	case store.OpExchange:
+		return a.exchange(op)
+	case store.OpLink:
 		return a.link(op)
-	case OpUnlink, OpRmdir:
+	case store.OpUnlink, store.OpRmdir:
 		return a.remove(op)
-	case OpSetattr:
+	case store.OpSetattr:
 		return a.setattr(op)
-	case OpCopyData:
+	case store.OpCopyData:
 		return a.copyData(op)
-	case OpFsyncDir:
+	case store.OpFsyncDir:
 		return a.fsyncDir(op)
 	}
 	panic("unreachable: CheckOps knows every kind")
@@ -213,6 +197,33 @@ func (a *applier) rename(op store.RedoOp) (string, error) {
 	return "", nil
 }
 
+func (a *applier) exchange(op store.RedoOp) (string, error) {
+	src, ok, err := lstat(op.Src)
+	if err != nil || !ok {
+		return op.Src + " is absent", err
+	}
+	dst, ok, err := lstat(op.Path)
+	if err != nil || !ok {
+		return op.Path + " is absent", err
+	}
+	switch {
+	case src.Ino == op.Ino2 && dst.Ino == op.Ino:
+		return "exchanged already", nil
+	case src.Ino != op.Ino || dst.Ino != op.Ino2:
+		return fmt.Sprintf("%s and %s are inodes %d and %d, not %d and %d",
+			op.Src, op.Path, src.Ino, dst.Ino, op.Ino, op.Ino2), nil
+	}
+	err = sysx.Retry(func() error {
+		return unix.Renameat2(unix.AT_FDCWD, op.Src, unix.AT_FDCWD, op.Path, unix.RENAME_EXCHANGE)
+	})
+	if err != nil {
+		return "", &os.LinkError{Op: "exchange", Old: op.Src, New: op.Path, Err: err}
+	}
+	a.syncLater(filepath.Dir(op.Src), 0)
+	a.syncLater(filepath.Dir(op.Path), 0)
+	return "", nil
+}
+
 func (a *applier) link(op store.RedoOp) (string, error) {
 	st, ok, err := lstat(op.Path)
 	if err != nil {
@@ -235,7 +246,7 @@ func (a *applier) link(op store.RedoOp) (string, error) {
 	return "", nil
 }
 
-// remove does OpUnlink and OpRmdir.
+// remove does store.OpUnlink and store.OpRmdir.
 func (a *applier) remove(op store.RedoOp) (string, error) {
 	st, why, err := expect(op.Path, op.Ino)
 	if why != "" || err != nil {
@@ -243,7 +254,7 @@ func (a *applier) remove(op store.RedoOp) (string, error) {
 	}
 	verb, flags := "unlink", 0
 	isDir := st.Mode&unix.S_IFMT == unix.S_IFDIR
-	if op.Kind == OpRmdir {
+	if op.Kind == store.OpRmdir {
 		verb, flags = "rmdir", unix.AT_REMOVEDIR
 		if !isDir {
 			return "", &os.PathError{Op: verb, Path: op.Path, Err: unix.ENOTDIR}
@@ -350,6 +361,15 @@ func (a *applier) copyData(op store.RedoOp) (string, error) {
 	// io.Copy between two *os.File uses copy_file_range.
 	if _, err := io.Copy(dst, src); err != nil {
 		return "", fmt.Errorf("copy %s to %s: %w", op.Src, op.Path, err)
+	}
+	// The data's times are the staged copy's (set at copy-up, moved only
+	// by writes): writing them back must not make them the commit time.
+	var sst unix.Stat_t
+	if err := unix.Fstat(int(src.Fd()), &sst); err != nil {
+		return "", &os.PathError{Op: "fstat", Path: op.Src, Err: err}
+	}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(dst.Fd())), []unix.Timespec{sst.Atim, sst.Mtim}, 0); err != nil {
+		return "", &os.PathError{Op: "set times of", Path: op.Path, Err: err}
 	}
 	if a.opt.Durable {
 		if err := dst.Sync(); err != nil {

@@ -69,7 +69,7 @@ func TestApplyOps(t *testing.T) {
 			name: "rename file",
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/staged", "new")
-				return store.RedoOp{Kind: OpRename, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/staged")}
+				return store.RedoOp{Kind: store.OpRename, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/staged")}
 			},
 			check: func(t *testing.T, d string) {
 				assert.Equal(t, "new", readFile(t, d+"/f"))
@@ -81,7 +81,7 @@ func TestApplyOps(t *testing.T) {
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/f", "old")
 				writeFile(t, d+"/staged", "new")
-				return store.RedoOp{Kind: OpRename, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/staged")}
+				return store.RedoOp{Kind: store.OpRename, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/staged")}
 			},
 			check: func(t *testing.T, d string) { assert.Equal(t, "new", readFile(t, d+"/f")) },
 		},
@@ -89,7 +89,7 @@ func TestApplyOps(t *testing.T) {
 			name: "rename directory",
 			setup: func(t *testing.T, d string) store.RedoOp {
 				require.NoError(t, os.MkdirAll(d+"/a/sub", 0o755))
-				return store.RedoOp{Kind: OpRename, Src: d + "/a", Path: d + "/b", Ino: inoOf(t, d+"/a")}
+				return store.RedoOp{Kind: store.OpRename, Src: d + "/a", Path: d + "/b", Ino: inoOf(t, d+"/a")}
 			},
 			check: func(t *testing.T, d string) {
 				assert.DirExists(t, d+"/b/sub")
@@ -100,7 +100,7 @@ func TestApplyOps(t *testing.T) {
 			name: "rename done already",
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/f", "new")
-				return store.RedoOp{Kind: OpRename, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/f")}
+				return store.RedoOp{Kind: store.OpRename, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/f")}
 			},
 			check:   func(t *testing.T, d string) { assert.Equal(t, "new", readFile(t, d+"/f")) },
 			skipped: true,
@@ -110,7 +110,7 @@ func TestApplyOps(t *testing.T) {
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/a", "later")
 				writeFile(t, d+"/b", "moved")
-				return store.RedoOp{Kind: OpRename, Src: d + "/a", Path: d + "/b", Ino: inoOf(t, d+"/b")}
+				return store.RedoOp{Kind: store.OpRename, Src: d + "/a", Path: d + "/b", Ino: inoOf(t, d+"/b")}
 			},
 			check: func(t *testing.T, d string) {
 				assert.Equal(t, "later", readFile(t, d+"/a"))
@@ -119,10 +119,46 @@ func TestApplyOps(t *testing.T) {
 			skipped: true,
 		},
 		{
+			name: "exchange file and directory",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/f", "file")
+				require.NoError(t, os.Mkdir(d+"/dir", 0o755))
+				return store.RedoOp{Kind: store.OpExchange, Src: d + "/f", Path: d + "/dir",
+					Ino: inoOf(t, d+"/f"), Ino2: inoOf(t, d+"/dir")}
+			},
+			check: func(t *testing.T, d string) {
+				assert.Equal(t, "file", readFile(t, d+"/dir"))
+				assert.DirExists(t, d+"/f")
+			},
+		},
+		{
+			name: "exchange done already",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/a", "was b")
+				writeFile(t, d+"/b", "was a")
+				return store.RedoOp{Kind: store.OpExchange, Src: d + "/a", Path: d + "/b",
+					Ino: inoOf(t, d+"/b"), Ino2: inoOf(t, d+"/a")}
+			},
+			check: func(t *testing.T, d string) {
+				assert.Equal(t, "was b", readFile(t, d+"/a"))
+				assert.Equal(t, "was a", readFile(t, d+"/b"))
+			},
+			skipped: true,
+		},
+		{
+			name: "exchange with one side gone",
+			setup: func(t *testing.T, d string) store.RedoOp {
+				writeFile(t, d+"/a", "a")
+				return store.RedoOp{Kind: store.OpExchange, Src: d + "/a", Path: d + "/b", Ino: inoOf(t, d+"/a"), Ino2: 42}
+			},
+			check:   func(t *testing.T, d string) { assert.Equal(t, "a", readFile(t, d+"/a")) },
+			skipped: true,
+		},
+		{
 			name: "link",
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/f", "x")
-				return store.RedoOp{Kind: OpLink, Src: d + "/f", Path: d + "/g", Ino: inoOf(t, d+"/f")}
+				return store.RedoOp{Kind: store.OpLink, Src: d + "/f", Path: d + "/g", Ino: inoOf(t, d+"/f")}
 			},
 			check: func(t *testing.T, d string) { assert.Equal(t, inoOf(t, d+"/f"), inoOf(t, d+"/g")) },
 		},
@@ -131,7 +167,7 @@ func TestApplyOps(t *testing.T) {
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/f", "x")
 				require.NoError(t, os.Link(d+"/f", d+"/g"))
-				return store.RedoOp{Kind: OpLink, Src: d + "/f", Path: d + "/g", Ino: inoOf(t, d+"/f")}
+				return store.RedoOp{Kind: store.OpLink, Src: d + "/f", Path: d + "/g", Ino: inoOf(t, d+"/f")}
 			},
 			check:   func(t *testing.T, d string) { assert.Equal(t, uint64(2), uint64(statOf(t, d+"/f").Nlink)) },
 			skipped: true,
@@ -141,7 +177,7 @@ func TestApplyOps(t *testing.T) {
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/f", "x")
 				writeFile(t, d+"/g", "other")
-				return store.RedoOp{Kind: OpLink, Src: d + "/f", Path: d + "/g", Ino: inoOf(t, d+"/f")}
+				return store.RedoOp{Kind: store.OpLink, Src: d + "/f", Path: d + "/g", Ino: inoOf(t, d+"/f")}
 			},
 			check:   func(t *testing.T, d string) { assert.Equal(t, "other", readFile(t, d+"/g")) },
 			skipped: true,
@@ -150,7 +186,7 @@ func TestApplyOps(t *testing.T) {
 			name: "unlink",
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/f", "x")
-				return store.RedoOp{Kind: OpUnlink, Path: d + "/f", Ino: inoOf(t, d+"/f")}
+				return store.RedoOp{Kind: store.OpUnlink, Path: d + "/f", Ino: inoOf(t, d+"/f")}
 			},
 			check: func(t *testing.T, d string) { assert.NoFileExists(t, d+"/f") },
 		},
@@ -159,7 +195,7 @@ func TestApplyOps(t *testing.T) {
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/target", "x")
 				require.NoError(t, os.Symlink("target", d+"/l"))
-				return store.RedoOp{Kind: OpUnlink, Path: d + "/l", Ino: inoOf(t, d+"/l")}
+				return store.RedoOp{Kind: store.OpUnlink, Path: d + "/l", Ino: inoOf(t, d+"/l")}
 			},
 			check: func(t *testing.T, d string) {
 				assert.FileExists(t, d+"/target")
@@ -170,7 +206,7 @@ func TestApplyOps(t *testing.T) {
 		{
 			name: "unlink absent",
 			setup: func(t *testing.T, d string) store.RedoOp {
-				return store.RedoOp{Kind: OpUnlink, Path: d + "/f", Ino: 42}
+				return store.RedoOp{Kind: store.OpUnlink, Path: d + "/f", Ino: 42}
 			},
 			check:   func(t *testing.T, d string) {},
 			skipped: true,
@@ -179,7 +215,7 @@ func TestApplyOps(t *testing.T) {
 			name: "unlink another inode",
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/f", "recreated")
-				return store.RedoOp{Kind: OpUnlink, Path: d + "/f", Ino: inoOf(t, d+"/f") + 1}
+				return store.RedoOp{Kind: store.OpUnlink, Path: d + "/f", Ino: inoOf(t, d+"/f") + 1}
 			},
 			check:   func(t *testing.T, d string) { assert.FileExists(t, d+"/f") },
 			skipped: true,
@@ -188,7 +224,7 @@ func TestApplyOps(t *testing.T) {
 			name: "unlink directory",
 			setup: func(t *testing.T, d string) store.RedoOp {
 				require.NoError(t, os.Mkdir(d+"/dir", 0o755))
-				return store.RedoOp{Kind: OpUnlink, Path: d + "/dir", Ino: inoOf(t, d+"/dir")}
+				return store.RedoOp{Kind: store.OpUnlink, Path: d + "/dir", Ino: inoOf(t, d+"/dir")}
 			},
 			check:   func(t *testing.T, d string) { assert.DirExists(t, d+"/dir") },
 			wantErr: unix.EISDIR,
@@ -197,14 +233,14 @@ func TestApplyOps(t *testing.T) {
 			name: "rmdir",
 			setup: func(t *testing.T, d string) store.RedoOp {
 				require.NoError(t, os.Mkdir(d+"/dir", 0o755))
-				return store.RedoOp{Kind: OpRmdir, Path: d + "/dir", Ino: inoOf(t, d+"/dir")}
+				return store.RedoOp{Kind: store.OpRmdir, Path: d + "/dir", Ino: inoOf(t, d+"/dir")}
 			},
 			check: func(t *testing.T, d string) { assert.NoDirExists(t, d+"/dir") },
 		},
 		{
 			name: "rmdir absent",
 			setup: func(t *testing.T, d string) store.RedoOp {
-				return store.RedoOp{Kind: OpRmdir, Path: d + "/dir", Ino: 42}
+				return store.RedoOp{Kind: store.OpRmdir, Path: d + "/dir", Ino: 42}
 			},
 			check:   func(t *testing.T, d string) {},
 			skipped: true,
@@ -213,7 +249,7 @@ func TestApplyOps(t *testing.T) {
 			name: "rmdir not empty",
 			setup: func(t *testing.T, d string) store.RedoOp {
 				require.NoError(t, os.MkdirAll(d+"/dir/sub", 0o755))
-				return store.RedoOp{Kind: OpRmdir, Path: d + "/dir", Ino: inoOf(t, d+"/dir")}
+				return store.RedoOp{Kind: store.OpRmdir, Path: d + "/dir", Ino: inoOf(t, d+"/dir")}
 			},
 			check:   func(t *testing.T, d string) { assert.DirExists(t, d+"/dir/sub") },
 			wantErr: unix.ENOTEMPTY,
@@ -222,7 +258,7 @@ func TestApplyOps(t *testing.T) {
 			name: "setattr everything",
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/f", "x")
-				return store.RedoOp{Kind: OpSetattr, Path: d + "/f", Ino: inoOf(t, d+"/f"),
+				return store.RedoOp{Kind: store.OpSetattr, Path: d + "/f", Ino: inoOf(t, d+"/f"),
 					Attrs: store.AttrMode | store.AttrUID | store.AttrGID | store.AttrAtime | store.AttrMtime,
 					Mode:  0o4750, UID: uid, GID: gid, Atime: ts(1_000_000), Mtime: ts(2_000_000)}
 			},
@@ -240,7 +276,7 @@ func TestApplyOps(t *testing.T) {
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/f", "x")
 				require.NoError(t, unix.UtimesNano(d+"/f", []unix.Timespec{{Sec: 5}, {Sec: 6}}))
-				return store.RedoOp{Kind: OpSetattr, Path: d + "/f", Ino: inoOf(t, d+"/f"),
+				return store.RedoOp{Kind: store.OpSetattr, Path: d + "/f", Ino: inoOf(t, d+"/f"),
 					Attrs: store.AttrMtime, Mode: 0o777, UID: 1, GID: 1, Atime: ts(1), Mtime: ts(7)}
 			},
 			check: func(t *testing.T, d string) {
@@ -257,7 +293,7 @@ func TestApplyOps(t *testing.T) {
 				writeFile(t, d+"/target", "x")
 				require.NoError(t, unix.UtimesNano(d+"/target", []unix.Timespec{{Sec: 5}, {Sec: 6}}))
 				require.NoError(t, os.Symlink("target", d+"/l"))
-				return store.RedoOp{Kind: OpSetattr, Path: d + "/l", Ino: inoOf(t, d+"/l"),
+				return store.RedoOp{Kind: store.OpSetattr, Path: d + "/l", Ino: inoOf(t, d+"/l"),
 					Attrs: store.AttrMode | store.AttrUID | store.AttrMtime, Mode: 0o600, UID: uid, Mtime: ts(9)}
 			},
 			check: func(t *testing.T, d string) {
@@ -273,7 +309,7 @@ func TestApplyOps(t *testing.T) {
 			name: "setattr another inode",
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/f", "x")
-				return store.RedoOp{Kind: OpSetattr, Path: d + "/f", Ino: inoOf(t, d+"/f") + 1,
+				return store.RedoOp{Kind: store.OpSetattr, Path: d + "/f", Ino: inoOf(t, d+"/f") + 1,
 					Attrs: store.AttrMode, Mode: 0o600}
 			},
 			check:   func(t *testing.T, d string) { assert.Equal(t, uint32(0o644), statOf(t, d+"/f").Mode&0o7777) },
@@ -285,7 +321,7 @@ func TestApplyOps(t *testing.T) {
 				writeFile(t, d+"/f", "a longer old content")
 				require.NoError(t, os.Link(d+"/f", d+"/g"))
 				writeFile(t, d+"/staged", "new")
-				return store.RedoOp{Kind: OpCopyData, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/f")}
+				return store.RedoOp{Kind: store.OpCopyData, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/f")}
 			},
 			check: func(t *testing.T, d string) {
 				assert.Equal(t, "new", readFile(t, d+"/g"))
@@ -298,7 +334,7 @@ func TestApplyOps(t *testing.T) {
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/f", "old")
 				writeFile(t, d+"/staged", "new")
-				return store.RedoOp{Kind: OpCopyData, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/f") + 1}
+				return store.RedoOp{Kind: store.OpCopyData, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/f") + 1}
 			},
 			check:   func(t *testing.T, d string) { assert.Equal(t, "old", readFile(t, d+"/f")) },
 			skipped: true,
@@ -307,7 +343,7 @@ func TestApplyOps(t *testing.T) {
 			name: "copydata without its staged source",
 			setup: func(t *testing.T, d string) store.RedoOp {
 				writeFile(t, d+"/f", "old")
-				return store.RedoOp{Kind: OpCopyData, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/f")}
+				return store.RedoOp{Kind: store.OpCopyData, Src: d + "/staged", Path: d + "/f", Ino: inoOf(t, d+"/f")}
 			},
 			check:   func(t *testing.T, d string) { assert.Equal(t, "old", readFile(t, d+"/f")) },
 			wantErr: unix.ENOENT,
@@ -315,14 +351,14 @@ func TestApplyOps(t *testing.T) {
 		{
 			name: "fsyncdir",
 			setup: func(t *testing.T, d string) store.RedoOp {
-				return store.RedoOp{Kind: OpFsyncDir, Path: d}
+				return store.RedoOp{Kind: store.OpFsyncDir, Path: d}
 			},
 			check: func(t *testing.T, d string) {},
 		},
 		{
 			name: "fsyncdir absent",
 			setup: func(t *testing.T, d string) store.RedoOp {
-				return store.RedoOp{Kind: OpFsyncDir, Path: d + "/gone"}
+				return store.RedoOp{Kind: store.OpFsyncDir, Path: d + "/gone"}
 			},
 			check:   func(t *testing.T, d string) {},
 			skipped: true,
@@ -355,20 +391,23 @@ func TestCheckOps(t *testing.T) {
 		op   store.RedoOp
 		want string // "" when valid
 	}{
-		{"valid rename", store.RedoOp{Kind: OpRename, Src: "/s/1", Path: "/a", Ino: 1}, ""},
-		{"valid fsyncdir", store.RedoOp{Kind: OpFsyncDir, Path: "/a"}, ""},
+		{"valid rename", store.RedoOp{Kind: store.OpRename, Src: "/s/1", Path: "/a", Ino: 1}, ""},
+		{"valid fsyncdir", store.RedoOp{Kind: store.OpFsyncDir, Path: "/a"}, ""},
+		{"valid exchange", store.RedoOp{Kind: store.OpExchange, Src: "/b", Path: "/a", Ino: 1, Ino2: 2}, ""},
+		{"exchange without Ino2", store.RedoOp{Kind: store.OpExchange, Src: "/b", Path: "/a", Ino: 1}, "Ino2"},
+		{"Ino2 on rename", store.RedoOp{Kind: store.OpRename, Src: "/b", Path: "/a", Ino: 1, Ino2: 2}, "second inode"},
 		{"unknown kind", store.RedoOp{Kind: "chmod", Path: "/a", Ino: 1}, "unknown kind"},
-		{"relative path", store.RedoOp{Kind: OpUnlink, Path: "a", Ino: 1}, "not absolute"},
-		{"unclean path", store.RedoOp{Kind: OpUnlink, Path: "/a/../b", Ino: 1}, "not absolute and clean"},
-		{"root", store.RedoOp{Kind: OpRmdir, Path: "/", Ino: 1}, "not absolute"},
-		{"rename without source", store.RedoOp{Kind: OpRename, Path: "/a", Ino: 1}, "not absolute"},
-		{"unlink with source", store.RedoOp{Kind: OpUnlink, Src: "/b", Path: "/a", Ino: 1}, "unexpected source"},
-		{"no inode", store.RedoOp{Kind: OpSetattr, Path: "/a"}, "no expected inode"},
-		{"attributes on unlink", store.RedoOp{Kind: OpUnlink, Path: "/a", Ino: 1, Attrs: store.AttrMode}, "attributes"},
+		{"relative path", store.RedoOp{Kind: store.OpUnlink, Path: "a", Ino: 1}, "not absolute"},
+		{"unclean path", store.RedoOp{Kind: store.OpUnlink, Path: "/a/../b", Ino: 1}, "not absolute and clean"},
+		{"root", store.RedoOp{Kind: store.OpRmdir, Path: "/", Ino: 1}, "not absolute"},
+		{"rename without source", store.RedoOp{Kind: store.OpRename, Path: "/a", Ino: 1}, "not absolute"},
+		{"unlink with source", store.RedoOp{Kind: store.OpUnlink, Src: "/b", Path: "/a", Ino: 1}, "unexpected source"},
+		{"no inode", store.RedoOp{Kind: store.OpSetattr, Path: "/a"}, "no expected inode"},
+		{"attributes on unlink", store.RedoOp{Kind: store.OpUnlink, Path: "/a", Ino: 1, Attrs: store.AttrMode}, "attributes"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := CheckOps([]store.RedoOp{{Kind: OpFsyncDir, Path: "/ok"}, tt.op})
+			err := CheckOps([]store.RedoOp{{Kind: store.OpFsyncDir, Path: "/ok"}, tt.op})
 			if tt.want == "" {
 				assert.NoError(t, err)
 				return
@@ -386,7 +425,8 @@ func TestCheckOps(t *testing.T) {
 // directory and returns the plan a transaction would commit for it: it
 // renames a directory, replaces a file, removes a file and a directory,
 // places a staged directory, links, copies data into a file with two
-// links, swaps two files through a temporary name, and sets attributes.
+// links, swaps two files through a temporary name, exchanges a file and a
+// directory, and sets attributes.
 func planFixture(t *testing.T) (host string, ops []store.RedoOp) {
 	t.Helper()
 	root := t.TempDir()
@@ -401,6 +441,9 @@ func planFixture(t *testing.T) (host string, ops []store.RedoOp) {
 	require.NoError(t, os.Link(host+"/multi.txt", host+"/multi2.txt"))
 	writeFile(t, host+"/x.txt", "X")
 	writeFile(t, host+"/y.txt", "Y")
+	writeFile(t, host+"/p", "P")
+	require.NoError(t, os.Mkdir(host+"/q", 0o755))
+	writeFile(t, host+"/q/inside", "in q")
 	writeFile(t, stg+"/f.txt", "new f")
 	writeFile(t, stg+"/newdir/child.txt", "child")
 	require.NoError(t, os.Symlink("child.txt", stg+"/newdir/sym"))
@@ -416,28 +459,29 @@ func planFixture(t *testing.T) (host string, ops []store.RedoOp) {
 	uid, gid := owner()
 	ino := func(p string) uint64 { return inoOf(t, p) }
 	ops = []store.RedoOp{
-		{Kind: OpRename, Src: host + "/olddir", Path: host + "/newname", Ino: ino(host + "/olddir")},
-		{Kind: OpRename, Src: stg + "/f.txt", Path: host + "/f.txt", Ino: ino(stg + "/f.txt")},
-		{Kind: OpUnlink, Path: host + "/gone.txt", Ino: ino(host + "/gone.txt")},
-		{Kind: OpRmdir, Path: host + "/emptydir", Ino: ino(host + "/emptydir")},
-		{Kind: OpRename, Src: stg + "/newdir", Path: host + "/newdir", Ino: ino(stg + "/newdir")},
-		{Kind: OpLink, Src: host + "/f.txt", Path: host + "/newname/f-link", Ino: ino(stg + "/f.txt")},
-		{Kind: OpCopyData, Src: stg + "/multi.txt", Path: host + "/multi.txt", Ino: ino(host + "/multi.txt")},
-		{Kind: OpSetattr, Path: host + "/multi.txt", Ino: ino(host + "/multi.txt"),
+		{Kind: store.OpRename, Src: host + "/olddir", Path: host + "/newname", Ino: ino(host + "/olddir")},
+		{Kind: store.OpRename, Src: stg + "/f.txt", Path: host + "/f.txt", Ino: ino(stg + "/f.txt")},
+		{Kind: store.OpUnlink, Path: host + "/gone.txt", Ino: ino(host + "/gone.txt")},
+		{Kind: store.OpRmdir, Path: host + "/emptydir", Ino: ino(host + "/emptydir")},
+		{Kind: store.OpRename, Src: stg + "/newdir", Path: host + "/newdir", Ino: ino(stg + "/newdir")},
+		{Kind: store.OpLink, Src: host + "/f.txt", Path: host + "/newname/f-link", Ino: ino(stg + "/f.txt")},
+		{Kind: store.OpCopyData, Src: stg + "/multi.txt", Path: host + "/multi.txt", Ino: ino(host + "/multi.txt")},
+		{Kind: store.OpSetattr, Path: host + "/multi.txt", Ino: ino(host + "/multi.txt"),
 			Attrs: store.AttrMode | store.AttrMtime, Mode: 0o640, Mtime: ts(300)},
-		{Kind: OpSetattr, Path: host + "/f.txt", Ino: ino(stg + "/f.txt"),
+		{Kind: store.OpSetattr, Path: host + "/f.txt", Ino: ino(stg + "/f.txt"),
 			Attrs: store.AttrMode | store.AttrUID | store.AttrGID | store.AttrMtime,
 			Mode:  0o600, UID: uid, GID: gid, Mtime: ts(400)},
-		{Kind: OpSetattr, Path: host + "/newdir/sym", Ino: ino(stg + "/newdir/sym"),
+		{Kind: store.OpSetattr, Path: host + "/newdir/sym", Ino: ino(stg + "/newdir/sym"),
 			Attrs: store.AttrUID | store.AttrMtime, UID: uid, Mtime: ts(500)},
-		{Kind: OpRename, Src: host + "/x.txt", Path: host + "/swap.tmp", Ino: ino(host + "/x.txt")},
-		{Kind: OpRename, Src: host + "/y.txt", Path: host + "/x.txt", Ino: ino(host + "/y.txt")},
-		{Kind: OpRename, Src: host + "/swap.tmp", Path: host + "/y.txt", Ino: ino(host + "/x.txt")},
-		{Kind: OpSetattr, Path: host + "/newname", Ino: ino(host + "/olddir"),
+		{Kind: store.OpRename, Src: host + "/x.txt", Path: host + "/swap.tmp", Ino: ino(host + "/x.txt")},
+		{Kind: store.OpRename, Src: host + "/y.txt", Path: host + "/x.txt", Ino: ino(host + "/y.txt")},
+		{Kind: store.OpRename, Src: host + "/swap.tmp", Path: host + "/y.txt", Ino: ino(host + "/x.txt")},
+		{Kind: store.OpExchange, Src: host + "/p", Path: host + "/q", Ino: ino(host + "/p"), Ino2: ino(host + "/q")},
+		{Kind: store.OpSetattr, Path: host + "/newname", Ino: ino(host + "/olddir"),
 			Attrs: store.AttrMode | store.AttrMtime, Mode: 0o750, Mtime: ts(600)},
-		{Kind: OpSetattr, Path: host + "/newdir", Ino: ino(stg + "/newdir"),
+		{Kind: store.OpSetattr, Path: host + "/newdir", Ino: ino(stg + "/newdir"),
 			Attrs: store.AttrMtime, Mtime: ts(700)},
-		{Kind: OpFsyncDir, Path: host},
+		{Kind: store.OpFsyncDir, Path: host},
 	}
 	require.NoError(t, CheckOps(ops))
 	return host, ops
@@ -512,6 +556,8 @@ func TestApplyPlan(t *testing.T) {
 	assert.Equal(t, "Y", readFile(t, host+"/x.txt"))
 	assert.Equal(t, "X", readFile(t, host+"/y.txt"))
 	assert.Equal(t, "child", readFile(t, host+"/newdir/sym"))
+	assert.Equal(t, "in q", readFile(t, host+"/p/inside"))
+	assert.Equal(t, "P", readFile(t, host+"/q"))
 	assert.Equal(t, uint32(0o750), statOf(t, host+"/newname").Mode&0o7777)
 	for _, gone := range []string{"/olddir", "/gone.txt", "/emptydir", "/swap.tmp"} {
 		_, err := os.Lstat(host + gone)
@@ -597,8 +643,8 @@ func TestApplyErrorNamesOp(t *testing.T) {
 	require.NoError(t, os.MkdirAll(d+"/dir/sub", 0o755))
 	writeFile(t, d+"/f", "x")
 	ops := []store.RedoOp{
-		{Kind: OpUnlink, Path: d + "/f", Ino: inoOf(t, d+"/f")},
-		{Kind: OpRmdir, Path: d + "/dir", Ino: inoOf(t, d+"/dir")},
+		{Kind: store.OpUnlink, Path: d + "/f", Ino: inoOf(t, d+"/f")},
+		{Kind: store.OpRmdir, Path: d + "/dir", Ino: inoOf(t, d+"/dir")},
 	}
 	err := Apply(ops, ApplyOptions{})
 	require.ErrorIs(t, err, unix.ENOTEMPTY)

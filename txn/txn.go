@@ -73,6 +73,12 @@ func (t *Transaction) Commit() error {
 		return &CommitError{Conflict: true, Err: err}
 	}
 	ops := v.Journal()
+	if err := CheckOps(ops); err != nil {
+		// A malformed op in the redo log would block recovery for good.
+		err = fmt.Errorf("internal error: %w", err)
+		t.abort(err.Error())
+		return &CommitError{Err: err}
+	}
 	if t.m.Durable && len(ops) > 0 {
 		if err := v.SyncStaged(); err != nil {
 			t.abort(err.Error())

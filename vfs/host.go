@@ -122,6 +122,9 @@ func (h *Host) Open(c *Caller, at *Handle, path string, how OpenHow) (int, error
 		how.Mode &^= c.Umask
 	}
 	dirfd, p := hostPath(c, at, path, how.Flags&unix.O_NOFOLLOW == 0)
+	if how.Flags&unix.O_PATH != 0 {
+		return h.openPath(c, dirfd, p, how)
+	}
 	var fd int
 	err := h.as(c, func() error {
 		return sysx.Retry(func() (err error) {
@@ -132,6 +135,38 @@ func (h *Host) Open(c *Caller, at *Handle, path string, how OpenHow) (int, error
 			}
 			return err
 		})
+	})
+	return fd, err
+}
+
+// openPath serves O_PATH as the transactional view does (see
+// Tx.openPathLocked): ADDFD cannot install O_PATH descriptors, so the
+// caller gets a read-only descriptor, which the kernel grants only if the
+// caller may read the object.
+func (h *Host) openPath(c *Caller, dirfd int, p string, how OpenHow) (int, error) {
+	var fd int
+	err := h.as(c, func() error {
+		pfd, err := unix.Openat(dirfd, p, int(how.Flags&(unix.O_NOFOLLOW|unix.O_DIRECTORY))|unix.O_PATH|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(pfd)
+		var st unix.Stat_t
+		if err := unix.Fstat(pfd, &st); err != nil {
+			return err
+		}
+		flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOCTTY
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFLNK:
+			return unix.ELOOP
+		case unix.S_IFIFO:
+			flags |= unix.O_NONBLOCK
+		case unix.S_IFDIR, unix.S_IFREG:
+		default:
+			return unix.ENXIO
+		}
+		fd, err = unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), flags, 0)
+		return err
 	})
 	return fd, err
 }

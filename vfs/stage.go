@@ -10,17 +10,6 @@ import (
 // rootCred is the supervisor's own identity, for walks it makes for itself.
 var rootCred = &proc.Cred{CapEff: ^uint64(0)}
 
-// Redo operation kinds the journal produces; package txn applies them.
-const (
-	OpRename   store.OpKind = "rename"
-	OpExchange store.OpKind = "exchange"
-	OpLink     store.OpKind = "link"
-	OpUnlink   store.OpKind = "unlink"
-	OpRmdir    store.OpKind = "rmdir"
-	OpSetattr  store.OpKind = "setattr"
-	OpCopyData store.OpKind = "copydata"
-)
-
 // journalLocked appends a redo operation. Paths are view paths at this point
 // of the transaction, which are host paths at this point of the replay.
 func (v *Tx) journalLocked(op store.RedoOp) { v.journal = append(v.journal, op) }
@@ -60,6 +49,10 @@ func (v *Tx) copyUpLocked(n *Node, path string) error {
 		return v.hostChanged(n.hostPath, unix.ESTALE)
 	}
 	v.recordMetaLocked(n, &st)
+	if !n.nlinkSet {
+		// The staged copy has one link; the view keeps the original's.
+		n.nlink, n.nlinkSet = st.Nlink, true
+	}
 	name := v.newStagedNameLocked()
 	if err := v.copyObjectLocked(n, &st, name); err != nil {
 		unix.Unlinkat(v.stagingFd, name, 0)
@@ -74,9 +67,9 @@ func (v *Tx) copyUpLocked(n *Node, path string) error {
 		// A directory keeps its identity; its attribute changes are
 		// journaled as setattr (inPlace).
 	case n.inPlace:
-		v.journalLocked(store.RedoOp{Kind: OpCopyData, Src: v.stagedPath(name), Path: path, Ino: n.replayIno})
+		v.journalLocked(store.RedoOp{Kind: store.OpCopyData, Src: v.stagedPath(name), Path: path, Ino: n.replayIno})
 	default:
-		v.journalLocked(store.RedoOp{Kind: OpRename, Src: v.stagedPath(name), Path: path, Ino: n.stagedID.Ino})
+		v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: v.stagedPath(name), Path: path, Ino: n.stagedID.Ino})
 		n.replayIno = n.stagedID.Ino
 	}
 	return nil
@@ -231,7 +224,7 @@ func (v *Tx) createLocked(c *Caller, dir *Node, name string, mode uint32, mk fun
 	}
 	path := childPath(dir.viewPathLocked(), name)
 	v.setEntryLocked(dir, name, n)
-	v.journalLocked(store.RedoOp{Kind: OpRename, Src: v.stagedPath(sname), Path: path, Ino: n.stagedID.Ino})
+	v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: v.stagedPath(sname), Path: path, Ino: n.stagedID.Ino})
 	return n, nil
 }
 
@@ -271,7 +264,7 @@ func (v *Tx) setattrLocked(n *Node, path string, mask store.AttrMask) error {
 	if err := unix.Fstatat(v.stagingFd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return err
 	}
-	v.journalLocked(store.RedoOp{Kind: OpSetattr, Path: path, Ino: n.replayIno,
+	v.journalLocked(store.RedoOp{Kind: store.OpSetattr, Path: path, Ino: n.replayIno,
 		Attrs: mask,
 		Mode:  st.Mode & 0o7777, UID: st.Uid, GID: st.Gid,
 		Atime: store.Timespec{Sec: st.Atim.Sec, Nsec: st.Atim.Nsec}, Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}})

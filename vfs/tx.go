@@ -151,8 +151,9 @@ func (v *Tx) hostNodeLocked(dir *Node, name string, st *unix.Stat_t) (*Node, err
 		n.parent, n.name = dir, name
 		n.inPlace = true
 		n.passthrough = v.isPassthroughPath(n.hostPath)
-	} else if st.Nlink > 1 {
-		n.inPlace = st.Mode&unix.S_IFMT == unix.S_IFREG
+	} else {
+		n.locDir, n.locName = dir, name
+		n.inPlace = st.Nlink > 1 && st.Mode&unix.S_IFMT == unix.S_IFREG
 	}
 	v.nodes[id] = n
 	return n, nil

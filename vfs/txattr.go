@@ -10,7 +10,7 @@ import (
 // fn on it; then journals the attributes in mask for objects that keep
 // their identity at commit.
 func (v *Tx) modify(c *Caller, at *Handle, path string, follow, emptyOK bool, mask store.AttrMask,
-	pass func(hat *Handle, hp string) error, fn func(n *Node, a attrs) error) error {
+	pass func(hat *Handle, hp string) error, fn func(n *Node, a attrs, vpath string) error) error {
 	return withErr(v, c, at, path, follow, emptyOK, pass, func(t target) error {
 		n := t.node
 		if n == nil {
@@ -24,26 +24,23 @@ func (v *Tx) modify(c *Caller, at *Handle, path string, follow, emptyOK bool, ma
 			return err
 		}
 		vpath, err := v.pathOfLocked(t)
-		if err != nil {
+		if err != nil && (n.staged == "" || n.inPlace) {
+			// Reached by a descriptor whose name the view no longer
+			// knows: the journal could not say where to apply it.
 			return err
 		}
-		if err := fn(n, a); err != nil {
+		if err := fn(n, a, vpath); err != nil {
 			return err
 		}
 		return v.setattrLocked(n, vpath, mask)
 	})
 }
 
-// stageForLocked copies n up (if needed) so its staged object can change.
-func (v *Tx) stageForLocked(n *Node, vpath string) error {
-	return v.copyUpLocked(n, vpath)
-}
-
 // Chmod implements View.
 func (v *Tx) Chmod(c *Caller, at *Handle, path string, mode uint32, flags int) error {
 	return v.modify(c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0, store.AttrMode,
 		func(hat *Handle, hp string) error { return v.host.Chmod(c, hat, hp, mode, flags) },
-		func(n *Node, a attrs) error {
+		func(n *Node, a attrs, vpath string) error {
 			if n.typ == unix.S_IFLNK {
 				return unix.EOPNOTSUPP
 			}
@@ -53,28 +50,11 @@ func (v *Tx) Chmod(c *Caller, at *Handle, path string, mode uint32, flags int) e
 			if !c.Cred.InGroup(a.gid) && !c.Cred.HasCap(unix.CAP_FSETID) {
 				mode &^= unix.S_ISGID
 			}
-			if err := v.copyUpAtLocked(n); err != nil {
+			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
 			}
 			return unix.Fchmodat(v.stagingFd, n.staged, mode&0o7777, 0)
 		})
-}
-
-// copyUpAtLocked copies n up, naming it by its known view path.
-func (v *Tx) copyUpAtLocked(n *Node) error {
-	if n.staged != "" || n.anon {
-		return nil
-	}
-	var p string
-	switch {
-	case n.isDir():
-		p = n.viewPathLocked()
-	case n.locDir != nil:
-		p = childPath(n.locDir.viewPathLocked(), n.locName)
-	default:
-		return unix.EINVAL
-	}
-	return v.copyUpLocked(n, p)
 }
 
 // Chown implements View.
@@ -82,7 +62,7 @@ func (v *Tx) Chown(c *Caller, at *Handle, path string, uid, gid uint32, flags in
 	return v.modify(c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0,
 		store.AttrMode|store.AttrUID|store.AttrGID,
 		func(hat *Handle, hp string) error { return v.host.Chown(c, hat, hp, uid, gid, flags) },
-		func(n *Node, a attrs) error {
+		func(n *Node, a attrs, vpath string) error {
 			const keep = ^uint32(0)
 			capChown := c.Cred.HasCap(unix.CAP_CHOWN)
 			owner := c.Cred.FSUID == a.uid
@@ -96,7 +76,7 @@ func (v *Tx) Chown(c *Caller, at *Handle, path string, uid, gid uint32, flags in
 			if uid == keep && gid == keep {
 				return nil
 			}
-			if err := v.copyUpAtLocked(n); err != nil {
+			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
 			}
 			// The kernel clears set-ID bits of non-directories on chown,
@@ -115,7 +95,7 @@ func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, f
 	return v.modify(c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0 || path == "",
 		store.AttrAtime|store.AttrMtime,
 		func(hat *Handle, hp string) error { return v.host.Utimens(c, hat, hp, ts, flags) },
-		func(n *Node, a attrs) error {
+		func(n *Node, a attrs, vpath string) error {
 			toNow := ts == nil || (ts[0].Nsec == unix.UTIME_NOW || ts[0].Nsec == unix.UTIME_OMIT) &&
 				(ts[1].Nsec == unix.UTIME_NOW || ts[1].Nsec == unix.UTIME_OMIT)
 			if !isOwner(c, a) {
@@ -126,7 +106,7 @@ func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, f
 					return err
 				}
 			}
-			if err := v.copyUpAtLocked(n); err != nil {
+			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
 			}
 			var times []unix.Timespec
@@ -188,11 +168,11 @@ func (v *Tx) Truncate(c *Caller, at *Handle, path string, size int64) error {
 func (v *Tx) Setxattr(c *Caller, at *Handle, path string, op XattrOp, name string, value []byte, flags int) error {
 	return v.modify(c, at, path, !op.NoFollow, op.EmptyAt, 0,
 		func(hat *Handle, hp string) error { return v.host.Setxattr(c, hat, hp, op, name, value, flags) },
-		func(n *Node, a attrs) error {
+		func(n *Node, a attrs, vpath string) error {
 			if err := v.xattrWritePermLocked(c, n, a, name); err != nil {
 				return err
 			}
-			if err := v.copyUpAtLocked(n); err != nil {
+			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
 			}
 			return unix.Lsetxattr(v.stagedPath(n.staged), name, value, flags)
@@ -203,11 +183,11 @@ func (v *Tx) Setxattr(c *Caller, at *Handle, path string, op XattrOp, name strin
 func (v *Tx) Removexattr(c *Caller, at *Handle, path string, op XattrOp, name string) error {
 	return v.modify(c, at, path, !op.NoFollow, op.EmptyAt, 0,
 		func(hat *Handle, hp string) error { return v.host.Removexattr(c, hat, hp, op, name) },
-		func(n *Node, a attrs) error {
+		func(n *Node, a attrs, vpath string) error {
 			if err := v.xattrWritePermLocked(c, n, a, name); err != nil {
 				return err
 			}
-			if err := v.copyUpAtLocked(n); err != nil {
+			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
 			}
 			return unix.Lremovexattr(v.stagedPath(n.staged), name)

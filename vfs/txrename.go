@@ -123,7 +123,7 @@ func (v *Tx) renameLocked(c *Caller, ot, nt target, flags uint) error {
 		v.setEntryLocked(nt.dir, nt.name, src)
 		v.movedLocked(dst, ot.dir, ot.name, nt.dir)
 		v.movedLocked(src, nt.dir, nt.name, ot.dir)
-		v.journalLocked(store.RedoOp{Kind: OpExchange, Src: oldVPath, Path: newVPath, Ino: src.replayIno, Mode: uint32(dst.replayIno), UID: uint32(dst.replayIno >> 32)})
+		v.journalLocked(store.RedoOp{Kind: store.OpExchange, Src: oldVPath, Path: newVPath, Ino: src.replayIno, Ino2: dst.replayIno})
 		return nil
 	}
 	if dst != nil {
@@ -136,7 +136,7 @@ func (v *Tx) renameLocked(c *Caller, ot, nt target, flags uint) error {
 	v.setEntryLocked(ot.dir, ot.name, nil)
 	v.setEntryLocked(nt.dir, nt.name, src)
 	v.movedLocked(src, nt.dir, nt.name, ot.dir)
-	v.journalLocked(store.RedoOp{Kind: OpRename, Src: oldVPath, Path: newVPath, Ino: src.replayIno})
+	v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: oldVPath, Path: newVPath, Ino: src.replayIno})
 	return nil
 }
 

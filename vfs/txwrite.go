@@ -59,9 +59,8 @@ func (v *Tx) openLocked(c *Caller, t target, how OpenHow) (int, error) {
 		return -1, unix.EEXIST
 	}
 	if n.typ == unix.S_IFLNK {
-		if flags&unix.O_PATH != 0 && flags&unix.O_NOFOLLOW != 0 {
-			return v.openBackingLocked(n, unix.O_PATH)
-		}
+		// O_PATH|O_NOFOLLOW would give a descriptor on the symlink itself,
+		// which cannot be installed in the caller (see openPathLocked).
 		return -1, unix.ELOOP
 	}
 	if flags&unix.O_DIRECTORY != 0 && !n.isDir() {
@@ -70,12 +69,12 @@ func (v *Tx) openLocked(c *Caller, t target, how OpenHow) (int, error) {
 	if n.isDir() && (acc != unix.O_RDONLY || flags&(unix.O_CREAT|unix.O_TRUNC) != 0) && flags&unix.O_PATH == 0 {
 		return -1, unix.EISDIR
 	}
-	if flags&unix.O_PATH != 0 {
-		return v.openBackingLocked(n, unix.O_PATH|int(flags&unix.O_DIRECTORY))
-	}
 	a, err := v.attrsLocked(n)
 	if err != nil {
 		return -1, err
+	}
+	if flags&unix.O_PATH != 0 {
+		return v.openPathLocked(c, n, a)
 	}
 	var want uint32
 	if acc == unix.O_RDONLY || acc == unix.O_RDWR {
@@ -131,6 +130,27 @@ func (v *Tx) openLocked(c *Caller, t target, how OpenHow) (int, error) {
 		n.locDir, n.locName = t.dir, t.name
 	}
 	return fd, nil
+}
+
+// openPathLocked serves O_PATH. The kernel's SECCOMP_IOCTL_NOTIF_ADDFD takes
+// its descriptor with fget(), which refuses O_PATH files, so an O_PATH
+// descriptor cannot be installed in the caller. A read-only descriptor on
+// the backing object does everything an O_PATH one does (fstat, *at dirfd,
+// fchdir, /proc/self/fd/N) — and more, so it is given only to a caller who
+// may read the object; others get EACCES (docs/semantics.md).
+func (v *Tx) openPathLocked(c *Caller, n *Node, a attrs) (int, error) {
+	if err := permission(c, a, mayRead); err != nil {
+		return -1, err
+	}
+	switch n.typ {
+	case unix.S_IFDIR:
+		return v.openBackingLocked(n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOATIME)
+	case unix.S_IFREG:
+		return v.openBackingLocked(n, unix.O_RDONLY|unix.O_NOATIME)
+	case unix.S_IFIFO:
+		return v.openSpecialLocked(n, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC)
+	}
+	return -1, unix.ENXIO
 }
 
 // openSpecialLocked opens a FIFO or device node itself.
@@ -308,12 +328,12 @@ func (v *Tx) Unlink(c *Caller, at *Handle, path string, flags int) error {
 				}
 				v.setEntryLocked(t.dir, t.name, nil)
 				v.detachDirLocked(n, t.dir)
-				v.journalLocked(store.RedoOp{Kind: OpRmdir, Path: vpath, Ino: n.replayIno})
+				v.journalLocked(store.RedoOp{Kind: store.OpRmdir, Path: vpath, Ino: n.replayIno})
 				return nil
 			}
 			v.setEntryLocked(t.dir, t.name, nil)
 			v.linkCountLocked(n, -1)
-			v.journalLocked(store.RedoOp{Kind: OpUnlink, Path: vpath, Ino: n.replayIno})
+			v.journalLocked(store.RedoOp{Kind: store.OpUnlink, Path: vpath, Ino: n.replayIno})
 			return nil
 		})
 }
@@ -420,7 +440,7 @@ func (v *Tx) Link(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPa
 		n.staged = sname
 		n.locDir, n.locName = nt.dir, nt.name
 		v.setEntryLocked(nt.dir, nt.name, n)
-		v.journalLocked(store.RedoOp{Kind: OpRename, Src: v.stagedPath(sname), Path: newVPath, Ino: n.stagedID.Ino})
+		v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: v.stagedPath(sname), Path: newVPath, Ino: n.stagedID.Ino})
 		return nil
 	}
 	oldVPath, err := v.pathOfLocked(old)
@@ -432,7 +452,7 @@ func (v *Tx) Link(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPa
 	if n.locDir == nil {
 		n.locDir, n.locName = nt.dir, nt.name
 	}
-	v.journalLocked(store.RedoOp{Kind: OpLink, Src: oldVPath, Path: newVPath, Ino: n.replayIno})
+	v.journalLocked(store.RedoOp{Kind: store.OpLink, Src: oldVPath, Path: newVPath, Ino: n.replayIno})
 	return nil
 }
 

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -123,6 +124,9 @@ func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, l
 // lexically: a path that leaves the subtree is walked again in the view.
 func (v *Tx) passLocked(c *Caller, dir *Node, rest []string, slash, followFinal bool, links *int) (resolved, error) {
 	full := filepath.Clean(dir.hostPath + "/" + strings.Join(rest, "/"))
+	if r, ok, err := v.magicLocked(c, full, slash, followFinal, links); ok || err != nil {
+		return r, err
+	}
 	if full != dir.hostPath && !strings.HasPrefix(full, dir.hostPath+"/") {
 		if slash {
 			full += "/"
@@ -209,4 +213,86 @@ func (v *Tx) attrsLocked(n *Node) (attrs, error) {
 		n.attr, n.attrSet = attrsOf(&st), true
 	}
 	return attrsOf(&st), nil
+}
+
+// magicLocked resolves the caller's own /proc magic links — fd/N, cwd and
+// root under /proc/self, /proc/thread-self and /proc/TGID — to the objects
+// of the view they stand for. The kernel would follow them to the backing
+// objects, which would let a chmod through /proc/self/fd/N (as glibc's
+// fchmodat does) reach a host original.
+func (v *Tx) magicLocked(c *Caller, full string, slash, followFinal bool, links *int) (resolved, bool, error) {
+	tg := strconv.Itoa(c.Tgid)
+	var rest string
+	found := false
+	for _, prefix := range []string{"/proc/self/", "/proc/thread-self/", "/proc/" + tg + "/", "/proc/" + tg + "/task/" + strconv.Itoa(c.Tid) + "/"} {
+		if r, ok := strings.CutPrefix(full, prefix); ok {
+			rest, found = r, true
+			break
+		}
+	}
+	if !found {
+		return resolved{}, false, nil
+	}
+	parts := splitPath(rest)
+	var n *Node
+	var tail []string
+	switch {
+	case len(parts) >= 2 && parts[0] == "fd":
+		fdn, err := strconv.Atoi(parts[1])
+		if err != nil {
+			return resolved{}, false, nil
+		}
+		tail = parts[2:]
+		if len(tail) == 0 && !followFinal && !slash {
+			return resolved{}, false, nil // the link itself
+		}
+		n = v.nodeOfCallerFDLocked(c, fdn)
+	case len(parts) >= 1 && (parts[0] == "cwd" || parts[0] == "root"):
+		tail = parts[1:]
+		if len(tail) == 0 && !followFinal && !slash {
+			return resolved{}, false, nil
+		}
+		n = c.Cwd.node
+		if parts[0] == "root" {
+			n = v.rootOf(c)
+		}
+	default:
+		return resolved{}, false, nil
+	}
+	if n == nil {
+		return resolved{}, false, nil
+	}
+	*links++
+	if *links > maxSymlinks {
+		return resolved{}, true, unix.ELOOP
+	}
+	if len(tail) == 0 {
+		return resolved{node: n, slash: slash}, true, nil
+	}
+	p := strings.Join(tail, "/")
+	if slash {
+		p += "/"
+	}
+	r, err := v.walkLocked(c, n, p, followFinal, links)
+	return r, true, err
+}
+
+// nodeOfCallerFDLocked returns the view object behind the caller's
+// descriptor fd, or nil if the view did not hand it out.
+func (v *Tx) nodeOfCallerFDLocked(c *Caller, fd int) *Node {
+	pidfd, err := unix.PidfdOpen(c.Tid, unix.PIDFD_THREAD)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(pidfd)
+	ours, err := unix.PidfdGetfd(pidfd, fd, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(ours)
+	var st unix.Stat_t
+	if unix.Fstat(ours, &st) != nil {
+		return nil
+	}
+	return v.nodes[idOf(&st)]
 }

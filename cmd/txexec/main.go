@@ -268,6 +268,7 @@ func supervise(k *syscalls.Kernel, path string, argv []string) (int, error) {
 		return 0, err
 	}
 	umask := unix.Umask(0) // the supervisor applies the caller's umask itself
+	defer unix.Umask(umask)
 	// The terminal's job-control and interrupt signals reach the command
 	// directly (same process group); txexec must survive them, and stops
 	// itself only after the command has stopped (see OnStop).
@@ -276,6 +277,7 @@ func supervise(k *syscalls.Kernel, path string, argv []string) (int, error) {
 		Path:    path,
 		Argv:    argv,
 		Env:     os.Environ(),
+		Umask:   uint32(umask),
 		Rules:   k.Table.Rules(),
 		Handler: k,
 		Events:  k,

@@ -1,0 +1,49 @@
+# txexec — build, test, demo, benchmarks.
+#   make build   bin/txexec
+#   make test    unit + e2e tests (installs what it needs first)
+#   make demo    builds txexec and shows a failed install rolled back, a good one committed
+#   make bench   benchmarks; writes docs/performance.md
+#   make soak    long crash-injection and concurrency runs
+
+GO        ?= go
+GOFLAGS   ?=
+export GOFLAGS
+BIN       := bin/txexec
+PKGS      := ./...
+
+.PHONY: all build test unit e2e conformance demo bench soak deps vet fmt docs clean
+
+all: build
+
+deps:
+	@./scripts/deps.sh
+
+build: deps
+	$(GO) build -o $(BIN) ./cmd/txexec
+
+vet: deps
+	$(GO) vet $(PKGS)
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "not gofmt-formatted:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+
+docs: deps
+	$(GO) run ./cmd/gensyscalldocs -o docs/syscalls.md
+
+test: build vet
+	$(GO) test -count=1 -timeout 25m $(PKGS)
+	$(MAKE) --no-print-directory conformance
+
+conformance: build
+	./scripts/conformance.sh
+
+demo: build
+	@./scripts/demo.sh
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 2000x ./bench/... | tee bench/out.txt
+	$(GO) run ./bench/report -in bench/out.txt -o docs/performance.md
+
+soak: build
+	TXEXEC_SOAK=1 $(GO) test -count=1 -timeout 80m -run 'Crash|Concurrent|Soak' ./e2e/...
+
+clean:
+	rm -rf bin bench/out.txt
