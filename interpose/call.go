@@ -38,11 +38,9 @@ func newCall(l *listener, n *seccompNotif) *Call {
 	for i, a := range n.Data.Args {
 		c.Args[i] = Arg(a)
 	}
-	c.Memory = Memory{Tid: c.Tid, onRead: c.markRead}
+	c.Memory = Memory{Tid: c.Tid, read: &c.memRead}
 	return c
 }
-
-func (c *Call) markRead() { c.memRead = true }
 
 // MemoryRead reports whether the handler has read tracee memory.
 func (c *Call) MemoryRead() bool { return c.memRead }

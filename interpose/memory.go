@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -20,15 +21,16 @@ var pageSize = uintptr(os.Getpagesize())
 // refused (which costs an open per call).
 type Memory struct {
 	Tid int
-	// onRead is called before any read: Call uses it to forbid CONTINUE.
-	onRead func()
+	// read, if set, is set to true before any read: Call uses it to forbid
+	// CONTINUE.
+	read *bool
 }
 
 // Read fills buf from the tracee at addr. A short read is EFAULT, as the
 // kernel's copy_from_user would make it.
 func (m Memory) Read(addr uintptr, buf []byte) error {
-	if m.onRead != nil {
-		m.onRead()
+	if m.read != nil {
+		*m.read = true
 	}
 	if len(buf) == 0 {
 		return nil
@@ -90,6 +92,11 @@ func (m Memory) procMem(addr uintptr, buf []byte, write bool) (int, error) {
 	return f.ReadAt(buf, int64(addr))
 }
 
+// shortRead is the most ReadString copies in with its first read: most
+// strings (paths) are short, and copying a whole page costs more than a
+// second system call for the rare long one.
+const shortRead = 256
+
 // ReadString copies in a NUL-terminated string of at most max bytes
 // (terminator included), page by page so that a string ending just before an
 // unmapped page is read as the kernel would read it. A missing terminator
@@ -98,23 +105,27 @@ func (m Memory) ReadString(addr uintptr, max int) (string, error) {
 	if addr == 0 {
 		return "", unix.EFAULT
 	}
-	var out []byte
-	var page [4096]byte
+	// The first read: at most shortRead bytes, never past its page.
+	var short [shortRead]byte
+	chunk := min(int(pageSize-addr%pageSize), shortRead, max)
+	if err := m.Read(addr, short[:chunk]); err != nil {
+		return "", err
+	}
+	if i := bytes.IndexByte(short[:chunk], 0); i >= 0 {
+		return string(short[:i]), nil
+	}
+	out := append(make([]byte, 0, 2*shortRead), short[:chunk]...)
+	addr += uintptr(chunk)
 	for len(out) < max {
-		chunk := int(pageSize - addr%pageSize)
-		if chunk > len(page) {
-			chunk = len(page)
-		}
-		if rest := max - len(out); chunk > rest {
-			chunk = rest
-		}
-		if err := m.Read(addr, page[:chunk]); err != nil {
+		chunk := min(int(pageSize-addr%pageSize), max-len(out))
+		n := len(out)
+		out = slices.Grow(out, chunk)[:n+chunk]
+		if err := m.Read(addr, out[n:]); err != nil {
 			return "", err
 		}
-		if i := bytes.IndexByte(page[:chunk], 0); i >= 0 {
-			return string(append(out, page[:i]...)), nil
+		if i := bytes.IndexByte(out[n:], 0); i >= 0 {
+			return string(out[:n+i]), nil
 		}
-		out = append(out, page[:chunk]...)
 		addr += uintptr(chunk)
 	}
 	return "", unix.ENAMETOOLONG

@@ -88,7 +88,7 @@ func (c *Call) send(r Reply) (int64, error) {
 			flags = unix.O_CLOEXEC
 		}
 		a := seccompNotifAddfd{ID: c.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(r.fd), NewfdFlags: flags}
-		n, err := notifAddfd(fd, &a)
+		n, err := notifAddfdSend(fd, &a)
 		if err != nil {
 			// EMFILE etc. must still reach the caller; ENOENT means it is gone.
 			if errno, ok := err.(unix.Errno); ok && errno != unix.ENOENT {
@@ -107,6 +107,33 @@ func (c *Call) send(r Reply) (int64, error) {
 		return -1, notifSend(fd, &seccompNotifResp{ID: c.ID, Error: -int32(r.errno)})
 	}
 	return r.val, notifSend(fd, &seccompNotifResp{ID: c.ID, Val: r.val})
+}
+
+// notifAddfdSend is ADDFD with SECCOMP_ADDFD_FLAG_SEND, made with every
+// signal blocked on the calling (locked) worker thread.
+//
+// The kernel (seen on 6.18, kernel/seccomp.c seccomp_notify_addfd) marks the
+// notification REPLIED as soon as a SEND request is queued, then waits
+// interruptibly for the caller to take the descriptor. If a signal (Go's
+// SIGURG, SIGCHLD from the traced tree) interrupts that wait before the
+// caller has run, the request is dequeued but the state stays REPLIED: the
+// caller's system call returns 0 with no descriptor installed (open(2)
+// "returns" stdin), and the restarted ioctl fails with EINPROGRESS. Blocked
+// signals cannot interrupt the wait; the tracee side always completes it,
+// also when the tracee dies (-ESRCH).
+func notifAddfdSend(fd int, a *seccompNotifAddfd) (int, error) {
+	var all, old unix.Sigset_t
+	for i := range all.Val {
+		all.Val[i] = ^uint64(0)
+	}
+	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &all, &old); err != nil {
+		return -1, err
+	}
+	n, err := notifAddfd(fd, a)
+	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil); err != nil {
+		panic("txexec: restore signal mask: " + err.Error())
+	}
+	return n, err
 }
 
 var errContinueAfterRead = errors.New("CONTINUE refused: the handler read tracee memory")

@@ -4,12 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -50,6 +52,11 @@ type Config struct {
 	// (Ctrl-Z): job control needs the supervisor to stop too, so that the
 	// shell that started it sees the job stopped.
 	OnStop func(sig unix.Signal)
+	// OnCommandExit, if set, is called once, on the tracer's thread, when
+	// the command (the first process) has exited while other processes of
+	// the tree still run; live are their thread ids. It may call
+	// Session.Kill.
+	OnCommandExit func(ws unix.WaitStatus, live []int)
 	// Logf reports diagnostics (to stderr by default).
 	Logf func(format string, args ...any)
 }
@@ -104,6 +111,7 @@ func Start(cfg Config) (*Session, error) {
 	}
 	s := &Session{cfg: cfg, done: make(chan struct{}), tr: newTracer(cfg.Events, cfg.Logf)}
 	s.tr.onStop = cfg.OnStop
+	s.tr.onCommandExit = cfg.OnCommandExit
 	started := make(chan error, 1)
 	go s.tracerThread(prog, started)
 	if err := <-started; err != nil {
@@ -128,8 +136,10 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 // Live lists the threads of the tree that are still running.
 func (s *Session) Live() []int { return s.tr.liveTids() }
 
-// Kill sends SIGKILL to every thread of the tree.
+// Kill sends SIGKILL to every thread of the tree, and to every thread the
+// tree creates from now on (a fork racing with the kill).
 func (s *Session) Kill() {
+	s.tr.killing.Store(true)
 	for _, tid := range s.tr.liveTids() {
 		unix.Kill(tid, unix.SIGKILL)
 	}
@@ -217,38 +227,83 @@ func (s *Session) startStub(prog []unix.SockFilter) error {
 }
 
 // listener serves the seccomp notification fd with a pool of workers.
+//
+// Every thread waiting in SECCOMP_IOCTL_NOTIF_RECV is woken by every
+// notification (the kernel's wait there is not exclusive), and all but one
+// go back to sleep: each idle worker in RECV costs two context switches per
+// intercepted call. So one worker at a time receives; the others wait on
+// standby. A worker whose handler blocks (an open of a FIFO waiting for its
+// writer, a long copy-up) would leave the rest of the tree unserved: the
+// watchdog then puts a standby worker (or a new one, up to MaxWorkers) into
+// RECV. A worker that finishes a call while another one receives goes on
+// standby.
 type listener struct {
 	fd  int
 	cfg Config
 
 	stopping atomic.Bool
-	idle     atomic.Int32
-	total    atomic.Int32
-	wg       sync.WaitGroup
+	// quit is closed by stop: the watchdog returns.
+	quit chan struct{}
+	// receivers counts the workers in (or about to enter) NOTIF_RECV, busy
+	// the workers serving a call, replying those in a reply that waits for
+	// the caller (ADDFD), served the calls answered so far.
+	receivers atomic.Int32
+	busy      atomic.Int32
+	replying  atomic.Int32
+	served    atomic.Uint64
+	total     atomic.Int32
+	// standbyN counts the workers waiting for the receiving position;
+	// handoffs is the futex word they wait on: positions handed out and
+	// not yet taken.
+	standbyN atomic.Int32
+	handoffs atomic.Uint32
+	// watchParked is set while the watchdog sleeps for lack of calls; a
+	// worker that takes a call then sends on watchWake.
+	watchParked atomic.Bool
+	watchWake   chan struct{}
+	wg          sync.WaitGroup
 
 	mu sync.Mutex
 	// tids are the OS threads of the running workers. Guarded by mu.
 	tids map[int]bool
 }
 
+// The watchdog looks every watchTick; it sleeps until the next call after
+// watchQuietTicks ticks without one.
+const (
+	watchTick       = 2 * time.Millisecond
+	watchQuietTicks = 50
+)
+
 func newListener(fd int, cfg Config) *listener {
 	if err := setSyncWakeUp(fd); err != nil && cfg.Logf != nil && err != unix.EINVAL {
 		cfg.Logf("txexec: cannot set SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: %v", err)
 	}
-	return &listener{fd: fd, cfg: cfg, tids: map[int]bool{}}
+	return &listener{fd: fd, cfg: cfg, tids: map[int]bool{},
+		quit: make(chan struct{}), watchWake: make(chan struct{}, 1)}
 }
 
 func (l *listener) start(n int) {
 	for i := 0; i < n; i++ {
 		l.spawn()
 	}
+	l.wg.Add(1)
+	go l.watch()
 }
 
 func (l *listener) spawn() {
 	l.total.Add(1)
-	l.idle.Add(1)
 	l.wg.Add(1)
 	go l.worker()
+}
+
+// claimReceiver makes the calling worker the receiver unless another one is.
+func (l *listener) claimReceiver() bool {
+	if l.receivers.Add(1) == 1 {
+		return true
+	}
+	l.receivers.Add(-1)
+	return false
 }
 
 // worker receives and answers notifications on its own locked thread, so
@@ -268,7 +323,12 @@ func (l *listener) worker() {
 	}()
 	var n seccompNotif
 	for !l.stopping.Load() {
-		if err := notifRecv(l.fd, &n); err != nil {
+		if !l.claimReceiver() && !l.waitStandby() {
+			return
+		}
+		err := notifRecv(l.fd, &n)
+		l.receivers.Add(-1)
+		if err != nil {
 			if err == unix.EINTR || err == unix.ENOENT {
 				continue
 			}
@@ -277,21 +337,127 @@ func (l *listener) worker() {
 			}
 			return
 		}
-		if l.idle.Add(-1) == 0 && l.total.Load() < int32(l.cfg.MaxWorkers) {
-			// Every worker is busy (some handler may block, e.g. opening
-			// a FIFO): keep one ready for the rest of the tree.
-			l.spawn()
+		l.busy.Add(1)
+		if l.watchParked.Load() && l.watchParked.CompareAndSwap(true, false) {
+			select {
+			case l.watchWake <- struct{}{}:
+			default:
+			}
 		}
 		c := newCall(l, &n)
 		r := l.handle(c)
+		if r.kind == replyFD {
+			// ADDFD with SEND returns only once the caller has run and
+			// taken the descriptor, and the kernel's wake-up that ends it
+			// is not a sync one: keep a receiver for the caller's next call.
+			if l.replying.Add(1) == 1 && l.receivers.Load() == 0 {
+				l.addReceiver()
+			}
+		}
 		val, err := c.send(r)
+		if r.kind == replyFD {
+			l.replying.Add(-1)
+		}
+		l.served.Add(1)
+		l.busy.Add(-1)
 		if r.kind == replyContinue && c.memRead {
 			l.cfg.Logf("txexec: internal error: %v for %v; answered EIO", errContinueAfterRead, c)
 		}
 		if l.cfg.OnReply != nil {
 			l.cfg.OnReply(c, r, val, err)
 		}
-		l.idle.Add(1)
+	}
+}
+
+// waitStandby blocks until addReceiver hands the calling worker the
+// receiving position (true) or the listener stops (false). Standby workers
+// wait in futex(2) rather than on a channel: waking a goroutine locked to
+// its thread through the Go scheduler takes a second thread's wake-up.
+func (l *listener) waitStandby() bool {
+	l.standbyN.Add(1)
+	defer l.standbyN.Add(-1)
+	for !l.stopping.Load() {
+		h := l.handoffs.Load()
+		if h == 0 {
+			futexWait(&l.handoffs, 0)
+			continue
+		}
+		if l.handoffs.CompareAndSwap(h, h-1) {
+			l.receivers.Add(1)
+			return true
+		}
+	}
+	return false
+}
+
+// addReceiver sends a standby worker, or a new one, into RECV.
+func (l *listener) addReceiver() {
+	if l.standbyN.Load() > int32(l.handoffs.Load()) {
+		l.handoffs.Add(1)
+		futexWake(&l.handoffs, 1)
+		return
+	}
+	if l.total.Load() < int32(l.cfg.MaxWorkers) {
+		l.spawn()
+	}
+}
+
+// futex(2) operations (linux/futex.h).
+const (
+	futexWaitPrivate = 0 | 128 // FUTEX_WAIT | FUTEX_PRIVATE_FLAG
+	futexWakePrivate = 1 | 128 // FUTEX_WAKE | FUTEX_PRIVATE_FLAG
+)
+
+// futexWait sleeps while *addr == val (or until woken or interrupted).
+func futexWait(addr *atomic.Uint32, val uint32) {
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWaitPrivate, uintptr(val), 0, 0, 0)
+}
+
+// futexWake wakes up to n threads waiting on addr.
+func futexWake(addr *atomic.Uint32, n int) {
+	unix.RawSyscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), futexWakePrivate, uintptr(n), 0, 0, 0)
+}
+
+// watch adds a receiver when, for a whole tick, a call was being served,
+// none was answered and no worker was receiving: the busy worker may be
+// blocked, and the rest of the tree would wait for it.
+func (l *listener) watch() {
+	defer l.wg.Done()
+	tick := time.NewTimer(watchTick)
+	defer tick.Stop()
+	var last uint64
+	quiet := 0
+	for {
+		select {
+		case <-tick.C:
+		case <-l.quit:
+			return
+		}
+		served := l.served.Load()
+		if served == last && l.busy.Load() > 0 && l.receivers.Load() == 0 {
+			l.addReceiver()
+		}
+		if served == last && l.busy.Load() == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		last = served
+		if quiet >= watchQuietTicks {
+			// Nothing to watch: sleep until a worker takes a call.
+			l.watchParked.Store(true)
+			if l.busy.Load() == 0 {
+				select {
+				case <-l.watchWake:
+				case <-l.quit:
+					return
+				}
+			}
+			l.watchParked.Store(false)
+			quiet = 0
+			last = l.served.Load()
+		}
+		tick.Reset(watchTick)
 	}
 }
 
@@ -307,15 +473,18 @@ func (l *listener) handle(c *Call) (r Reply) {
 	return l.cfg.Handler.Handle(c)
 }
 
-// stop ends the workers: they are blocked in NOTIF_RECV, which only a signal
-// interrupts, so each is poked with SIGURG (the Go runtime's own preemption
-// signal, harmless) until it returns.
+// stop ends the workers: the receiving ones are blocked in NOTIF_RECV,
+// which only a signal interrupts, so each is poked with SIGURG (the Go
+// runtime's own preemption signal, harmless) until it returns; standby ones
+// are woken from their futex.
 func (l *listener) stop() {
 	l.stopping.Store(true)
+	close(l.quit)
 	done := make(chan struct{})
 	go func() { l.wg.Wait(); close(done) }()
 	pid := os.Getpid()
 	for {
+		futexWake(&l.handoffs, math.MaxInt32) // standby workers
 		l.mu.Lock()
 		for tid := range l.tids {
 			unix.Tgkill(pid, tid, unix.SIGURG)

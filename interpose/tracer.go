@@ -3,6 +3,7 @@ package interpose
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 )
@@ -77,6 +78,10 @@ type tracer struct {
 	// group-stop (after it has been left stopped with PTRACE_LISTEN).
 	cmd    int
 	onStop func(sig unix.Signal)
+	// onCommandExit is called when cmd exits while others live.
+	onCommandExit func(ws unix.WaitStatus, live []int)
+	// killing is set by Session.Kill: every thread that shows up is killed.
+	killing atomic.Bool
 
 	// The fields below are touched only on the tracer thread.
 	// known: threads whose creation the parent's event has reported.
@@ -141,8 +146,12 @@ func (t *tracer) run(cmd int) unix.WaitStatus {
 			}
 			t.gone(tid)
 			t.events.Exited(tid, ws)
-			if len(t.liveTids()) == 0 {
+			live := t.liveTids()
+			if len(live) == 0 {
 				return cmdStatus
+			}
+			if tid == cmd && t.onCommandExit != nil {
+				t.onCommandExit(ws, live)
 			}
 		case ws.Stopped():
 			t.stopped(tid, ws)
@@ -164,6 +173,10 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 	t.mu.Lock()
 	t.live[tid] = true
 	t.mu.Unlock()
+	if t.killing.Load() {
+		// SIGKILL ends any ptrace-stop; its exit is reported next.
+		unix.Kill(tid, unix.SIGKILL)
+	}
 	sig := ws.StopSignal()
 	cause := int(uint32(ws) >> 16)
 	switch cause {
@@ -193,6 +206,9 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 		t.mu.Lock()
 		t.live[child] = true
 		t.mu.Unlock()
+		if t.killing.Load() {
+			unix.Kill(child, unix.SIGKILL)
+		}
 		if t.held[child] {
 			delete(t.held, child)
 			ptrace(unix.PTRACE_CONT, child, 0, 0)

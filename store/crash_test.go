@@ -41,7 +41,7 @@ func crashHelper(dir string) {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
-		if _, err := s.Commit(tx.ID, nil, sampleOps(crashOpN), []Granule{{"data", fmt.Sprint("/f", i)}}); err != nil {
+		if _, err := s.Commit(tx.ID, nil, Prepared{Ops: sampleOps(crashOpN), Writes: []Granule{{"data", fmt.Sprint("/f", i)}}}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}

@@ -6,9 +6,12 @@
 // It owns: transactions and their states (running, kept, committed,
 // applied, aborted; see State), the commit point, idempotent redo records,
 // the write sets (granules) committed transactions leave for validating
-// later ones, the commit sequence, history for txexec log and show, the
-// claims recovery makes on interrupted write-throughs, and staging
-// directories and their garbage collection. Schema migrations are embedded
+// later ones, the read sets (what a transaction observed of the host,
+// stored with its commit or Keep, so that a kept transaction can be
+// validated by another process), the commit sequence, history for txexec
+// log and show, the claims recovery makes on interrupted write-throughs,
+// the commit lock across processes (LockCommits: flock on commit.lock
+// behind gate.lock), and staging directories and their garbage collection. Schema migrations are embedded
 // (migrations/*.sql) and recorded in schema_migrations.
 //
 // It must not know about seccomp, tracees, path resolution or what a redo
@@ -36,10 +39,14 @@
 //   - A transaction has one Owner (a supervisor pid and its start time) at
 //     a time; only the owner writes a committed transaction through, and
 //     recovery takes over only transactions whose owner is dead.
+//   - A transaction's snapshot (StartSeq) is the last commit written
+//     through when it began, so that every commit whose write-through it
+//     may have seen half done is in its validation window.
 //   - A staging directory is removed only when its transaction is aborted
 //     or applied, or unknown, under the write lock (GCStaging), so never
 //     while Begin creates it.
 //
-// Lock order, outermost first: Store.commitMu (this process's committers),
-// SQLite's write lock (all processes), faultMu.
+// Lock order, outermost first: gate.lock, then commit.lock (flocks, all
+// processes; see LockCommits), Store.commitMu (this process's
+// committers), SQLite's write lock (all processes), faultMu.
 package store

@@ -142,9 +142,13 @@ func TestMigrationUpgradesOldDatabase(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []string{"old"}, rec.Command)
 	assert.Equal(t, []RedoOp{{Kind: OpRename, Path: "/a", Src: "/s/a", Ino: 7}}, ops)
+	assert.True(t, rec.Kept.IsZero())
+	reads, err := s.Reads(1)
+	require.NoError(t, err, "the read set table exists")
+	assert.Empty(t, reads)
 	tx, err := s.Begin(TxInfo{})
 	require.NoError(t, err)
-	assert.Equal(t, int64(1), tx.StartSeq)
+	assert.Equal(t, int64(0), tx.StartSeq, "transaction 1 is committed but not written through")
 }
 
 func TestLifecycle(t *testing.T) {
@@ -168,7 +172,7 @@ func TestLifecycle(t *testing.T) {
 
 	want := sampleOps(5)
 	writes := []Granule{{"data", "/host/p0"}, {"entry", "/host/p1"}, {"data", "/host/p0"}}
-	seq, err := s.Commit(tx.ID, nil, want, writes)
+	seq, err := s.Commit(tx.ID, nil, Prepared{Ops: want, Writes: writes})
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), seq)
 	require.NoError(t, s.SetCommandStatus(tx.ID, 3))
@@ -225,20 +229,20 @@ func TestStateTransitions(t *testing.T) {
 		{"abort running", nil, func(s *Store, id int64) error { return s.Abort(id, "exit 1") }, StateAborted, "", "exit 1"},
 		{"abort aborted keeps first reason", func(s *Store, id int64) error { return s.Abort(id, "first") },
 			func(s *Store, id int64) error { return s.Abort(id, "second") }, StateAborted, "", "first"},
-		{"keep running", nil, func(s *Store, id int64) error { return s.Keep(id) }, StateKept, "", ""},
-		{"abort kept", func(s *Store, id int64) error { return s.Keep(id) },
+		{"keep running", nil, func(s *Store, id int64) error { return s.Keep(id, Prepared{}) }, StateKept, "", ""},
+		{"abort kept", func(s *Store, id int64) error { return s.Keep(id, Prepared{}) },
 			func(s *Store, id int64) error { return s.Abort(id, "txexec abort") }, StateAborted, "", "txexec abort"},
-		{"commit kept", func(s *Store, id int64) error { return s.Keep(id) },
-			func(s *Store, id int64) error { _, err := s.Commit(id, accept, nil, nil); return err }, StateCommitted, "", ""},
-		{"abort committed", func(s *Store, id int64) error { _, err := s.Commit(id, accept, nil, nil); return err },
+		{"commit kept", func(s *Store, id int64) error { return s.Keep(id, Prepared{}) },
+			func(s *Store, id int64) error { _, err := s.Commit(id, accept, Prepared{}); return err }, StateCommitted, "", ""},
+		{"abort committed", func(s *Store, id int64) error { _, err := s.Commit(id, accept, Prepared{}); return err },
 			func(s *Store, id int64) error { return s.Abort(id, "late") }, StateCommitted, StateCommitted, ""},
 		{"commit aborted", func(s *Store, id int64) error { return s.Abort(id, "gone") },
-			func(s *Store, id int64) error { _, err := s.Commit(id, accept, nil, nil); return err }, StateAborted, StateAborted, "gone"},
-		{"commit twice", func(s *Store, id int64) error { _, err := s.Commit(id, accept, nil, nil); return err },
-			func(s *Store, id int64) error { _, err := s.Commit(id, accept, nil, nil); return err }, StateCommitted, StateCommitted, ""},
+			func(s *Store, id int64) error { _, err := s.Commit(id, accept, Prepared{}); return err }, StateAborted, StateAborted, "gone"},
+		{"commit twice", func(s *Store, id int64) error { _, err := s.Commit(id, accept, Prepared{}); return err },
+			func(s *Store, id int64) error { _, err := s.Commit(id, accept, Prepared{}); return err }, StateCommitted, StateCommitted, ""},
 		{"mark running applied", nil, func(s *Store, id int64) error { return s.MarkApplied(id) }, StateRunning, StateRunning, ""},
-		{"keep committed", func(s *Store, id int64) error { _, err := s.Commit(id, accept, nil, nil); return err },
-			func(s *Store, id int64) error { return s.Keep(id) }, StateCommitted, StateCommitted, ""},
+		{"keep committed", func(s *Store, id int64) error { _, err := s.Commit(id, accept, Prepared{}); return err },
+			func(s *Store, id int64) error { return s.Keep(id, Prepared{}) }, StateCommitted, StateCommitted, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -268,9 +272,9 @@ func TestStateTransitions(t *testing.T) {
 func TestUnknownTransaction(t *testing.T) {
 	s := openT(t, t.TempDir(), Options{})
 	ops := map[string]func() error{
-		"commit":      func() error { _, err := s.Commit(42, nil, nil, nil); return err },
+		"commit":      func() error { _, err := s.Commit(42, nil, Prepared{}); return err },
 		"abort":       func() error { return s.Abort(42, "x") },
-		"keep":        func() error { return s.Keep(42) },
+		"keep":        func() error { return s.Keep(42, Prepared{}) },
 		"markApplied": func() error { return s.MarkApplied(42) },
 		"status":      func() error { return s.SetCommandStatus(42, 0) },
 		"get":         func() error { _, _, err := s.Get(42); return err },
@@ -293,8 +297,9 @@ func TestValidateSeesWriteSetsSinceStart(t *testing.T) {
 	}
 	commit := func(tx Tx, path string) (seq int64, saw []WriteSet) {
 		seq, err := s.Commit(tx.ID, func(since []WriteSet) error { saw = since; return nil },
-			[]RedoOp{{Kind: "rename", Path: path}}, []Granule{{"data", path}, {"entry", path}})
+			Prepared{Ops: []RedoOp{{Kind: "rename", Path: path}}, Writes: []Granule{{"data", path}, {"entry", path}}})
 		require.NoError(t, err)
+		require.NoError(t, s.MarkApplied(tx.ID))
 		return seq, saw
 	}
 	ws := func(tx Tx, seq int64, path string) WriteSet {
@@ -314,13 +319,15 @@ func TestValidateSeesWriteSetsSinceStart(t *testing.T) {
 	_, err := s.Commit(d.ID, func(since []WriteSet) error {
 		assert.Equal(t, []WriteSet{ws(c, seqC, "/c")}, since)
 		return conflict
-	}, []RedoOp{{Kind: "rename", Path: "/d"}}, []Granule{{"data", "/d"}})
+	}, Prepared{Ops: []RedoOp{{Kind: "rename", Path: "/d"}}, Writes: []Granule{{"data", "/d"}},
+		Reads: []ReadRecord{{Path: "/c"}}})
 	require.ErrorIs(t, err, conflict)
 	rec, ops, err := s.Get(d.ID)
 	require.NoError(t, err)
 	assert.Equal(t, StateRunning, rec.State)
 	assert.Empty(t, ops)
 	assert.Zero(t, rec.GranuleN)
+	assert.Zero(t, rec.ReadN)
 
 	seqA, saw := commit(a, "/a")
 	assert.Equal(t, []WriteSet{ws(b, seqB, "/b"), ws(c, seqC, "/c")}, saw)
@@ -330,8 +337,9 @@ func TestValidateSeesWriteSetsSinceStart(t *testing.T) {
 
 	// A commit without granules still shows up, with none.
 	e, f := begin(), begin()
-	seqE, err := s.Commit(e.ID, nil, nil, nil)
+	seqE, err := s.Commit(e.ID, nil, Prepared{})
 	require.NoError(t, err)
+	require.NoError(t, s.MarkApplied(e.ID))
 	_, saw = commit(f, "/f")
 	assert.Equal(t, []WriteSet{{TxID: e.ID, Seq: seqE}}, saw)
 }
@@ -359,7 +367,7 @@ func TestConcurrentCommitters(t *testing.T) {
 				var saw []WriteSet
 				path := fmt.Sprintf("/w%d/%d", w, i)
 				seq, err := s.Commit(tx.ID, func(since []WriteSet) error { saw = since; return nil },
-					sampleOps(3), []Granule{{"data", path}})
+					Prepared{Ops: sampleOps(3), Writes: []Granule{{"data", path}}})
 				if !assert.NoError(t, err) {
 					return
 				}
@@ -392,13 +400,13 @@ func TestClaimPending(t *testing.T) {
 	for i := range 3 {
 		tx, err := crashed.Begin(TxInfo{})
 		require.NoError(t, err)
-		seq, err := crashed.Commit(tx.ID, nil, sampleOps(i+1), nil)
+		seq, err := crashed.Commit(tx.ID, nil, Prepared{Ops: sampleOps(i + 1)})
 		require.NoError(t, err)
 		want = append(want, PendingTx{ID: tx.ID, Seq: seq, Ops: sampleOps(i + 1)})
 	}
 	txLive, err := live.Begin(TxInfo{})
 	require.NoError(t, err)
-	_, err = live.Commit(txLive.ID, nil, sampleOps(1), nil)
+	_, err = live.Commit(txLive.ID, nil, Prepared{Ops: sampleOps(1)})
 	require.NoError(t, err)
 
 	r1 := openT(t, dir, Options{Owner: Owner{Pid: 30, Start: 3}})
@@ -429,10 +437,10 @@ func TestAbortOrphans(t *testing.T) {
 	require.NoError(t, err)
 	kept, err := a.Begin(TxInfo{})
 	require.NoError(t, err)
-	require.NoError(t, a.Keep(kept.ID))
+	require.NoError(t, a.Keep(kept.ID, Prepared{}))
 	committed, err := a.Begin(TxInfo{})
 	require.NoError(t, err)
-	_, err = a.Commit(committed.ID, nil, nil, nil)
+	_, err = a.Commit(committed.ID, nil, Prepared{})
 	require.NoError(t, err)
 	otherOwner, err := b.Begin(TxInfo{})
 	require.NoError(t, err)
@@ -467,7 +475,7 @@ func TestLog(t *testing.T) {
 		require.NoError(t, err)
 		ids = append(ids, tx.ID)
 	}
-	_, err := s.Commit(ids[1], nil, sampleOps(2), []Granule{{"data", "/x"}})
+	_, err := s.Commit(ids[1], nil, Prepared{Ops: sampleOps(2), Writes: []Granule{{"data", "/x"}}})
 	require.NoError(t, err)
 	require.NoError(t, s.Abort(ids[2], "exit status 1"))
 
@@ -523,10 +531,10 @@ func TestGCStaging(t *testing.T) {
 		return tx.ID
 	}
 	running := mk(nil)
-	kept := mk(s.Keep)
-	committed := mk(func(id int64) error { _, err := s.Commit(id, nil, nil, nil); return err })
+	kept := mk(func(id int64) error { return s.Keep(id, Prepared{}) })
+	committed := mk(func(id int64) error { _, err := s.Commit(id, nil, Prepared{}); return err })
 	applied := mk(func(id int64) error {
-		if _, err := s.Commit(id, nil, nil, nil); err != nil {
+		if _, err := s.Commit(id, nil, Prepared{}); err != nil {
 			return err
 		}
 		return s.MarkApplied(id)
@@ -569,4 +577,224 @@ func TestBeginReplacesStaleStaging(t *testing.T) {
 	require.Equal(t, int64(1), tx.ID)
 	assert.NoFileExists(t, stale)
 	assert.DirExists(t, s.StagingDir(1))
+}
+
+func TestBeginSnapshotIsLastWrittenThrough(t *testing.T) {
+	// A transaction committed but not yet written through may be seen
+	// half done: a transaction begun meanwhile must validate against it.
+	tests := []struct {
+		name string
+		// states of the transactions committed before the new one
+		// begins, in commit order (seqs 1, 2, …): applied or not.
+		applied   []bool
+		wantStart int64
+	}{
+		{"none", nil, 0},
+		{"all applied", []bool{true, true, true}, 3},
+		{"last pending", []bool{true, true, false}, 2},
+		{"first pending", []bool{false, true, true}, 0},
+		{"middle pending", []bool{true, false, true}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openT(t, t.TempDir(), Options{})
+			for _, applied := range tt.applied {
+				tx, err := s.Begin(TxInfo{})
+				require.NoError(t, err)
+				_, err = s.Commit(tx.ID, nil, Prepared{})
+				require.NoError(t, err)
+				if applied {
+					require.NoError(t, s.MarkApplied(tx.ID))
+				}
+			}
+			tx, err := s.Begin(TxInfo{})
+			require.NoError(t, err)
+			assert.Equal(t, tt.wantStart, tx.StartSeq)
+		})
+	}
+}
+
+// sampleReads exercises every field of ReadRecord, with values that need
+// all 64 bits.
+func sampleReads() []ReadRecord {
+	return []ReadRecord{
+		{Path: "/a/absent"},
+		{Path: "/a/dir", Exists: true, Dev: 1<<63 | 5, Ino: 1<<64 - 1, Type: 0o040000, Listing: true, ListingSum: 1<<64 - 3},
+		{Path: "/a/file", Exists: true, Dev: 8, Ino: 1 << 62, Type: 0o100000, Meta: true, Mode: 0o104755, UID: 1<<32 - 2, GID: 7,
+			Size: 1 << 40, Mtime: Timespec{Sec: 1_700_000_000, Nsec: 999_999_999}, Ctime: Timespec{Sec: -1, Nsec: 1}},
+	}
+}
+
+func TestKeepThenCommit(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{Now: newClock().Now})
+	tx, err := s.Begin(TxInfo{Command: []string{"kept"}})
+	require.NoError(t, err)
+	other, err := s.Begin(TxInfo{})
+	require.NoError(t, err)
+	p := Prepared{Ops: sampleOps(4), Writes: []Granule{{"entry", "/a/file"}}, Reads: sampleReads()}
+	require.NoError(t, s.Keep(tx.ID, p))
+
+	rec, ops, err := s.Get(tx.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StateKept, rec.State)
+	assert.False(t, rec.Kept.IsZero())
+	assert.Equal(t, p.Ops, ops, "show sees what a kept transaction would do")
+	assert.Equal(t, 3, rec.ReadN)
+	assert.Zero(t, rec.Seq)
+
+	got, loaded, err := s.LoadKept(tx.ID)
+	require.NoError(t, err)
+	assert.Equal(t, Tx{ID: tx.ID, StartSeq: tx.StartSeq}, got)
+	assert.Equal(t, p, loaded)
+
+	// A kept transaction's write set is not visible until it commits.
+	_, err = s.Commit(other.ID, func(since []WriteSet) error {
+		assert.Empty(t, since)
+		return nil
+	}, Prepared{})
+	require.NoError(t, err)
+	require.NoError(t, s.MarkApplied(other.ID))
+
+	_, err = s.Commit(tx.ID, nil, Prepared{Ops: sampleOps(1)})
+	require.Error(t, err, "a kept transaction commits what Keep stored")
+	var saw []WriteSet
+	seq, err := s.Commit(tx.ID, func(since []WriteSet) error { saw = since; return nil }, Prepared{})
+	require.NoError(t, err)
+	assert.Equal(t, []WriteSet{{TxID: other.ID, Seq: seq - 1}}, saw, "validated against what committed since it began")
+	rec, ops, err = s.Get(tx.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StateCommitted, rec.State)
+	assert.Equal(t, p.Ops, ops, "stored once")
+	pending, err := s.ClaimPending(dead)
+	require.NoError(t, err)
+	require.Len(t, pending, 1)
+	assert.Equal(t, p.Ops, pending[0].Ops)
+
+	later, err := s.Begin(TxInfo{})
+	require.NoError(t, err)
+	_, err = s.Commit(later.ID, func(since []WriteSet) error {
+		assert.Equal(t, []WriteSet{{TxID: tx.ID, Seq: seq, Granules: p.Writes}}, since)
+		return nil
+	}, Prepared{})
+	require.NoError(t, err)
+
+	_, _, err = s.LoadKept(tx.ID)
+	var se *StateError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, StateCommitted, se.State)
+	_, _, err = s.LoadKept(999)
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestCommitStoresReadSet(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	tx, err := s.Begin(TxInfo{})
+	require.NoError(t, err)
+	reads, err := s.Reads(tx.ID)
+	require.NoError(t, err)
+	assert.Empty(t, reads)
+	_, err = s.Commit(tx.ID, nil, Prepared{Reads: sampleReads()})
+	require.NoError(t, err)
+	reads, err = s.Reads(tx.ID)
+	require.NoError(t, err)
+	assert.Equal(t, sampleReads(), reads)
+}
+
+func TestAbortKept(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   func(s *Store, id int64) error
+		wantErr State // "" when AbortKept must succeed
+		want    State
+	}{
+		{"kept", func(s *Store, id int64) error { return s.Keep(id, Prepared{Ops: sampleOps(1)}) }, "", StateAborted},
+		{"running belongs to its supervisor", nil, StateRunning, StateRunning},
+		{"committed", func(s *Store, id int64) error { _, err := s.Commit(id, nil, Prepared{}); return err }, StateCommitted, StateCommitted},
+		{"aborted", func(s *Store, id int64) error { return s.Abort(id, "first") }, "", StateAborted},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := openT(t, t.TempDir(), Options{})
+			tx, err := s.Begin(TxInfo{})
+			require.NoError(t, err)
+			if tt.setup != nil {
+				require.NoError(t, tt.setup(s, tx.ID))
+			}
+			err = s.AbortKept(tx.ID, "txexec abort")
+			if tt.wantErr == "" {
+				require.NoError(t, err)
+			} else {
+				var se *StateError
+				require.ErrorAs(t, err, &se)
+				assert.Equal(t, tt.wantErr, se.State)
+			}
+			rec, _, err := s.Get(tx.ID)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, rec.State)
+		})
+	}
+	s := openT(t, t.TempDir(), Options{})
+	require.ErrorIs(t, s.AbortKept(5, "x"), ErrNotFound)
+}
+
+func TestLockCommits(t *testing.T) {
+	dir := t.TempDir()
+	a, b := openT(t, dir, Options{}), openT(t, dir, Options{})
+
+	// Shared with shared.
+	relA, err := a.LockCommits(LockShared)
+	require.NoError(t, err)
+	relB, err := b.LockCommits(LockSharedNoWait)
+	require.NoError(t, err)
+	relB()
+
+	// Exclusive waits until the shared holder is done.
+	var mu sync.Mutex
+	released := false
+	got := make(chan func())
+	go func() {
+		rel, err := b.LockCommits(LockExclusive)
+		assert.NoError(t, err)
+		mu.Lock()
+		assert.True(t, released, "exclusive granted while the shared lock was held")
+		mu.Unlock()
+		got <- rel
+	}()
+	mu.Lock()
+	released = true
+	mu.Unlock()
+	relA()
+	relX := <-got
+
+	// Exclusive keeps everyone else out.
+	_, err = a.LockCommits(LockSharedNoWait)
+	require.ErrorIs(t, err, ErrLockBusy)
+	relX()
+	relA, err = a.LockCommits(LockSharedNoWait)
+	require.NoError(t, err)
+	relA()
+}
+
+// BenchmarkCommit2000Ops is the SQLite part of committing a transaction
+// that created 2000 files: one durable write transaction with 2000 redo
+// ops, 2000 granules and 2001 read records (the commit point), then
+// MarkApplied.
+func BenchmarkCommit2000Ops(b *testing.B) {
+	s, err := Open(b.TempDir(), Options{Durable: true})
+	require.NoError(b, err)
+	defer s.Close()
+	p := Prepared{Ops: sampleOps(2000)}
+	for i := range 2000 {
+		path := fmt.Sprintf("/bench/f%d", i)
+		p.Writes = append(p.Writes, Granule{"entry", path})
+		p.Reads = append(p.Reads, ReadRecord{Path: path})
+	}
+	p.Reads = append(p.Reads, ReadRecord{Path: "/bench", Exists: true, Dev: 1, Ino: 2, Type: 0o040000})
+	for b.Loop() {
+		tx, err := s.Begin(TxInfo{Command: []string{"bench"}})
+		require.NoError(b, err)
+		_, err = s.Commit(tx.ID, func([]WriteSet) error { return nil }, p)
+		require.NoError(b, err)
+		require.NoError(b, s.MarkApplied(tx.ID))
+	}
 }

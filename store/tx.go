@@ -15,8 +15,11 @@ type querier interface {
 	QueryRow(query string, args ...any) *sql.Row
 }
 
-// Begin records a new running transaction owned by this process, with the
-// latest commit as its snapshot, and creates its staging directory.
+// Begin records a new running transaction owned by this process and
+// creates its staging directory. Its snapshot (Tx.StartSeq) is the latest
+// commit that is written through: a transaction committed but still being
+// written through when this one begins may be seen half done, so it counts
+// as committed after this one began and is validated against.
 func (s *Store) Begin(info TxInfo) (Tx, error) {
 	if info.Command == nil {
 		info.Command = []string{}
@@ -27,7 +30,8 @@ func (s *Store) Begin(info TxInfo) (Tx, error) {
 	}
 	var t Tx
 	err = s.write(func(tx *sql.Tx) error {
-		if err := tx.QueryRow(`SELECT last_seq FROM commit_counter`).Scan(&t.StartSeq); err != nil {
+		if err := tx.QueryRow(`SELECT min(c.last_seq, coalesce((SELECT min(seq) - 1 FROM tx WHERE state = ?), c.last_seq))
+			FROM commit_counter c`, StateCommitted).Scan(&t.StartSeq); err != nil {
 			return err
 		}
 		res, err := tx.Exec(`INSERT INTO tx (state, command, cwd, owner_pid, owner_start, start_seq, begin_ns)
@@ -59,14 +63,15 @@ func (s *Store) Begin(info TxInfo) (Tx, error) {
 // loads the write sets of every transaction committed after id began and
 // passes them to validate; if validate fails, nothing changes (id stays
 // running or kept, so the caller can abort it) and its error is returned
-// wrapped. Otherwise it stores ops in order and writes as id's write set,
+// wrapped. Otherwise it stores p (ops in order, write set, read set) —
+// for a kept transaction p must be empty: what Keep stored is used —,
 // gives id the next commit seq, makes this process its owner and commits.
 // Once Commit returns a seq the transaction survives any crash; recovery
 // redoes ops until MarkApplied.
 //
 // validate runs with the database locked against every other committer:
 // it must be quick and must not call the Store.
-func (s *Store) Commit(id int64, validate func(since []WriteSet) error, ops []RedoOp, writes []Granule) (seq int64, err error) {
+func (s *Store) Commit(id int64, validate func(since []WriteSet) error, p Prepared) (seq int64, err error) {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	err = s.write(func(tx *sql.Tx) error {
@@ -78,6 +83,9 @@ func (s *Store) Commit(id int64, validate func(since []WriteSet) error, ops []Re
 		if state != StateRunning && state != StateKept {
 			return &StateError{ID: id, State: state}
 		}
+		if state == StateKept && (len(p.Ops) > 0 || len(p.Writes) > 0 || len(p.Reads) > 0) {
+			return fmt.Errorf("it is kept: commit it with what Keep stored")
+		}
 		since, err := writeSetsSince(tx, startSeq)
 		if err != nil {
 			return fmt.Errorf("load write sets: %w", err)
@@ -87,11 +95,8 @@ func (s *Store) Commit(id int64, validate func(since []WriteSet) error, ops []Re
 				return fmt.Errorf("validate: %w", err)
 			}
 		}
-		if err := insertOps(tx, id, ops); err != nil {
-			return fmt.Errorf("insert redo: %w", err)
-		}
-		if err := insertGranules(tx, id, writes); err != nil {
-			return fmt.Errorf("insert write set: %w", err)
+		if err := insertPrepared(tx, id, p); err != nil {
+			return err
 		}
 		if err := tx.QueryRow(`UPDATE commit_counter SET last_seq = last_seq + 1 RETURNING last_seq`).Scan(&seq); err != nil {
 			return err
@@ -108,6 +113,80 @@ func (s *Store) Commit(id int64, validate func(since []WriteSet) error, ops []Re
 	}
 	Fault("store.after-commit")
 	return seq, nil
+}
+
+// Keep records that running transaction id stays prepared — p stored,
+// its staging directory kept — for a later Commit (which re-validates,
+// against the write sets committed since id began and, through p.Reads,
+// against the host) or Abort, possibly by another process.
+func (s *Store) Keep(id int64, p Prepared) error {
+	err := s.write(func(tx *sql.Tx) error {
+		var state State
+		if err := tx.QueryRow(`SELECT state FROM tx WHERE id = ?`, id).Scan(&state); err != nil {
+			return err
+		}
+		if state != StateRunning {
+			return &StateError{ID: id, State: state}
+		}
+		if err := insertPrepared(tx, id, p); err != nil {
+			return err
+		}
+		_, err := tx.Exec(`UPDATE tx SET state = ?, kept_ns = ? WHERE id = ?`, StateKept, s.opt.Now().UnixNano(), id)
+		return err
+	})
+	if err != nil {
+		return notFound("keep", id, err)
+	}
+	return nil
+}
+
+// LoadKept returns kept transaction id as Begin returned it and what Keep
+// stored, for committing it. A transaction in another state is a
+// *StateError.
+func (s *Store) LoadKept(id int64) (Tx, Prepared, error) {
+	t := Tx{ID: id}
+	var p Prepared
+	var state State
+	err := s.db.QueryRow(`SELECT state, start_seq FROM tx WHERE id = ?`, id).Scan(&state, &t.StartSeq)
+	if err == nil && state != StateKept {
+		err = &StateError{ID: id, State: state}
+	}
+	if err == nil {
+		p.Ops, err = loadOps(s.db, id)
+	}
+	if err == nil {
+		p.Writes, err = loadGranules(s.db, id)
+	}
+	if err == nil {
+		p.Reads, err = loadReads(s.db, id)
+	}
+	if err != nil {
+		return Tx{}, Prepared{}, notFound("load", id, err)
+	}
+	return t, p, nil
+}
+
+// Reads returns the read set stored for transaction id (committed or
+// kept), sorted by path.
+func (s *Store) Reads(id int64) ([]ReadRecord, error) {
+	reads, err := loadReads(s.db, id)
+	if err != nil {
+		return nil, fmt.Errorf("read set of transaction %d: %w", id, err)
+	}
+	return reads, nil
+}
+
+func insertPrepared(tx *sql.Tx, id int64, p Prepared) error {
+	if err := insertOps(tx, id, p.Ops); err != nil {
+		return fmt.Errorf("insert redo: %w", err)
+	}
+	if err := insertGranules(tx, id, p.Writes); err != nil {
+		return fmt.Errorf("insert write set: %w", err)
+	}
+	if err := insertReads(tx, id, p.Reads); err != nil {
+		return fmt.Errorf("insert read set: %w", err)
+	}
+	return nil
 }
 
 func writeSetsSince(tx *sql.Tx, startSeq int64) ([]WriteSet, error) {
@@ -171,6 +250,66 @@ func insertGranules(tx *sql.Tx, id int64, writes []Granule) error {
 		}
 	}
 	return nil
+}
+
+func insertReads(tx *sql.Tx, id int64, reads []ReadRecord) error {
+	if len(reads) == 0 {
+		return nil
+	}
+	st, err := tx.Prepare(`INSERT OR REPLACE INTO readset (tx_id, path, present, dev, ino, type, meta, mode, uid, gid,
+		size, mtime_sec, mtime_nsec, ctime_sec, ctime_nsec, listing, listing_sum)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	for _, r := range reads {
+		if _, err := st.Exec(id, r.Path, r.Exists, int64(r.Dev), int64(r.Ino), int64(r.Type), r.Meta,
+			int64(r.Mode), int64(r.UID), int64(r.GID), r.Size,
+			r.Mtime.Sec, r.Mtime.Nsec, r.Ctime.Sec, r.Ctime.Nsec, r.Listing, int64(r.ListingSum)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func loadReads(q querier, id int64) ([]ReadRecord, error) {
+	rows, err := q.Query(`SELECT path, present, dev, ino, type, meta, mode, uid, gid, size,
+		mtime_sec, mtime_nsec, ctime_sec, ctime_nsec, listing, listing_sum FROM readset WHERE tx_id = ? ORDER BY path`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var reads []ReadRecord
+	for rows.Next() {
+		var r ReadRecord
+		var dev, ino, typ, mode, uid, gid, sum int64
+		if err := rows.Scan(&r.Path, &r.Exists, &dev, &ino, &typ, &r.Meta, &mode, &uid, &gid, &r.Size,
+			&r.Mtime.Sec, &r.Mtime.Nsec, &r.Ctime.Sec, &r.Ctime.Nsec, &r.Listing, &sum); err != nil {
+			return nil, err
+		}
+		r.Dev, r.Ino, r.ListingSum = uint64(dev), uint64(ino), uint64(sum)
+		r.Type, r.Mode, r.UID, r.GID = uint32(typ), uint32(mode), uint32(uid), uint32(gid)
+		reads = append(reads, r)
+	}
+	return reads, rows.Err()
+}
+
+func loadGranules(q querier, id int64) ([]Granule, error) {
+	rows, err := q.Query(`SELECT kind, path FROM granule WHERE tx_id = ? ORDER BY kind, path`, id)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var gs []Granule
+	for rows.Next() {
+		var g Granule
+		if err := rows.Scan(&g.Kind, &g.Path); err != nil {
+			return nil, err
+		}
+		gs = append(gs, g)
+	}
+	return gs, rows.Err()
 }
 
 func loadOps(q querier, id int64) ([]RedoOp, error) {
@@ -237,11 +376,11 @@ func (s *Store) Abort(id int64, reason string) error {
 		`, reason = ?, aborted_ns = ?`, reason, s.opt.Now().UnixNano())
 }
 
-// Keep records that running transaction id stays prepared, with its
-// staging, for a later Commit (which re-validates) or Abort, possibly by
-// another process.
-func (s *Store) Keep(id int64) error {
-	return s.transition("keep", id, []State{StateRunning}, StateKept, "")
+// AbortKept is Abort for txexec abort: only a kept transaction; a
+// running one belongs to its supervisor.
+func (s *Store) AbortKept(id int64, reason string) error {
+	return s.transition("abort", id, []State{StateKept}, StateAborted,
+		`, reason = ?, aborted_ns = ?`, reason, s.opt.Now().UnixNano())
 }
 
 // SetCommandStatus records the exit status of the transaction's command
@@ -357,18 +496,19 @@ func (s *Store) AbortOrphans(alive func(Owner) bool, reason string) ([]int64, er
 }
 
 const recordColumns = `id, state, command, cwd, owner_pid, owner_start, start_seq, seq, reason,
-	command_status, begin_ns, commit_ns, applied_ns, aborted_ns,
+	command_status, begin_ns, commit_ns, applied_ns, aborted_ns, kept_ns,
 	(SELECT count(*) FROM redo WHERE tx_id = tx.id),
-	(SELECT count(*) FROM granule WHERE tx_id = tx.id)`
+	(SELECT count(*) FROM granule WHERE tx_id = tx.id),
+	(SELECT count(*) FROM readset WHERE tx_id = tx.id)`
 
 func scanRecord(sc interface{ Scan(...any) error }) (TxRecord, error) {
 	var r TxRecord
 	var cmd string
 	var start int64
-	var seq, status, commitNs, appliedNs, abortedNs sql.NullInt64
+	var seq, status, commitNs, appliedNs, abortedNs, keptNs sql.NullInt64
 	var beginNs int64
 	if err := sc.Scan(&r.ID, &r.State, &cmd, &r.Cwd, &r.Owner.Pid, &start, &r.StartSeq, &seq, &r.Reason,
-		&status, &beginNs, &commitNs, &appliedNs, &abortedNs, &r.OpN, &r.GranuleN); err != nil {
+		&status, &beginNs, &commitNs, &appliedNs, &abortedNs, &keptNs, &r.OpN, &r.GranuleN, &r.ReadN); err != nil {
 		return TxRecord{}, err
 	}
 	if err := json.Unmarshal([]byte(cmd), &r.Command); err != nil {
@@ -384,6 +524,7 @@ func scanRecord(sc interface{ Scan(...any) error }) (TxRecord, error) {
 	r.Committed = nsTime(commitNs)
 	r.Applied = nsTime(appliedNs)
 	r.Aborted = nsTime(abortedNs)
+	r.Kept = nsTime(keptNs)
 	return r, nil
 }
 
@@ -419,15 +560,15 @@ func (s *Store) Log(limit int) ([]TxRecord, error) {
 	return recs, nil
 }
 
-// Get returns transaction id and, once it is committed, its redo ops in
-// order, for txexec show.
+// Get returns transaction id and, once it is kept or committed, its redo
+// ops in order, for txexec show.
 func (s *Store) Get(id int64) (TxRecord, []RedoOp, error) {
 	r, err := scanRecord(s.db.QueryRow(`SELECT `+recordColumns+` FROM tx WHERE id = ?`, id))
 	if err != nil {
 		return TxRecord{}, nil, notFound("get", id, err)
 	}
-	if r.Seq == 0 {
-		// Ops are stored with the commit, in the same SQL transaction.
+	if r.OpN == 0 {
+		// Ops are stored with the commit or Keep, in the same SQL transaction.
 		return r, nil, nil
 	}
 	ops, err := loadOps(s.db, id)

@@ -136,6 +136,36 @@ type RedoOp struct {
 	Mtime Timespec
 }
 
+// ReadRecord is what a transaction observed of one host path: whether it
+// was there, which object it was and, when the transaction looked at them,
+// its attributes; for a directory whose listing it read, a checksum of the
+// names. vfs records and checks them (a kept transaction is validated
+// against the host from these records, possibly by another process);
+// store keeps them as opaque data.
+type ReadRecord struct {
+	Path       string
+	Exists     bool // false: the transaction found Path absent
+	Dev, Ino   uint64
+	Type       uint32 // the S_IFMT bits of the mode
+	Meta       bool   // Mode, UID, GID (and Size, Mtime, Ctime) were observed
+	Mode       uint32
+	UID, GID   uint32
+	Size       int64
+	Mtime      Timespec
+	Ctime      Timespec
+	Listing    bool // the transaction read the directory's listing
+	ListingSum uint64
+}
+
+// Prepared is what a transaction leaves for its commit: its redo ops in
+// order, its write set and its read set. Commit stores it with the commit
+// record; Keep stores it for a later Commit, perhaps by another process.
+type Prepared struct {
+	Ops    []RedoOp
+	Writes []Granule
+	Reads  []ReadRecord
+}
+
 // TxRecord is a transaction as txexec log and txexec show report it.
 // Times are zero when the event has not happened.
 type TxRecord struct {
@@ -152,8 +182,10 @@ type TxRecord struct {
 	Committed     time.Time
 	Applied       time.Time
 	Aborted       time.Time
+	Kept          time.Time
 	OpN           int // redo operations
 	GranuleN      int // granules in the write set
+	ReadN         int // records in the read set
 }
 
 // PendingTx is a committed transaction whose write-through has to be

@@ -10,6 +10,7 @@ import (
 
 	"txexec/interpose"
 	"txexec/proc"
+	"txexec/signals"
 	"txexec/vfs"
 )
 
@@ -28,6 +29,9 @@ type Kernel struct {
 	// OnInternalError is called when a handler fails in a way that is not
 	// an errno (the transaction must abort).
 	OnInternalError func(err error)
+	// Signals routes the signals the transaction's processes send (nil
+	// outside a transaction: the kernel delivers them).
+	Signals *signals.Router
 }
 
 // Policy is what happens to a call without transactional meaning.
@@ -161,6 +165,9 @@ func (k *Kernel) enter(c *interpose.Call, dirfd int32, path string) (*vfs.Caller
 	cl, release, err := k.caller(c)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if dirfd == unix.AT_FDCWD || strings.HasPrefix(path, "/") {
+		return cl, cl.Cwd, release, nil // as k.at, without a closure
 	}
 	at, done, err := k.at(c, cl, dirfd, path)
 	if err != nil {

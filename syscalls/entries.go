@@ -270,8 +270,8 @@ func Entries() []Entry {
 		passthrough(unix.SYS_MSEAL, "mseal", ArgPtr, ArgUint, ArgHex),
 		passthroughNote(unix.SYS_PROCESS_VM_READV, "process_vm_readv",
 			"takes a pid, not a path; the kernel's ptrace access check applies", ArgInt, ArgPtr, ArgUint, ArgPtr, ArgUint, ArgHex),
-		passthroughNote(unix.SYS_PROCESS_VM_WRITEV, "process_vm_writev",
-			"takes a pid, not a path; the kernel's ptrace access check applies; writes to a process outside the transaction are not isolated", ArgInt, ArgPtr, ArgUint, ArgPtr, ArgUint, ArgHex),
+		partial(unix.SYS_PROCESS_VM_WRITEV, "process_vm_writev", ProcessVmWritev,
+			"into a process of the transaction the kernel runs it; into any other process it is refused with EPERM (its memory is outside the transaction)", ArgInt, ArgPtr, ArgUint, ArgPtr, ArgUint, ArgHex),
 
 		// ---- Processes. ptrace follows clone/fork/vfork, so the
 		// supervisor learns of every new process without intercepting them.
@@ -312,7 +312,8 @@ func Entries() []Entry {
 		passthrough(unix.SYS_MODIFY_LDT, "modify_ldt", ArgInt, ArgPtr, ArgUint),
 		passthrough(unix.SYS_PERSONALITY, "personality", ArgHex),
 		passthrough(unix.SYS_PIDFD_OPEN, "pidfd_open", ArgInt, ArgHex),
-		passthrough(unix.SYS_PIDFD_GETFD, "pidfd_getfd", ArgFD, ArgFD, ArgHex),
+		partial(unix.SYS_PIDFD_GETFD, "pidfd_getfd", PidfdGetfd,
+			"emulated; a descriptor of a process outside the transaction is refused with EPERM (it reaches the host around the view); of the ptrace access check only the credential rule is made for the caller", ArgFD, ArgFD, ArgHex),
 		passthrough(unix.SYS_KCMP, "kcmp", ArgInt, ArgInt, ArgInt, ArgHex, ArgHex),
 		passthrough(unix.SYS_PROCESS_MRELEASE, "process_mrelease", ArgFD, ArgHex),
 		passthroughNote(unix.SYS_SECCOMP, "seccomp",
@@ -365,8 +366,8 @@ func Entries() []Entry {
 		refused(unix.SYS_LANDLOCK_RESTRICT_SELF, "landlock_restrict_self", unix.EOPNOTSUPP,
 			"Landlock is answered as disabled (see landlock_create_ruleset)", ArgFD, ArgHex),
 
-		// ---- Signals. For now the kernel delivers them; a later issue
-		// intercepts signals sent out of the transaction (DESIGN §4.9).
+		// ---- Signals. A signal sent out of the transaction is held until
+		// commit (DESIGN §4.9, package signals); the rest is the kernel's.
 		passthrough(unix.SYS_RT_SIGACTION, "rt_sigaction", ArgSignal, ArgPtr, ArgPtr, ArgUint),
 		passthrough(unix.SYS_RT_SIGPROCMASK, "rt_sigprocmask", ArgInt, ArgPtr, ArgPtr, ArgUint),
 		passthrough(unix.SYS_RT_SIGRETURN, "rt_sigreturn"),
@@ -375,18 +376,15 @@ func Entries() []Entry {
 		passthrough(unix.SYS_RT_SIGSUSPEND, "rt_sigsuspend", ArgPtr, ArgUint),
 		passthrough(unix.SYS_SIGALTSTACK, "sigaltstack", ArgPtr, ArgPtr),
 		passthrough(unix.SYS_PAUSE, "pause"),
-		passthroughNote(unix.SYS_KILL, "kill",
-			signalNote, ArgInt, ArgSignal),
-		passthroughNote(unix.SYS_TKILL, "tkill",
-			signalNote, ArgInt, ArgSignal),
-		passthroughNote(unix.SYS_TGKILL, "tgkill",
-			signalNote, ArgInt, ArgInt, ArgSignal),
-		passthroughNote(unix.SYS_RT_SIGQUEUEINFO, "rt_sigqueueinfo",
-			signalNote, ArgInt, ArgSignal, ArgPtr),
-		passthroughNote(unix.SYS_RT_TGSIGQUEUEINFO, "rt_tgsigqueueinfo",
-			signalNote, ArgInt, ArgInt, ArgSignal, ArgPtr),
-		passthroughNote(unix.SYS_PIDFD_SEND_SIGNAL, "pidfd_send_signal",
-			signalNote, ArgFD, ArgSignal, ArgPtr, ArgHex),
+		partial(unix.SYS_KILL, "kill", Kill, signalNote, ArgInt, ArgSignal),
+		partial(unix.SYS_TKILL, "tkill", Tkill, signalNote, ArgInt, ArgSignal),
+		partial(unix.SYS_TGKILL, "tgkill", Tgkill, signalNote, ArgInt, ArgInt, ArgSignal),
+		partial(unix.SYS_RT_SIGQUEUEINFO, "rt_sigqueueinfo", RtSigqueueinfo,
+			signalNote+"; the siginfo is replayed as given", ArgInt, ArgSignal, ArgPtr),
+		partial(unix.SYS_RT_TGSIGQUEUEINFO, "rt_tgsigqueueinfo", RtTgsigqueueinfo,
+			signalNote+"; the siginfo is replayed as given", ArgInt, ArgInt, ArgSignal, ArgPtr),
+		partial(unix.SYS_PIDFD_SEND_SIGNAL, "pidfd_send_signal", PidfdSendSignal,
+			"always emulated (the target is known through a descriptor); "+signalNote+"; without a siginfo the receiver sees txexec as the sender", ArgFD, ArgSignal, ArgPtr, ArgHex),
 
 		// ---- Time and timers. Reading the clock is free; setting the
 		// system clock is a change outside any transaction.
@@ -548,7 +546,7 @@ func Entries() []Entry {
 }
 
 const (
-	signalNote = "delivered by the kernel for now; a later issue intercepts signals sent out of the transaction (DESIGN §4.9)"
+	signalNote = "to processes of the transaction the kernel delivers it (CONTINUE); a signal that reaches a process outside is checked as Linux does, held until commit and dropped at abort (--signals=defer), or sent at once (--signals=immediate); outsiders see txexec as its sender"
 
 	sysvIPCNote = "System V IPC objects outlive the transaction, are shared with processes outside it and are not rolled back"
 

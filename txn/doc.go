@@ -23,7 +23,20 @@
 //     skipped when that inode is not where it looks, so applying any prefix
 //     and then the whole list gives the same host as applying it once.
 //
-// Lock order, outermost first: store's (Store.commitMu, then SQLite's
-// write lock); validation callbacks run under both and take no lock of
-// the store.
+// Contention: the first committer wins (optimistic validation at the
+// commit point). A command that lost DefaultPriorityAfterN conflicts in a
+// row re-runs under BeginPriority, which holds the store's commit lock
+// exclusively from before it begins until it ends: every committer holds
+// that lock shared from before its commit point until it is written
+// through, so the priority transaction starts with nothing in flight and
+// nothing commits until it ends; it cannot lose again except to a
+// process txexec does not supervise. Kept transactions are committed
+// (CommitKept) by the same protocol, from the prepared state and read set
+// stored with them.
+//
+// Lock order, outermost first: the store's commit lock (LockCommits:
+// shared for committers and recovery, exclusive for a priority
+// transaction, held from before Begin); then store's own (Store.commitMu,
+// then SQLite's write lock); validation callbacks run under both and take
+// no lock of the store.
 package txn

@@ -21,6 +21,11 @@ type Manager struct {
 	Excludes []string
 }
 
+// DefaultPriorityAfterN is how many conflicts a command may lose before
+// its next run takes the commit lock early (BeginPriority), so that it
+// cannot lose again: the starvation bound of DESIGN §4.6.
+const DefaultPriorityAfterN = 3
+
 // Transaction is one running transaction: its record in the store and its
 // private view.
 type Transaction struct {
@@ -28,6 +33,9 @@ type Transaction struct {
 	StartSeq int64
 	View     *vfs.Tx
 	m        *Manager
+	// release gives up the exclusive commit lock a transaction begun by
+	// BeginPriority holds; nil otherwise.
+	release func()
 }
 
 // Begin starts a transaction for command.
@@ -45,10 +53,49 @@ func (m *Manager) Begin(command []string, cwd string) (*Transaction, error) {
 	return &Transaction{ID: t.ID, StartSeq: t.StartSeq, View: v, m: m}, nil
 }
 
+// BeginPriority starts a transaction that takes the commit lock early: it
+// waits until every committer in flight (in any process) has written its
+// transaction through, then holds the store's commit lock exclusively
+// until it commits or aborts. No other transaction can commit meanwhile,
+// so its validation against the write sets committed since it began
+// always passes; it can still lose to a host change by a process txexec
+// does not supervise, or by its own doom. Others keep running and wait at
+// their commit. For a command that lost DefaultPriorityAfterN times.
+func (m *Manager) BeginPriority(command []string, cwd string) (*Transaction, error) {
+	release, err := m.Store.LockCommits(store.LockExclusive)
+	if err != nil {
+		return nil, err
+	}
+	// Whatever a dead supervisor left committed is in its snapshot too.
+	if _, _, err := recoverLocked(m.Store, m.Durable); err != nil {
+		release()
+		return nil, err
+	}
+	t, err := m.Begin(command, cwd)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	t.release = release
+	return t, nil
+}
+
+// Priority reports whether t holds the commit lock (BeginPriority).
+func (t *Transaction) Priority() bool { return t.release != nil }
+
+func (t *Transaction) releaseLock() {
+	if t.release != nil {
+		t.release()
+		t.release = nil
+	}
+}
+
 // ErrConflict is wrapped by commit errors caused by a conflict.
 var ErrConflict = errors.New("conflict")
 
-// CommitError is a commit that did not happen, and why.
+// CommitError is a commit that did not happen, and why. Err is what a
+// user reads after "transaction N aborted: ": for a conflict the
+// *vfs.ConflictError itself ("conflict on PATH (why)").
 type CommitError struct {
 	Conflict bool
 	Err      error
@@ -61,52 +108,158 @@ func (e *CommitError) Unwrap() error { return e.Err }
 // staged data synced; then in one store transaction (serialized with every
 // other committer, in this process or another) validation against what was
 // committed since this transaction began and against the host, then the
-// redo log and the commit record (the commit point); then write-through;
-// then the record is marked applied and the staging area dropped. A failure
-// before the commit point aborts with nothing changed; after it, the
-// changes are applied now or by recovery.
+// redo log, write set, read set and the commit record (the commit point);
+// then write-through; then the record is marked applied and the staging
+// area dropped. A failure before the commit point aborts with nothing
+// changed; after it, the changes are applied now or by recovery.
 func (t *Transaction) Commit() error {
 	v := t.View
+	defer t.releaseLock()
 	defer v.Close()
+	p, err := t.prepare()
+	if err != nil {
+		return err
+	}
+	return t.m.commit(t.ID, p, p, v.Validate, t.Priority())
+}
+
+// Keep ends the transaction without committing it: its redo ops, write set
+// and read set (with what it observed of the host) are stored and its
+// staging area kept, for txexec commit ID (CommitKept, which re-validates)
+// or txexec abort ID (AbortKept). A doomed transaction is aborted instead.
+func (t *Transaction) Keep() error {
+	defer t.releaseLock()
+	defer t.View.Close()
+	p, err := t.prepare()
+	if err != nil {
+		return err
+	}
+	if err := t.m.Store.Keep(t.ID, p); err != nil {
+		t.m.abort(t.ID, "could not keep it: "+err.Error())
+		return &CommitError{Err: err}
+	}
+	return nil
+}
+
+// prepare checks that the transaction can still commit and collects what
+// its commit stores, with its staged data synced when durable. On failure
+// it aborts the transaction and returns a *CommitError.
+func (t *Transaction) prepare() (store.Prepared, error) {
+	v := t.View
 	if err := v.Doomed(); err != nil {
-		t.abort(err.Error())
-		return &CommitError{Conflict: true, Err: err}
+		t.m.abort(t.ID, err.Error())
+		return store.Prepared{}, &CommitError{Conflict: isConflict(err), Err: err}
 	}
 	ops := v.Journal()
 	if err := CheckOps(ops); err != nil {
 		// A malformed op in the redo log would block recovery for good.
 		err = fmt.Errorf("internal error: %w", err)
-		t.abort(err.Error())
-		return &CommitError{Err: err}
+		t.m.abort(t.ID, err.Error())
+		return store.Prepared{}, &CommitError{Err: err}
 	}
 	if t.m.Durable && len(ops) > 0 {
 		if err := v.SyncStaged(); err != nil {
-			t.abort(err.Error())
-			return &CommitError{Err: err}
+			t.m.abort(t.ID, err.Error())
+			return store.Prepared{}, &CommitError{Err: err}
 		}
 	}
-	reads, listed := v.ReadPaths(), v.ListedPaths()
-	_, err := t.m.Store.Commit(t.ID, func(since []store.WriteSet) error {
-		if err := conflictWith(reads, listed, since); err != nil {
-			return err
-		}
-		return v.Validate()
-	}, ops, v.WriteSet())
+	return store.Prepared{Ops: ops, Writes: v.WriteSet(), Reads: v.ReadSet()}, nil
+}
+
+// CommitKept commits kept transaction id exactly as Commit commits a live
+// one, validating the read set Keep stored against the write sets
+// committed since id began and against the host. A conflict aborts it. A
+// transaction that is not kept is a *store.StateError.
+func (m *Manager) CommitKept(id int64) error {
+	release, err := m.Store.LockCommits(store.LockShared)
 	if err != nil {
-		t.abort(err.Error())
-		var ce *vfs.ConflictError
-		return &CommitError{Conflict: errors.As(err, &ce), Err: err}
-	}
-	store.Fault("txn.after-commit-point")
-	if err := Apply(ops, ApplyOptions{Durable: t.m.Durable}); err != nil {
-		// Committed: recovery finishes the write-through.
-		return fmt.Errorf("write through transaction %d (recovery will finish it): %w", t.ID, err)
-	}
-	store.Fault("txn.before-mark-applied")
-	if err := t.m.Store.MarkApplied(t.ID); err != nil {
 		return err
 	}
-	return t.m.Store.RemoveStaging(t.ID)
+	defer release()
+	_, p, err := m.Store.LoadKept(id)
+	if err != nil {
+		return err
+	}
+	return m.commit(id, p, store.Prepared{}, func() error { return vfs.ValidateReadSet(p.Reads) }, true)
+}
+
+// AbortKept drops kept transaction id and its staging area. A transaction
+// that is not kept is a *store.StateError.
+func (m *Manager) AbortKept(id int64, reason string) error {
+	if err := m.Store.AbortKept(id, reason); err != nil {
+		return err
+	}
+	return m.Store.RemoveStaging(id)
+}
+
+// commit is the commit protocol after preparation, shared by live and kept
+// transactions: p is what the transaction did, stored what store.Commit
+// stores (p, or nothing for a kept transaction whose p is stored already);
+// host validates the read set against the host. locked says the caller
+// holds the commit lock already.
+func (m *Manager) commit(id int64, p, stored store.Prepared, host func() error, locked bool) error {
+	if !locked {
+		release, err := m.Store.LockCommits(store.LockShared)
+		if err != nil {
+			m.abort(id, err.Error())
+			return &CommitError{Err: err}
+		}
+		defer release()
+	}
+	reads, listed := readPaths(p.Reads)
+	var conflict error
+	_, err := m.Store.Commit(id, func(since []store.WriteSet) error {
+		conflict = conflictWith(reads, listed, since)
+		if conflict == nil {
+			conflict = host()
+		}
+		return conflict
+	}, stored)
+	if err != nil {
+		var se *store.StateError
+		if errors.As(err, &se) {
+			// Not ours to abort: committed or aborted by someone else.
+			return &CommitError{Err: err}
+		}
+		ce := &CommitError{Err: err}
+		if conflict != nil && errors.Is(err, conflict) {
+			ce = &CommitError{Conflict: isConflict(conflict), Err: conflict}
+		}
+		m.abort(id, ce.Err.Error())
+		return ce
+	}
+	store.Fault("txn.after-commit-point")
+	if err := Apply(p.Ops, ApplyOptions{Durable: m.Durable}); err != nil {
+		// Committed: recovery finishes the write-through.
+		return fmt.Errorf("write through transaction %d (recovery will finish it): %w", id, err)
+	}
+	store.Fault("txn.before-mark-applied")
+	if err := m.Store.MarkApplied(id); err != nil {
+		return err
+	}
+	return m.Store.RemoveStaging(id)
+}
+
+// isConflict reports whether err, which stops a commit, is a conflict
+// (the command may succeed if re-run) rather than an internal error. vfs
+// dooms a transaction whose host objects changed while it read them with
+// a plain error "conflict on PATH (...)", not a *vfs.ConflictError, hence
+// the prefix test.
+func isConflict(err error) bool {
+	var cf *vfs.ConflictError
+	return errors.As(err, &cf) || strings.HasPrefix(err.Error(), "conflict on ")
+}
+
+// readPaths returns the paths of a read set, and those of the directories
+// whose listing was read.
+func readPaths(rs []store.ReadRecord) (reads, listed []string) {
+	for _, r := range rs {
+		reads = append(reads, r.Path)
+		if r.Listing {
+			listed = append(listed, r.Path)
+		}
+	}
+	return reads, listed
 }
 
 // conflictWith finds a transaction committed since this one began that
@@ -139,23 +292,57 @@ func conflictWith(reads, listed []string, since []store.WriteSet) error {
 
 // Abort discards the transaction.
 func (t *Transaction) Abort(reason string) error {
+	defer t.releaseLock()
 	t.View.Close()
-	return t.abort(reason)
+	return t.m.abort(t.ID, reason)
 }
 
-func (t *Transaction) abort(reason string) error {
-	err := t.m.Store.Abort(t.ID, reason)
-	if rerr := t.m.Store.RemoveStaging(t.ID); err == nil {
-		err = rerr
+// abort records that transaction id is thrown away and removes its
+// staging area — only if it was ours to abort: a transaction that is
+// committed meanwhile (a kept one, by another txexec commit) keeps it.
+func (m *Manager) abort(id int64, reason string) error {
+	if err := m.Store.Abort(id, reason); err != nil {
+		return err
 	}
-	return err
+	return m.Store.RemoveStaging(id)
 }
 
 // Recover finishes every committed transaction whose supervisor died before
 // writing it through, and aborts every running one whose supervisor died.
 // It is idempotent and safe to interrupt: the redo operations check what
-// is already done.
+// is already done. It waits for the commit lock (shared) while a
+// transaction that took it early runs.
 func Recover(s *store.Store, durable bool) (finished, aborted []int64, err error) {
+	release, err := s.LockCommits(store.LockShared)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer release()
+	return recoverLocked(s, durable)
+}
+
+// AutoRecover is Recover at the start of every txexec, except that it does
+// nothing (ran is false) instead of waiting while a transaction that took
+// the commit lock early runs: that transaction recovered when it took it,
+// and everything committed but not yet written through is in the
+// validation window of every transaction begun meanwhile.
+func AutoRecover(s *store.Store, durable bool) (finished, aborted []int64, ran bool, err error) {
+	release, err := s.LockCommits(store.LockSharedNoWait)
+	if errors.Is(err, store.ErrLockBusy) {
+		return nil, nil, false, nil
+	}
+	if err != nil {
+		return nil, nil, false, err
+	}
+	defer release()
+	finished, aborted, err = recoverLocked(s, durable)
+	return finished, aborted, true, err
+}
+
+// recoverLocked is Recover.
+//
+// Preconditions: the commit lock is held, shared or exclusive.
+func recoverLocked(s *store.Store, durable bool) (finished, aborted []int64, err error) {
 	pending, err := s.ClaimPending(Alive)
 	if err != nil {
 		return nil, nil, err

@@ -310,6 +310,10 @@ func (h *Host) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec,
 	dirfd, p := at.fd, path
 	if path != "" {
 		dirfd, p = hostPath(c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0)
+	} else {
+		// utimensat(fd, NULL, ...) is futimens: the kernel takes no flags
+		// in that form.
+		flags = 0
 	}
 	var tp unsafe.Pointer
 	if ts != nil {

@@ -29,6 +29,9 @@ type Node struct {
 	hostPath   string
 	// hostFd is an O_PATH descriptor on a host directory (-1 otherwise).
 	hostFd int
+	// mnt identifies the mount of a host directory, once mntSet.
+	mnt    uint64
+	mntSet bool
 	// passthrough marks a host directory whose subtree is not
 	// transactional (/proc, /sys, /dev, --exclude).
 	passthrough bool
@@ -59,6 +62,13 @@ type Node struct {
 	// its view mtime and ctime.
 	changed *unix.Timespec
 
+	// hostList caches a host directory's entries, as first read (the
+	// transaction's snapshot; validation checks it is still so).
+	hostList []Dirent
+	// kidsStaged: a non-directory found in this host directory was copied
+	// up, so the kernel's listing would show its old inode number.
+	kidsStaged bool
+
 	// lookups caches host lookups in a directory (nil: absent). The
 	// transaction sees each host name as it first read it; validation at
 	// commit checks that it still is (optimistic concurrency).
@@ -72,10 +82,16 @@ type Node struct {
 	// in-place file).
 	locDir  *Node
 	locName string
-	// anon marks an O_TMPFILE object that has no name yet.
-	anon bool
-	// removed marks a directory removed from the view.
-	removed bool
+	// anon marks an O_TMPFILE object that has no name yet; anonFd is an
+	// O_PATH descriptor on it (it has no path in the staging area).
+	anon   bool
+	anonFd int
+	// removed marks a directory removed from the view; removedFrom is the
+	// directory it was removed from (for its " (deleted)" path).
+	removed     bool
+	removedFrom *Node
+	// tmpDir is the directory an O_TMPFILE object was made in.
+	tmpDir *Node
 
 	// nlink is the link count in the view, once links were made or removed.
 	nlink    uint64
@@ -86,7 +102,19 @@ func (n *Node) isDir() bool { return n.typ == unix.S_IFDIR }
 
 // hasListingChanges reports whether a directory's listing differs from its
 // backing directory's.
-func (n *Node) hasListingChanges() bool { return n.opaque || len(n.entries) > 0 }
+func (n *Node) hasListingChanges() bool { return n.opaque || len(n.entries) > 0 || n.kidsStaged }
+
+// viewIno is the inode number stat shows for n: a host directory keeps its
+// own, any other staged object shows its staged object's.
+func (n *Node) viewIno() uint64 {
+	if n.anon || n.staged != "" && !(n.isDir() && n.hostFd >= 0) {
+		return n.stagedID.Ino
+	}
+	if n.host != (FileID{}) {
+		return n.host.Ino
+	}
+	return n.replayIno
+}
 
 // viewPathLocked is the node's path in the view, for the journal: the
 // host path the object will have at this point of the replay.

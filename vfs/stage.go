@@ -62,12 +62,28 @@ func (v *Tx) copyUpLocked(n *Node, path string) error {
 		return err
 	}
 	n.attrSet = false
+	if !n.isDir() {
+		for _, d := range []*Node{n.hostParent, n.locDir} {
+			if d != nil {
+				d.kidsStaged = true
+			}
+		}
+	}
 	switch {
 	case n.isDir():
 		// A directory keeps its identity; its attribute changes are
 		// journaled as setattr (inPlace).
-	case n.inPlace:
+	case n.typ == unix.S_IFIFO:
+		// A FIFO holds no data: its staged twin is where the
+		// transaction's readers and writers meet (I/O on the host FIFO
+		// would change its times on the host), and only attribute
+		// changes reach the host, in place.
+		n.inPlace = true
+	case n.inPlace && n.typ == unix.S_IFREG:
 		v.journalLocked(store.RedoOp{Kind: store.OpCopyData, Src: v.stagedPath(name), Path: path, Ino: n.replayIno})
+	case n.inPlace:
+		// A hard-linked symlink or device: only its attributes can
+		// change, journaled as setattr.
 	default:
 		v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: v.stagedPath(name), Path: path, Ino: n.stagedID.Ino})
 		n.replayIno = n.stagedID.Ino

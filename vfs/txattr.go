@@ -1,6 +1,8 @@
 package vfs
 
 import (
+	"strconv"
+
 	"golang.org/x/sys/unix"
 
 	"txexec/store"
@@ -24,7 +26,7 @@ func (v *Tx) modify(c *Caller, at *Handle, path string, follow, emptyOK bool, ma
 			return err
 		}
 		vpath, err := v.pathOfLocked(t)
-		if err != nil && (n.staged == "" || n.inPlace) {
+		if err != nil && !n.anon && (n.staged == "" || n.inPlace) {
 			// Reached by a descriptor whose name the view no longer
 			// knows: the journal could not say where to apply it.
 			return err
@@ -53,7 +55,8 @@ func (v *Tx) Chmod(c *Caller, at *Handle, path string, mode uint32, flags int) e
 			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
 			}
-			return unix.Fchmodat(v.stagingFd, n.staged, mode&0o7777, 0)
+			p, _ := v.objPath(n)
+			return unix.Fchmodat(unix.AT_FDCWD, p, mode&0o7777, 0)
 		})
 }
 
@@ -81,16 +84,17 @@ func (v *Tx) Chown(c *Caller, at *Handle, path string, uid, gid uint32, flags in
 			}
 			// The kernel clears set-ID bits of non-directories on chown,
 			// for the supervisor exactly as it would for the caller.
-			return unix.Fchownat(v.stagingFd, n.staged, int(int32(uid)), int(int32(gid)), unix.AT_SYMLINK_NOFOLLOW)
+			p, nofollow := v.objPath(n)
+			return unix.Fchownat(unix.AT_FDCWD, p, int(int32(uid)), int(int32(gid)), nofollow)
 		})
 }
 
 // Utimens implements View.
 func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, flags int) error {
 	if ts != nil && ts[0].Nsec == unix.UTIME_OMIT && ts[1].Nsec == unix.UTIME_OMIT {
-		// Nothing to change; Linux still resolves the path.
-		_, err := v.Stat(c, at, path, flags)
-		return err
+		// utimensat(2): "Nothing to do, we must not even check the path"
+		// (fs/utimes.c).
+		return nil
 	}
 	return v.modify(c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0 || path == "",
 		store.AttrAtime|store.AttrMtime,
@@ -115,7 +119,8 @@ func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, f
 			} else {
 				times = []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
 			}
-			if err := unix.UtimesNanoAt(v.stagingFd, n.staged, times, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			p, nofollow := v.objPath(n)
+			if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, times, nofollow); err != nil {
 				return err
 			}
 			if n.isDir() {
@@ -152,18 +157,19 @@ func (v *Tx) Truncate(c *Caller, at *Handle, path string, size int64) error {
 				return err
 			}
 			vpath, err := v.pathOfLocked(t)
-			if err != nil {
+			if err != nil && !n.anon {
 				return err
 			}
 			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
 			}
-			return unix.Truncate(v.stagedPath(n.staged), size)
+			p, _ := v.objPath(n)
+			return unix.Truncate(p, size)
 		})
 }
 
-// Setxattr implements View. Changing the attributes of an object that keeps
-// its identity at commit (a directory, a multiply-linked file) is not
+// Setxattr implements View. Changing the attributes of a host original that
+// keeps its identity at commit (a directory, a multiply-linked file) is not
 // supported inside a transaction: there is no redo record for it yet.
 func (v *Tx) Setxattr(c *Caller, at *Handle, path string, op XattrOp, name string, value []byte, flags int) error {
 	return v.modify(c, at, path, !op.NoFollow, op.EmptyAt, 0,
@@ -174,6 +180,9 @@ func (v *Tx) Setxattr(c *Caller, at *Handle, path string, op XattrOp, name strin
 			}
 			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
+			}
+			if p, nofollow := v.objPath(n); nofollow == 0 {
+				return unix.Setxattr(p, name, value, flags)
 			}
 			return unix.Lsetxattr(v.stagedPath(n.staged), name, value, flags)
 		})
@@ -190,12 +199,18 @@ func (v *Tx) Removexattr(c *Caller, at *Handle, path string, op XattrOp, name st
 			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
 			}
+			if p, nofollow := v.objPath(n); nofollow == 0 {
+				return unix.Removexattr(p, name)
+			}
 			return unix.Lremovexattr(v.stagedPath(n.staged), name)
 		})
 }
 
 func (v *Tx) xattrWritePermLocked(c *Caller, n *Node, a attrs, name string) error {
-	if n.inPlace {
+	if n.inPlace && n.host != (FileID{}) {
+		// A host original that keeps its identity at commit: no redo
+		// record carries extended attributes yet. (Objects made in the
+		// transaction carry theirs in their staged object.)
 		return unix.ENOTSUP
 	}
 	switch {
@@ -210,4 +225,15 @@ func (v *Tx) xattrWritePermLocked(c *Caller, n *Node, a attrs, name string) erro
 		}
 	}
 	return nil
+}
+
+// objPath names n's staged object for calls the supervisor makes by path,
+// with the AT_SYMLINK_NOFOLLOW flag they need: its path in the staging
+// area, or for an unnamed O_TMPFILE object the magic link of the view's
+// descriptor on it, which must be followed (flag 0).
+func (v *Tx) objPath(n *Node) (string, int) {
+	if n.anon {
+		return "/proc/self/fd/" + strconv.Itoa(n.anonFd), 0
+	}
+	return v.stagedPath(n.staged), unix.AT_SYMLINK_NOFOLLOW
 }

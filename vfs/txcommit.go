@@ -15,14 +15,47 @@ import (
 func (v *Tx) Journal() []store.RedoOp {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return append([]store.RedoOp(nil), v.journal...)
+	return v.fullJournalLocked()
+}
+
+// fullJournalLocked is the journal plus the times that I/O on FIFOs gave
+// their staged twins (no call of the transaction's names them).
+//
+// Preconditions: v.mu held.
+func (v *Tx) fullJournalLocked() []store.RedoOp {
+	out := append([]store.RedoOp(nil), v.journal...)
+	seen := map[*Node]bool{}
+	var fifos []store.RedoOp
+	for _, n := range v.nodes {
+		if seen[n] || n.typ != unix.S_IFIFO || n.staged == "" || n.host == (FileID{}) || n.hostParent == nil {
+			continue
+		}
+		seen[n] = true
+		if n.locDir == nil || n.locDir.removed || !n.locDir.entryIs(n.locName, n) {
+			continue
+		}
+		var st, hst unix.Stat_t
+		if unix.Fstatat(v.stagingFd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+			unix.Fstatat(n.hostParent.hostFd, n.hostName, &hst, unix.AT_SYMLINK_NOFOLLOW) != nil {
+			continue
+		}
+		if st.Atim == hst.Atim && st.Mtim == hst.Mtim {
+			continue
+		}
+		fifos = append(fifos, store.RedoOp{Kind: store.OpSetattr,
+			Path: childPath(n.locDir.viewPathLocked(), n.locName), Ino: n.replayIno,
+			Attrs: store.AttrAtime | store.AttrMtime,
+			Atime: store.Timespec{Sec: st.Atim.Sec, Nsec: st.Atim.Nsec}, Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}})
+	}
+	sort.Slice(fifos, func(i, j int) bool { return fifos[i].Path < fifos[j].Path })
+	return append(out, fifos...)
 }
 
 // Changed reports whether the transaction changed anything.
 func (v *Tx) Changed() bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return len(v.journal) > 0
+	return len(v.fullJournalLocked()) > 0
 }
 
 // WriteSet returns the granules the transaction writes: every path its
@@ -38,7 +71,7 @@ func (v *Tx) WriteSet() []store.Granule {
 			out = append(out, store.Granule{Kind: "entry", Path: p})
 		}
 	}
-	for _, op := range v.journal {
+	for _, op := range v.fullJournalLocked() {
 		add(op.Path)
 		add(op.Src)
 	}

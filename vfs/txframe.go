@@ -13,6 +13,10 @@ type target struct {
 	resolved
 	hostAt   *Handle
 	hostPath string
+	// viaWalk: the view walked into a passthrough subtree and hostPath is
+	// the absolute host path it reached (else hostAt is the caller's own
+	// descriptor and hostPath its path, untouched).
+	viaWalk bool
 }
 
 // resolveLocked resolves (at, path) for c. With emptyOK, an empty path names
@@ -20,6 +24,13 @@ type target struct {
 //
 // Preconditions: v.mu held.
 func (v *Tx) resolveLocked(c *Caller, at *Handle, path string, followFinal, emptyOK bool) (target, error) {
+	return v.resolveHowLocked(c, at, path, followFinal, emptyOK, 0)
+}
+
+// resolveHowLocked is resolveLocked under openat2's RESOLVE_* flags.
+//
+// Preconditions: v.mu held.
+func (v *Tx) resolveHowLocked(c *Caller, at *Handle, path string, followFinal, emptyOK bool, resolve uint64) (target, error) {
 	if path == "" {
 		if !emptyOK {
 			return target{}, unix.ENOENT
@@ -29,20 +40,25 @@ func (v *Tx) resolveLocked(c *Caller, at *Handle, path string, followFinal, empt
 		}
 		return target{resolved: resolved{node: at.node}}, nil
 	}
+	scoped := resolve&(unix.RESOLVE_BENEATH|unix.RESOLVE_IN_ROOT) != 0
 	start := at.node
-	if start == nil && !strings.HasPrefix(path, "/") {
+	if start == nil && (!strings.HasPrefix(path, "/") || scoped) {
+		// A descriptor the view does not know: the host walks from it.
 		return target{resolved: resolved{pass: true}, hostAt: at, hostPath: path}, nil
 	}
 	if start == nil {
 		start = v.root
 	}
-	links := 0
-	r, err := v.walkLocked(c, start, path, followFinal, &links)
+	ws := &walkState{resolve: resolve}
+	if scoped {
+		ws.scope = start
+	}
+	r, err := v.walkLocked(c, start, path, followFinal, ws)
 	if err != nil {
 		return target{}, err
 	}
 	if r.pass {
-		return target{resolved: r, hostAt: c.Cwd, hostPath: r.passPath}, nil
+		return target{resolved: r, hostAt: c.Cwd, hostPath: r.passPath, viaWalk: true}, nil
 	}
 	if r.node != nil && r.slash && !r.node.isDir() {
 		return target{}, unix.ENOTDIR

@@ -20,9 +20,8 @@ func (v *Tx) OpenDir(path string) (*Handle, error) {
 		h.isRoot = true
 		return h, nil
 	}
-	links := 0
 	root := &Caller{Cred: rootCred}
-	r, err := v.walkLocked(root, v.root, path, true, &links)
+	r, err := v.walkLocked(root, v.root, path, true, &walkState{})
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -69,6 +68,18 @@ func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (
 			}
 			var err error
 			switch {
+			case n.anon:
+				err = unix.Statx(n.anonFd, "", unix.AT_EMPTY_PATH, int(mask), &stx)
+			case n.staged != "" && n.isDir() && n.hostFd >= 0:
+				// As statLocked: the host directory's identity, the
+				// staged copy's attributes.
+				var sstx unix.Statx_t
+				if err = unix.Statx(v.stagingFd, n.staged, unix.AT_SYMLINK_NOFOLLOW, int(mask), &sstx); err == nil {
+					if err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH, int(mask), &stx); err == nil {
+						stx.Mode, stx.Uid, stx.Gid = sstx.Mode, sstx.Uid, sstx.Gid
+						stx.Atime, stx.Mtime, stx.Ctime = sstx.Atime, sstx.Mtime, sstx.Ctime
+					}
+				}
 			case n.staged != "":
 				err = unix.Statx(v.stagingFd, n.staged, unix.AT_SYMLINK_NOFOLLOW, int(mask), &stx)
 			case n.hostFd >= 0:
@@ -138,8 +149,8 @@ func (v *Tx) Access(c *Caller, at *Handle, path string, mode uint32, flags int) 
 func (v *Tx) Readlink(c *Caller, at *Handle, path string) (string, error) {
 	return with(v, c, at, path, false, true,
 		func(hat *Handle, hp string) (string, error) {
-			if cwd, ok := v.procCwd(c, hp); ok {
-				return cwd, nil
+			if p, ok := v.procLink(c, hp); ok {
+				return p, nil
 			}
 			return v.host.Readlink(c, hat, hp)
 		},
@@ -154,16 +165,64 @@ func (v *Tx) Readlink(c *Caller, at *Handle, path string) (string, error) {
 		})
 }
 
-// procCwd answers readlink of the caller's own /proc/PID/cwd with its
-// virtual working directory (the kernel's is never updated).
-func (v *Tx) procCwd(c *Caller, hp string) (string, bool) {
+// procLink answers readlink of the caller's own /proc magic links — cwd,
+// root and fd/N of /proc/self, /proc/thread-self and /proc/TGID — with the
+// view's paths (the kernel knows only the backing objects: the staging
+// area, and a cwd it never changed).
+func (v *Tx) procLink(c *Caller, hp string) (string, bool) {
 	tg := strconv.Itoa(c.Tgid)
-	if hp == "/proc/self/cwd" || hp == "/proc/"+tg+"/cwd" || hp == "/proc/thread-self/cwd" {
-		p, err := v.Getcwd(c)
-		return p, err == nil
+	var rest string
+	found := false
+	for _, prefix := range []string{"/proc/self/", "/proc/thread-self/", "/proc/" + tg + "/", "/proc/" + tg + "/task/" + strconv.Itoa(c.Tid) + "/"} {
+		if r, ok := strings.CutPrefix(hp, prefix); ok {
+			rest, found = r, true
+			break
+		}
+	}
+	if !found {
+		return "", false
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	var n *Node
+	switch {
+	case rest == "cwd":
+		n = c.Cwd.node
+	case rest == "root":
+		n = v.rootOf(c)
+	case strings.HasPrefix(rest, "fd/"):
+		fd, err := strconv.Atoi(rest[3:])
+		if err != nil {
+			return "", false
+		}
+		n = v.nodeOfCallerFDLocked(c, fd)
+	}
+	if n == nil {
+		return "", false
+	}
+	if n.isDir() {
+		p, deleted := v.dirPathLocked(c, n)
+		if deleted {
+			p += " (deleted)"
+		}
+		return p, true
+	}
+	switch {
+	case n.anon && n.tmpDir != nil:
+		p, _ := v.dirPathLocked(c, n.tmpDir)
+		return joinPath(p, "#"+strconv.FormatUint(n.stagedID.Ino, 10)) + " (deleted)", true
+	case n.locDir != nil:
+		p, deleted := v.dirPathLocked(c, n.locDir)
+		p = joinPath(p, n.locName)
+		if deleted || !n.locDir.entryIs(n.locName, n) {
+			p += " (deleted)"
+		}
+		return p, true
 	}
 	return "", false
 }
+
+func joinPath(dir, name string) string { return childPath(dir, name) }
 
 // Getcwd implements View.
 func (v *Tx) Getcwd(c *Caller) (string, error) {
@@ -173,24 +232,40 @@ func (v *Tx) Getcwd(c *Caller) (string, error) {
 	if n == nil {
 		return v.host.Getcwd(c)
 	}
+	p, deleted := v.dirPathLocked(c, n)
+	if deleted {
+		return "", unix.ENOENT
+	}
+	return p, nil
+}
+
+// dirPathLocked is directory n's path as c sees it (Linux's d_path): from
+// c's root, "(unreachable)" before it when n is outside that root; deleted
+// when n was removed, its path then being the one it had.
+//
+// Preconditions: v.mu held.
+func (v *Tx) dirPathLocked(c *Caller, n *Node) (string, bool) {
 	root := v.rootOf(c)
 	var parts []string
-	for cur := n; cur != root; cur = cur.parent {
+	deleted := false
+	for cur := n; cur != root; {
+		parent := cur.parent
 		if cur.removed {
-			return "", unix.ENOENT
+			deleted, parent = true, cur.removedFrom
 		}
-		if cur.parent == nil {
-			return "(unreachable)" + n.viewPathLocked(), nil
+		if parent == nil {
+			return "(unreachable)" + n.viewPathLocked(), deleted
 		}
 		parts = append(parts, cur.name)
+		cur = parent
 	}
 	if len(parts) == 0 {
-		return "/", nil
+		return "/", deleted
 	}
 	for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
 		parts[i], parts[j] = parts[j], parts[i]
 	}
-	return "/" + strings.Join(parts, "/"), nil
+	return "/" + strings.Join(parts, "/"), deleted
 }
 
 // Chdir implements View.
@@ -253,10 +328,15 @@ func (v *Tx) openBackingLocked(n *Node, flags int) (int, error) {
 	var fd int
 	var err error
 	switch {
+	case n.anon:
+		fd, err = reopenSpecial(n.anonFd, flags&^unix.O_NOFOLLOW)
+	case n.hostFd >= 0:
+		// A host directory, even one with a staged copy of its
+		// attributes: its entries are the host's (DESIGN §4.2: names are
+		// virtual; getdents of it is merged when the view changed them).
+		fd, err = unix.Openat(n.hostFd, ".", flags&^unix.O_NOFOLLOW, 0)
 	case n.staged != "":
 		fd, err = unix.Openat(v.stagingFd, n.staged, flags, 0)
-	case n.hostFd >= 0:
-		fd, err = unix.Openat(n.hostFd, ".", flags&^unix.O_NOFOLLOW, 0)
 	case n.hostParent != nil:
 		if flags&unix.O_ACCMODE != unix.O_RDONLY {
 			panic("vfs: host original opened writable")
@@ -380,6 +460,10 @@ func (v *Tx) Listing(c *Caller, dir *Handle) ([]Dirent, bool, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	n := dir.node
+	if n != nil && n.removed {
+		// A removed directory lists nothing, not even "." and "..".
+		return nil, true, nil
+	}
 	if n == nil || !n.isDir() || !n.hasListingChanges() {
 		if n != nil && n.isDir() && n.hostFd >= 0 {
 			v.recordListingLocked(n)
@@ -390,10 +474,10 @@ func (v *Tx) Listing(c *Caller, dir *Handle) ([]Dirent, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	self := n.replayIno
+	self := n.viewIno()
 	parent := self
 	if n.parent != nil {
-		parent = n.parent.replayIno
+		parent = n.parent.viewIno()
 	}
 	out := []Dirent{{Off: 1, Name: ".", Ino: self, Type: unix.DT_DIR}, {Off: 2, Name: "..", Ino: parent, Type: unix.DT_DIR}}
 	for _, e := range ents {
@@ -417,12 +501,14 @@ func cookie(name string) uint64 {
 func (v *Tx) listLocked(n *Node) ([]Dirent, error) {
 	byName := map[string]Dirent{}
 	if !n.opaque && n.hostFd >= 0 {
-		host, err := readHostDir(n.hostFd)
+		host, err := v.hostListLocked(n)
 		if err != nil {
 			return nil, err
 		}
-		v.recordListingLocked(n)
 		for _, e := range host {
+			if k := v.nodes[FileID{Dev: n.host.Dev, Ino: e.Ino}]; k != nil {
+				e.Ino = k.viewIno()
+			}
 			byName[e.Name] = e
 		}
 	}
@@ -431,7 +517,7 @@ func (v *Tx) listLocked(n *Node) ([]Dirent, error) {
 			delete(byName, name)
 			continue
 		}
-		byName[name] = Dirent{Name: name, Ino: e.replayIno, Type: dtype(e.typ)}
+		byName[name] = Dirent{Name: name, Ino: e.viewIno(), Type: dtype(e.typ)}
 	}
 	out := make([]Dirent, 0, len(byName))
 	for _, e := range byName {
@@ -499,20 +585,34 @@ func readHostDir(pathFd int) ([]Dirent, error) {
 // recordListingLocked notes that the transaction read a host directory's
 // listing: a create or remove in it by anyone else conflicts.
 func (v *Tx) recordListingLocked(n *Node) {
-	if n.hostPath == "" || n.passthrough {
-		return
-	}
-	r := v.reads[n.hostPath]
-	if r.listing {
-		return
+	v.hostListLocked(n)
+}
+
+// hostListLocked returns a host directory's entries as the transaction
+// first read them, recording the listing in the read set.
+//
+// Preconditions: v.mu held; n is a host directory.
+func (v *Tx) hostListLocked(n *Node) ([]Dirent, error) {
+	if n.hostList != nil {
+		return n.hostList, nil
 	}
 	ents, err := readHostDir(n.hostFd)
 	if err != nil {
-		return
+		return nil, err
 	}
-	r.exists, r.id, r.typ = true, n.host, n.typ
-	r.listing, r.listingChecksum = true, listingChecksum(ents)
-	v.reads[n.hostPath] = r
+	if ents == nil {
+		ents = []Dirent{}
+	}
+	if !n.passthrough {
+		n.hostList = ents
+		if n.hostPath != "" {
+			r := v.reads[n.hostPath]
+			r.exists, r.id, r.typ = true, n.host, n.typ
+			r.listing, r.listingChecksum = true, listingChecksum(ents)
+			v.reads[n.hostPath] = r
+		}
+	}
+	return ents, nil
 }
 
 func listingChecksum(ents []Dirent) uint64 {

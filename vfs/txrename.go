@@ -8,8 +8,9 @@ import (
 
 // Rename implements View (rename, renameat, renameat2).
 func (v *Tx) Rename(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPath string, flags uint) error {
-	if flags&unix.RENAME_WHITEOUT != 0 {
-		// Whiteouts are overlayfs's business; the view keeps its own.
+	const known = unix.RENAME_NOREPLACE | unix.RENAME_EXCHANGE | unix.RENAME_WHITEOUT
+	if flags&^known != 0 ||
+		flags&unix.RENAME_EXCHANGE != 0 && flags&(unix.RENAME_NOREPLACE|unix.RENAME_WHITEOUT) != 0 {
 		return unix.EINVAL
 	}
 	v.mu.Lock()
@@ -36,6 +37,17 @@ func (v *Tx) Rename(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, new
 
 func (v *Tx) renameLocked(c *Caller, ot, nt target, flags uint) error {
 	src := ot.node
+	// do_renameat2 compares the parents' mounts before anything else.
+	op, np := ot.dir, nt.dir
+	if op == nil {
+		op = ot.node
+	}
+	if np == nil {
+		np = nt.node
+	}
+	if op != nil && np != nil && op.isDir() && np.isDir() && v.mountOfLocked(op) != v.mountOfLocked(np) {
+		return unix.EXDEV
+	}
 	if ot.dir == nil || nt.dir == nil {
 		return unix.EBUSY
 	}
@@ -116,6 +128,10 @@ func (v *Tx) renameLocked(c *Caller, ot, nt target, flags uint) error {
 			return err
 		}
 	}
+	whiteout := flags&unix.RENAME_WHITEOUT != 0
+	if whiteout && !v.whiteoutsLocked(ot.dir) {
+		return unix.EINVAL
+	}
 	oldVPath := childPath(ot.dir.viewPathLocked(), ot.name)
 	newVPath := childPath(nt.dir.viewPathLocked(), nt.name)
 	if exchange {
@@ -137,7 +153,37 @@ func (v *Tx) renameLocked(c *Caller, ot, nt target, flags uint) error {
 	v.setEntryLocked(nt.dir, nt.name, src)
 	v.movedLocked(src, nt.dir, nt.name, ot.dir)
 	v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: oldVPath, Path: newVPath, Ino: src.replayIno})
+	if whiteout {
+		// The whiteout the file system leaves at the old name: a
+		// character device 0:0 of mode 0, owned as any new object.
+		_, err := v.createLocked(c, ot.dir, ot.name, unix.S_IFCHR, func(sname string, perm uint32) error {
+			return unix.Mknodat(v.stagingFd, sname, unix.S_IFCHR, 0)
+		})
+		return err
+	}
 	return nil
+}
+
+// whiteoutsLocked reports whether the file system dir is on supports
+// RENAME_WHITEOUT (the kernel lets each file system refuse it, EINVAL).
+//
+// Preconditions: v.mu held.
+func (v *Tx) whiteoutsLocked(dir *Node) bool {
+	for d := dir; d != nil; d = d.parent {
+		if d.hostFd < 0 {
+			continue
+		}
+		var sfs unix.Statfs_t
+		if unix.Fstatfs(d.hostFd, &sfs) != nil {
+			return false
+		}
+		switch uint32(sfs.Type) {
+		case unix.EXT4_SUPER_MAGIC, unix.TMPFS_MAGIC, unix.XFS_SUPER_MAGIC, unix.BTRFS_SUPER_MAGIC, unix.F2FS_SUPER_MAGIC:
+			return true
+		}
+		return false
+	}
+	return false
 }
 
 // movedLocked records that n is now name in dir, having been in from.

@@ -2,30 +2,113 @@ package vfs
 
 import (
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
 	"txexec/store"
 )
 
-// Open implements View.
-func (v *Tx) Open(c *Caller, at *Handle, path string, how OpenHow) (int, error) {
-	flags := how.Flags
-	if flags&unix.O_TMPFILE == unix.O_TMPFILE {
-		return v.openTmpfile(c, at, path, how)
+// resolveCached is RESOLVE_CACHED (linux/openat2.h), which x/sys/unix lacks.
+const resolveCached = 0x20
+
+// resolveFlags are the RESOLVE_* flags openat2 knows (VALID_RESOLVE_FLAGS).
+const resolveFlags = unix.RESOLVE_NO_XDEV | unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_SYMLINKS |
+	unix.RESOLVE_BENEATH | unix.RESOLVE_IN_ROOT | resolveCached
+
+// oTmpfileBit is __O_TMPFILE (O_TMPFILE without O_DIRECTORY).
+const oTmpfileBit = unix.O_TMPFILE &^ unix.O_DIRECTORY
+
+// checkResolve validates openat2's resolve field as build_open_flags does.
+func checkResolve(how OpenHow) error {
+	r := how.Resolve
+	if r&^resolveFlags != 0 {
+		return unix.EINVAL
 	}
-	creating := flags&unix.O_CREAT != 0
-	follow := flags&unix.O_NOFOLLOW == 0 && !(creating && flags&unix.O_EXCL != 0)
-	if how.Resolve != 0 {
-		// RESOLVE_* restrict the walk; only the host walks them.
-		return -1, unix.ENOSYS
+	if r&unix.RESOLVE_BENEATH != 0 && r&unix.RESOLVE_IN_ROOT != 0 {
+		return unix.EINVAL
 	}
-	return with(v, c, at, path, follow, false,
-		func(hat *Handle, hp string) (int, error) { return v.host.Open(c, hat, hp, how) },
-		func(t target) (int, error) { return v.openLocked(c, t, how) })
+	// RESOLVE_CACHED: "the lookup must be served from the dentry cache";
+	// the view's walk never does I/O the caller could wait for, so only
+	// the calls that could never be served that way fail.
+	if r&resolveCached != 0 && how.Flags&(unix.O_TRUNC|unix.O_CREAT|oTmpfileBit) != 0 {
+		return unix.EAGAIN
+	}
+	return nil
 }
 
-func (v *Tx) openLocked(c *Caller, t target, how OpenHow) (int, error) {
+// Open implements View.
+func (v *Tx) Open(c *Caller, at *Handle, path string, how OpenHow) (int, error) {
+	if err := checkResolve(how); err != nil {
+		return -1, err
+	}
+	flags := how.Flags
+	tmpfile := flags&oTmpfileBit != 0
+	creating := flags&unix.O_CREAT != 0 && !tmpfile
+	follow := flags&unix.O_NOFOLLOW == 0 && !(creating && flags&unix.O_EXCL != 0)
+	v.mu.Lock()
+	t, err := v.resolveHowLocked(c, at, path, follow, false, how.Resolve)
+	if err != nil {
+		v.mu.Unlock()
+		return -1, err
+	}
+	if t.pass {
+		v.mu.Unlock()
+		return v.openHost(c, t, how)
+	}
+	var o opened
+	if tmpfile {
+		o.fd, o.special = -1, -1
+		o.fd, err = v.openTmpfileLocked(c, t, how)
+	} else {
+		o, err = v.openLocked(c, t, how)
+	}
+	v.mu.Unlock()
+	if err != nil || o.special < 0 {
+		return o.fd, err
+	}
+	// A FIFO or device is opened without v.mu: opening a FIFO waits for
+	// its other end, which another process of the transaction opens.
+	defer unix.Close(o.special)
+	return reopenSpecial(o.special, o.flags)
+}
+
+// openHost opens a path the view handed to the host. When the view's own
+// walk led into a passthrough subtree, the host continues from an absolute
+// path, so a RESOLVE_BENEATH or RESOLVE_IN_ROOT walk (which the view already
+// kept inside its root) must not be scoped again; magic links stay refused,
+// with EXDEV as nd_jump_link refuses them in a scoped walk.
+func (v *Tx) openHost(c *Caller, t target, how OpenHow) (int, error) {
+	scoped := how.Resolve&(unix.RESOLVE_BENEATH|unix.RESOLVE_IN_ROOT) != 0
+	if !t.viaWalk || !scoped {
+		return v.host.Open(c, t.hostAt, t.hostPath, how)
+	}
+	how.Resolve = how.Resolve&^(unix.RESOLVE_BENEATH|unix.RESOLVE_IN_ROOT) | unix.RESOLVE_NO_MAGICLINKS
+	fd, err := v.host.Open(c, t.hostAt, t.hostPath, how)
+	if err == unix.ELOOP {
+		err = unix.EXDEV
+	}
+	return fd, err
+}
+
+// opened is what openLocked gives back: a descriptor for the caller, or an
+// O_PATH descriptor on a FIFO or device (special) to reopen with flags once
+// v.mu is released.
+type opened struct {
+	fd, special int
+	flags       int
+}
+
+func (v *Tx) openLocked(c *Caller, t target, how OpenHow) (opened, error) {
+	o := opened{fd: -1, special: -1}
+	fd, err := v.openNodeLocked(c, t, how, &o)
+	o.fd = fd
+	return o, err
+}
+
+// openNodeLocked opens the resolved target; for a FIFO or device it fills
+// o.special instead.
+func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, error) {
 	flags := how.Flags
 	acc := flags & unix.O_ACCMODE
 	n := t.node
@@ -74,7 +157,7 @@ func (v *Tx) openLocked(c *Caller, t target, how OpenHow) (int, error) {
 		return -1, err
 	}
 	if flags&unix.O_PATH != 0 {
-		return v.openPathLocked(c, n, a)
+		return v.openPathLocked(c, t, n, a)
 	}
 	var want uint32
 	if acc == unix.O_RDONLY || acc == unix.O_RDWR {
@@ -97,7 +180,15 @@ func (v *Tx) openLocked(c *Caller, t target, how OpenHow) (int, error) {
 			v.recordMetaLocked(n, &unix.Stat_t{Mode: a.mode, Uid: a.uid, Gid: a.gid})
 			return v.openBackingLocked(n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOATIME)
 		}
-		return v.openSpecialLocked(n, passFlags)
+		if err := v.shadowFifoLocked(n, t); err != nil {
+			return -1, err
+		}
+		sp, err := v.openSpecialLocked(n)
+		if err != nil {
+			return -1, err
+		}
+		o.special, o.flags = sp, passFlags
+		return -1, nil
 	}
 	if writes {
 		if err := v.roCheckLocked(n); err != nil {
@@ -138,7 +229,7 @@ func (v *Tx) openLocked(c *Caller, t target, how OpenHow) (int, error) {
 // the backing object does everything an O_PATH one does (fstat, *at dirfd,
 // fchdir, /proc/self/fd/N) — and more, so it is given only to a caller who
 // may read the object; others get EACCES (docs/semantics.md).
-func (v *Tx) openPathLocked(c *Caller, n *Node, a attrs) (int, error) {
+func (v *Tx) openPathLocked(c *Caller, t target, n *Node, a attrs) (int, error) {
 	if err := permission(c, a, mayRead); err != nil {
 		return -1, err
 	}
@@ -148,55 +239,116 @@ func (v *Tx) openPathLocked(c *Caller, n *Node, a attrs) (int, error) {
 	case unix.S_IFREG:
 		return v.openBackingLocked(n, unix.O_RDONLY|unix.O_NOATIME)
 	case unix.S_IFIFO:
-		return v.openSpecialLocked(n, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC)
+		if err := v.shadowFifoLocked(n, t); err != nil {
+			return -1, err
+		}
+		sp, err := v.openSpecialLocked(n)
+		if err != nil {
+			return -1, err
+		}
+		defer unix.Close(sp)
+		return reopenSpecial(sp, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC)
 	}
 	return -1, unix.ENXIO
 }
 
-// openSpecialLocked opens a FIFO or device node itself.
-func (v *Tx) openSpecialLocked(n *Node, flags int) (int, error) {
+// shadowFifoLocked gives a host FIFO its staged twin before it is opened
+// (see copyUpLocked).
+func (v *Tx) shadowFifoLocked(n *Node, t target) error {
+	if n.typ != unix.S_IFIFO || n.staged != "" {
+		return nil
+	}
+	path, err := v.pathOfLocked(t)
+	if err != nil {
+		return err
+	}
+	return v.copyUpLocked(n, path)
+}
+
+// openSpecialLocked returns an O_PATH descriptor on a FIFO or device node
+// itself, for reopenSpecial.
+func (v *Tx) openSpecialLocked(n *Node) (int, error) {
+	const flags = unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	if n.staged != "" {
 		return unix.Openat(v.stagingFd, n.staged, flags, 0)
 	}
-	return unix.Openat(n.hostParent.hostFd, n.hostName, flags|unix.O_NOFOLLOW, 0)
+	if n.hostParent == nil {
+		return -1, unix.ESTALE
+	}
+	fd, err := unix.Openat(n.hostParent.hostFd, n.hostName, flags, 0)
+	if err != nil {
+		return -1, v.hostChanged(n.hostPath, err)
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || idOf(&st) != n.host {
+		unix.Close(fd)
+		return -1, v.hostChanged(n.hostPath, unix.ESTALE)
+	}
+	return fd, nil
 }
 
-// openTmpfile serves O_TMPFILE: an unnamed staged file, which linkat can
-// later give a name in the view.
-func (v *Tx) openTmpfile(c *Caller, at *Handle, path string, how OpenHow) (int, error) {
-	return with(v, c, at, path, true, false,
-		func(hat *Handle, hp string) (int, error) { return v.host.Open(c, hat, hp, how) },
-		func(t target) (int, error) {
-			dir := t.node
-			if dir == nil {
-				return -1, unix.ENOENT
-			}
-			if !dir.isDir() {
-				return -1, unix.ENOTDIR
-			}
-			da, err := v.attrsLocked(dir)
-			if err != nil {
-				return -1, err
-			}
-			if err := permission(c, da, mayWrite|mayExec); err != nil {
-				return -1, err
-			}
-			uid, gid, mode := newOwner(c, da, unix.S_IFREG|how.Mode&^c.Umask&0o7777)
-			fd, err := unix.Openat(v.stagingFd, ".", int(how.Flags&^unix.O_CREAT)|unix.O_CLOEXEC, mode&0o7777)
-			if err != nil {
-				return -1, err
-			}
-			unix.Fchown(fd, int(uid), int(gid))
-			unix.Fchmod(fd, mode&0o7777)
-			var st unix.Stat_t
-			if err := unix.Fstat(fd, &st); err != nil {
-				unix.Close(fd)
-				return -1, err
-			}
-			n := &Node{typ: unix.S_IFREG, hostFd: -1, anon: true, stagedID: idOf(&st), replayIno: st.Ino}
-			v.nodes[n.stagedID] = n
-			return fd, nil
-		})
+// reopenSpecial opens the FIFO or device an O_PATH descriptor refers to,
+// through its /proc magic link (which opens the object anew). It may block:
+// opening a FIFO waits for the other end.
+func reopenSpecial(pathFd, flags int) (int, error) {
+	p := "/proc/self/fd/" + strconv.Itoa(pathFd)
+	for {
+		fd, err := unix.Open(p, flags&^unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+// openTmpfileLocked serves O_TMPFILE: an unnamed staged file, which linkat
+// can later give a name in the view.
+func (v *Tx) openTmpfileLocked(c *Caller, t target, how OpenHow) (int, error) {
+	dir := t.node
+	if dir == nil {
+		return -1, unix.ENOENT
+	}
+	if !dir.isDir() {
+		return -1, unix.ENOTDIR
+	}
+	if how.Flags&unix.O_ACCMODE == unix.O_RDONLY {
+		return -1, unix.EINVAL
+	}
+	da, err := v.attrsLocked(dir)
+	if err != nil {
+		return -1, err
+	}
+	if err := permission(c, da, mayWrite|mayExec); err != nil {
+		return -1, err
+	}
+	if err := v.roCheckLocked(dir); err != nil {
+		return -1, err
+	}
+	uid, gid, mode := newOwner(c, da, unix.S_IFREG|how.Mode&^c.Umask&0o7777)
+	fd, err := unix.Openat(v.stagingFd, ".", int(how.Flags&^unix.O_CREAT)|unix.O_CLOEXEC, mode&0o7777)
+	if err != nil {
+		return -1, err
+	}
+	if err := unix.Fchown(fd, int(uid), int(gid)); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	if err := unix.Fchmod(fd, mode&0o7777); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	afd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(fd), unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	n := &Node{typ: unix.S_IFREG, hostFd: -1, anon: true, anonFd: afd, tmpDir: dir, stagedID: idOf(&st), replayIno: st.Ino}
+	v.nodes[n.stagedID] = n
+	return fd, nil
 }
 
 // mayCreateLocked checks creating name in dir (Linux's may_create).
@@ -384,7 +536,7 @@ func (v *Tx) removableDirLocked(c *Caller, n, parent *Node) error {
 // detachDirLocked takes directory n out of the view.
 func (v *Tx) detachDirLocked(n, parent *Node) {
 	n.removed = true
-	n.parent = nil
+	n.parent, n.removedFrom = nil, parent
 	v.linkCountLocked(parent, -1)
 }
 
@@ -413,30 +565,44 @@ func (v *Tx) Link(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPa
 	if n == nil {
 		return unix.ENOENT
 	}
-	if n.isDir() {
-		return unix.EPERM
-	}
+	// do_linkat's order: the new name, the mounts, protected_hardlinks,
+	// then vfs_link's may_create and its refusal of directories.
 	if nt.node != nil || nt.dir == nil {
 		return unix.EEXIST
 	}
 	if nt.slash {
 		return unix.ENOENT
 	}
-	if err := v.mayCreateLocked(c, nt.dir, nt.name); err != nil {
-		return err
+	if old.magic && !n.isDir() && v.magicLinkatRefusedLocked() {
+		return unix.EXDEV
+	}
+	if od := old.dir; od != nil || n.locDir != nil {
+		if od == nil {
+			od = n.locDir
+		}
+		if v.mountOfLocked(od) != v.mountOfLocked(nt.dir) {
+			return unix.EXDEV
+		}
 	}
 	if err := v.mayLinkLocked(c, n); err != nil {
 		return err
 	}
+	if err := v.mayCreateLocked(c, nt.dir, nt.name); err != nil {
+		return err
+	}
+	if n.isDir() {
+		return unix.EPERM
+	}
 	newVPath := childPath(nt.dir.viewPathLocked(), nt.name)
 	if n.anon {
 		// An O_TMPFILE gets its first name: it becomes a staged object.
+		// (An O_EXCL one cannot: the kernel refuses the link, ENOENT.)
 		sname := v.newStagedNameLocked()
-		tmp := "/proc/self/fd/" + strconv.Itoa(oldAt.fd)
-		if err := unix.Linkat(unix.AT_FDCWD, tmp, v.stagingFd, sname, unix.AT_SYMLINK_FOLLOW); err != nil {
+		if err := unix.Linkat(n.anonFd, "", v.stagingFd, sname, unix.AT_EMPTY_PATH); err != nil {
 			return err
 		}
-		n.anon = false
+		unix.Close(n.anonFd)
+		n.anon, n.anonFd = false, -1
 		n.staged = sname
 		n.locDir, n.locName = nt.dir, nt.name
 		v.setEntryLocked(nt.dir, nt.name, n)
@@ -447,6 +613,12 @@ func (v *Tx) Link(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPa
 	if err != nil {
 		return err
 	}
+	if n.staged == "" {
+		// A host original with another name now: commit must keep its
+		// identity (hard-link groups stay groups), so a later copy-up
+		// writes back into it rather than replacing one name.
+		n.inPlace = true
+	}
 	v.setEntryLocked(nt.dir, nt.name, n)
 	v.linkCountLocked(n, +1)
 	if n.locDir == nil {
@@ -454,6 +626,35 @@ func (v *Tx) Link(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPa
 	}
 	v.journalLocked(store.RedoOp{Kind: store.OpLink, Src: oldVPath, Path: newVPath, Ino: n.replayIno})
 	return nil
+}
+
+// magicLinkat is whether this kernel refuses linkat(AT_SYMLINK_FOLLOW)
+// through a /proc/PID/fd/N magic link to a file (EXDEV), as 6.18 does,
+// probed once in the staging area.
+var magicLinkat struct {
+	once    sync.Once
+	refused bool
+}
+
+// magicLinkatRefusedLocked reports magicLinkat.refused.
+//
+// Preconditions: v.mu held.
+func (v *Tx) magicLinkatRefusedLocked() bool {
+	magicLinkat.once.Do(func() {
+		const a, b = "probe-linkat-a", "probe-linkat-b"
+		fd, err := unix.Openat(v.stagingFd, a, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return
+		}
+		defer unix.Close(fd)
+		defer unix.Unlinkat(v.stagingFd, a, 0)
+		err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), v.stagingFd, b, unix.AT_SYMLINK_FOLLOW)
+		if err == nil {
+			unix.Unlinkat(v.stagingFd, b, 0)
+		}
+		magicLinkat.refused = err == unix.EXDEV
+	})
+	return magicLinkat.refused
 }
 
 // mayLinkLocked applies fs.protected_hardlinks: a user who does not own a

@@ -25,23 +25,63 @@ type resolved struct {
 	// host path to hand to the host view.
 	pass     bool
 	passPath string
+	// magic: the final object was reached through a /proc magic link.
+	magic bool
 }
+
+// walkState is what one path resolution carries across the symlinks it
+// follows: the count of links, and openat2's RESOLVE_* restrictions.
+type walkState struct {
+	links int
+	// resolve are openat2's RESOLVE_* flags (0 for every other call).
+	resolve uint64
+	// scope is the root of a RESOLVE_BENEATH or RESOLVE_IN_ROOT walk: the
+	// directory the walk started from.
+	scope *Node
+	// started is set once the walk began; later absolute paths are
+	// symlink targets (nd_jump_root rather than path_init).
+	started bool
+	// rootSet mirrors Linux's nd->root being set: by an absolute path, a
+	// scoped walk or a "..". RESOLVE_NO_XDEV refuses an absolute symlink
+	// while it is unset (the kernel compares against a NULL root mount).
+	rootSet bool
+}
+
+func (ws *walkState) has(flag uint64) bool { return ws.resolve&flag != 0 }
 
 // walkLocked resolves path for c from start (relative paths) or c's root
 // (absolute ones), as Linux's path walk: search permission on every
 // directory, "." and "..", symlinks (followed in the middle always, at the
-// end when followFinal or the path ends in "/"), at most maxSymlinks.
+// end when followFinal or the path ends in "/"), at most maxSymlinks, and
+// openat2's RESOLVE_* restrictions.
 //
 // Preconditions: v.mu held.
-func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, links *int) (resolved, error) {
+func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, ws *walkState) (resolved, error) {
 	if path == "" {
 		return resolved{}, unix.ENOENT
 	}
 	root := v.rootOf(c)
+	if ws.scope != nil {
+		root = ws.scope
+		ws.rootSet = true
+	}
 	cur := start
 	if path[0] == '/' {
+		if ws.started {
+			// A symlink to an absolute path (nd_jump_root).
+			if ws.has(unix.RESOLVE_BENEATH) {
+				return resolved{}, unix.EXDEV
+			}
+			if ws.has(unix.RESOLVE_NO_XDEV) && (!ws.rootSet || v.mountOfLocked(cur) != v.mountOfLocked(root)) {
+				return resolved{}, unix.EXDEV
+			}
+		} else if ws.has(unix.RESOLVE_BENEATH) {
+			return resolved{}, unix.EXDEV
+		}
+		ws.rootSet = true
 		cur = root
 	}
+	ws.started = true
 	comps := splitPath(path)
 	slash := strings.HasSuffix(path, "/")
 	if len(comps) == 0 {
@@ -53,7 +93,7 @@ func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, l
 			return resolved{}, unix.ENOTDIR
 		}
 		if cur.passthrough && comp != "." && comp != ".." {
-			return v.passLocked(c, cur, comps[i:], slash, followFinal, links)
+			return v.passLocked(c, cur, comps[i:], slash, followFinal, ws)
 		}
 		a, err := v.attrsLocked(cur)
 		if err != nil {
@@ -69,7 +109,15 @@ func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, l
 			}
 			continue
 		case "..":
-			if cur != root && cur.parent != nil {
+			ws.rootSet = true
+			if cur == root {
+				if ws.has(unix.RESOLVE_BENEATH) {
+					return resolved{}, unix.EXDEV
+				}
+			} else if cur.parent != nil {
+				if ws.has(unix.RESOLVE_NO_XDEV) && v.mountOfLocked(cur.parent) != v.mountOfLocked(cur) {
+					return resolved{}, unix.EXDEV
+				}
 				cur = cur.parent
 			}
 			if last {
@@ -90,9 +138,15 @@ func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, l
 		if err != nil {
 			return resolved{}, err
 		}
+		if child.isDir() && ws.has(unix.RESOLVE_NO_XDEV) && v.mountOfLocked(child) != v.mountOfLocked(cur) {
+			return resolved{}, unix.EXDEV
+		}
 		if child.typ == unix.S_IFLNK && (!last || followFinal || slash) {
-			*links++
-			if *links > maxSymlinks {
+			if ws.has(unix.RESOLVE_NO_SYMLINKS) {
+				return resolved{}, unix.ELOOP
+			}
+			ws.links++
+			if ws.links > maxSymlinks {
 				return resolved{}, unix.ELOOP
 			}
 			target, err := v.readlinkLocked(child)
@@ -109,7 +163,7 @@ func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, l
 			if rest != "" {
 				target = strings.TrimSuffix(target, "/") + "/" + rest
 			}
-			return v.walkLocked(c, cur, target, followFinal, links)
+			return v.walkLocked(c, cur, target, followFinal, ws)
 		}
 		if last {
 			return resolved{dir: cur, name: comp, node: child, slash: slash}, nil
@@ -119,19 +173,46 @@ func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, l
 	return resolved{node: cur}, nil
 }
 
+// mountOfLocked identifies the mount a directory of the view is on: a host
+// directory's own (the mount's root for a mount point), else its parent's
+// (a directory made in the transaction is never a mount point).
+//
+// Preconditions: v.mu held; n is a directory.
+func (v *Tx) mountOfLocked(n *Node) uint64 {
+	for d := n; d != nil; d = d.parent {
+		if d.hostFd < 0 {
+			continue
+		}
+		if !d.mntSet {
+			var stx unix.Statx_t
+			if err := unix.Statx(d.hostFd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx); err == nil && stx.Mask&unix.STATX_MNT_ID != 0 {
+				d.mnt = stx.Mnt_id
+			} else {
+				d.mnt = d.host.Dev
+			}
+			d.mntSet = true
+		}
+		return d.mnt
+	}
+	return 0
+}
+
 // passLocked hands the rest of a path inside a passthrough subtree to the
 // host. "..", which could climb back out of the subtree, is resolved
 // lexically: a path that leaves the subtree is walked again in the view.
-func (v *Tx) passLocked(c *Caller, dir *Node, rest []string, slash, followFinal bool, links *int) (resolved, error) {
+func (v *Tx) passLocked(c *Caller, dir *Node, rest []string, slash, followFinal bool, ws *walkState) (resolved, error) {
 	full := filepath.Clean(dir.hostPath + "/" + strings.Join(rest, "/"))
-	if r, ok, err := v.magicLocked(c, full, slash, followFinal, links); ok || err != nil {
+	if r, ok, err := v.magicLocked(c, full, slash, followFinal, ws); ok || err != nil {
 		return r, err
 	}
 	if full != dir.hostPath && !strings.HasPrefix(full, dir.hostPath+"/") {
 		if slash {
 			full += "/"
 		}
-		return v.walkLocked(c, v.root, full, followFinal, links)
+		if ws.has(unix.RESOLVE_NO_XDEV) {
+			return resolved{}, unix.EXDEV // ".." out of the mount
+		}
+		return v.walkLocked(c, v.root, full, followFinal, ws)
 	}
 	if slash {
 		full += "/"
@@ -172,6 +253,18 @@ func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	var err error
 	switch {
+	case n.anon:
+		err = unix.Fstat(n.anonFd, &st)
+	case n.staged != "" && n.isDir() && n.hostFd >= 0:
+		// A host directory keeps its identity, size and link count; its
+		// staged copy holds only the attributes the transaction changed.
+		var sst unix.Stat_t
+		if err = unix.Fstatat(v.stagingFd, n.staged, &sst, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+			if err = unix.Fstat(n.hostFd, &st); err == nil {
+				st.Mode, st.Uid, st.Gid = sst.Mode, sst.Uid, sst.Gid
+				st.Atim, st.Mtim, st.Ctim = sst.Atim, sst.Mtim, sst.Ctim
+			}
+		}
 	case n.staged != "":
 		err = unix.Fstatat(v.stagingFd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW)
 	case n.hostFd >= 0:
@@ -193,7 +286,7 @@ func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
 	if n.changed != nil {
 		st.Mtim, st.Ctim = *n.changed, *n.changed
 	}
-	if n.staged == "" {
+	if n.staged == "" && !n.anon {
 		v.recordMetaLocked(n, &st)
 	}
 	return st, nil
@@ -202,14 +295,14 @@ func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
 // attrsLocked returns n's permission attributes, from the cache for host
 // originals.
 func (v *Tx) attrsLocked(n *Node) (attrs, error) {
-	if n.staged == "" && n.attrSet {
+	if n.staged == "" && !n.anon && n.attrSet {
 		return n.attr, nil
 	}
 	st, err := v.statLocked(n)
 	if err != nil {
 		return attrs{}, err
 	}
-	if n.staged == "" {
+	if n.staged == "" && !n.anon {
 		n.attr, n.attrSet = attrsOf(&st), true
 	}
 	return attrsOf(&st), nil
@@ -220,7 +313,7 @@ func (v *Tx) attrsLocked(n *Node) (attrs, error) {
 // of the view they stand for. The kernel would follow them to the backing
 // objects, which would let a chmod through /proc/self/fd/N (as glibc's
 // fchmodat does) reach a host original.
-func (v *Tx) magicLocked(c *Caller, full string, slash, followFinal bool, links *int) (resolved, bool, error) {
+func (v *Tx) magicLocked(c *Caller, full string, slash, followFinal bool, ws *walkState) (resolved, bool, error) {
 	tg := strconv.Itoa(c.Tgid)
 	var rest string
 	found := false
@@ -262,18 +355,26 @@ func (v *Tx) magicLocked(c *Caller, full string, slash, followFinal bool, links 
 	if n == nil {
 		return resolved{}, false, nil
 	}
-	*links++
-	if *links > maxSymlinks {
+	// nd_jump_link's checks, in its order.
+	switch {
+	case ws.has(unix.RESOLVE_NO_MAGICLINKS | unix.RESOLVE_NO_SYMLINKS):
+		return resolved{}, true, unix.ELOOP
+	case ws.has(unix.RESOLVE_NO_XDEV), ws.scope != nil:
+		// The walk is inside /proc, another mount than any view object.
+		return resolved{}, true, unix.EXDEV
+	}
+	ws.links++
+	if ws.links > maxSymlinks {
 		return resolved{}, true, unix.ELOOP
 	}
 	if len(tail) == 0 {
-		return resolved{node: n, slash: slash}, true, nil
+		return resolved{node: n, slash: slash, magic: true}, true, nil
 	}
 	p := strings.Join(tail, "/")
 	if slash {
 		p += "/"
 	}
-	r, err := v.walkLocked(c, n, p, followFinal, links)
+	r, err := v.walkLocked(c, n, p, followFinal, ws)
 	return r, true, err
 }
 

@@ -8,6 +8,7 @@
 //	-n N  iterations          -s  SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP
 //	-c    reply CONTINUE       -m  native fstatat, no filter
 //	-p    pin both to CPU 0    -v  also SECCOMP_IOCTL_NOTIF_ID_VALID
+//	-o    open+close (openat trapped, answered with ADDFD+SEND)
 //	-f P  absolute path to stat (default "/")
 package floor
 

@@ -22,6 +22,9 @@ var modes = []struct {
 	{"notify-pinned", []string{"-p"}},
 	{"notify-syncwake-pinned", []string{"-s", "-p"}},
 	{"notify-continue-pinned", []string{"-c", "-p"}},
+	{"open-native", []string{"-o", "-m"}},
+	{"open-notify-addfd-syncwake", []string{"-o", "-s"}},
+	{"open-notify-addfd-syncwake-pinned", []string{"-o", "-s", "-p"}},
 }
 
 func TestFloorModes(t *testing.T) {
@@ -81,3 +84,7 @@ func BenchmarkBareNotifyContinue(b *testing.B) { benchFloor(b, "-c") }
 func BenchmarkBareNotifyStatPinned(b *testing.B)         { benchFloor(b, "-p") }
 func BenchmarkBareNotifyStatSyncWakePinned(b *testing.B) { benchFloor(b, "-s", "-p") }
 func BenchmarkBareNotifyContinuePinned(b *testing.B)     { benchFloor(b, "-c", "-p") }
+
+// BenchmarkBareNotifyOpenSyncWake: open+close with openat trapped and
+// answered by installing the supervisor's descriptor (ADDFD with SEND).
+func BenchmarkBareNotifyOpenSyncWake(b *testing.B) { benchFloor(b, "-o", "-s") }

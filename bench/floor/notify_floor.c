@@ -13,14 +13,21 @@
 // performs the stat itself, writes the struct stat back with process_vm_writev
 // and replies val=0 (emulate, never CONTINUE) -- unless -c is given.
 //
-// Usage: notify_floor [-n N] [-s] [-c] [-m] [-p] [-v] [-f path]
+// With -o the call is open(path, O_RDONLY) + close instead: openat is
+// trapped, and the supervisor opens the file itself and installs the
+// descriptor in the child with SECCOMP_IOCTL_NOTIF_ADDFD and
+// SECCOMP_ADDFD_FLAG_SEND (the reply is the new descriptor), as txexec does
+// for every open; close is not trapped.
+//
+// Usage: notify_floor [-n N] [-s] [-c] [-m] [-p] [-v] [-o] [-f path]
 //   -n N     timed iterations (default 10000)
 //   -s       SECCOMP_IOCTL_NOTIF_SET_FLAGS(SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 //   -c       reply SECCOMP_USER_NOTIF_FLAG_CONTINUE instead of emulating
 //   -m       native mode: no filter, no supervisor; just time fstatat
 //   -p       pin supervisor and child to CPU 0 (sched_setaffinity)
 //   -v       also do SECCOMP_IOCTL_NOTIF_ID_VALID after reading child memory
-//   -f path  absolute path to stat (default "/")
+//   -o       time open+close (ADDFD|SEND) instead of fstatat
+//   -f path  absolute path to stat or open (default "/")
 //
 // Output (stdout, one line): ns_per_call=<float>
 // Any failure: message on stderr, exit status != 0.
@@ -60,6 +67,12 @@
 #endif
 #ifndef SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV
 #define SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (1UL << 5)
+#endif
+#ifndef SECCOMP_ADDFD_FLAG_SEND
+#define SECCOMP_ADDFD_FLAG_SEND (1UL << 1)
+#endif
+#ifndef SECCOMP_IOCTL_NOTIF_ADDFD
+#define SECCOMP_IOCTL_NOTIF_ADDFD SECCOMP_IOW(3, struct seccomp_notif_addfd)
 #endif
 #ifndef SECCOMP_USER_NOTIF_FLAG_CONTINUE
 #define SECCOMP_USER_NOTIF_FLAG_CONTINUE (1UL << 0)
@@ -102,27 +115,42 @@ static void pin_cpu0(void) {
 		die("sched_setaffinity(CPU 0)");
 }
 
+// open_mode is -o: the timed call is open+close, the trapped one openat.
+static int open_mode;
+
+static int one_call(const char *path) {
+	if (open_mode) {
+		int fd = openat(AT_FDCWD, path, O_RDONLY);
+		if (fd < 0)
+			return -1;
+		close(fd);
+		return 0;
+	}
+	struct stat st;
+	return fstatat(AT_FDCWD, path, &st, 0);
+}
+
 // Timed loop shared by native mode and the child. Returns ns per call.
 static double time_stat(const char *path, long n) {
-	struct stat st;
 	for (int i = 0; i < WARMUP; i++)
-		if (fstatat(AT_FDCWD, path, &st, 0) != 0)
+		if (one_call(path) != 0)
 			return -1;
 	uint64_t t0 = now_ns();
 	for (long i = 0; i < n; i++)
-		if (fstatat(AT_FDCWD, path, &st, 0) != 0)
+		if (one_call(path) != 0)
 			return -1;
 	uint64_t t1 = now_ns();
 	return (double)(t1 - t0) / (double)n;
 }
 
 static int install_filter(void) {
+	const unsigned trapped = open_mode ? __NR_openat : __NR_newfstatat;
 	struct sock_filter insns[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, FLOOR_AUDIT_ARCH, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_newfstatat, 0, 1),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, trapped, 0, 1),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
@@ -200,8 +228,7 @@ static void child_main(int sock, const char *path, long n) {
 	if (read(sock, &go, 1) != 1) // wait until the supervisor is ready
 		_exit(13);
 	result = time_stat(path, n);
-	struct stat st;
-	(void)fstatat(AT_FDCWD, SENTINEL, &st, 0); // tell the supervisor we're done
+	(void)one_call(SENTINEL); // tell the supervisor we're done
 	if (write(sock, &result, sizeof(result)) != (ssize_t)sizeof(result))
 		_exit(14);
 	_exit(result > 0 ? 0 : 15);
@@ -238,7 +265,7 @@ static void on_sigchld(int sig) {
 
 static int usage(void) {
 	fprintf(stderr,
-	        "usage: notify_floor [-n N] [-s] [-c] [-m] [-p] [-v] [-f path]\n");
+	        "usage: notify_floor [-n N] [-s] [-c] [-m] [-p] [-v] [-o] [-f path]\n");
 	return 2;
 }
 
@@ -247,7 +274,7 @@ int main(int argc, char **argv) {
 	int sync_wake = 0, cont = 0, native = 0, pin = 0, id_valid = 0;
 	const char *path = "/";
 	int opt;
-	while ((opt = getopt(argc, argv, "n:scmpvf:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:scmpvof:")) != -1) {
 		switch (opt) {
 		case 'n': {
 			char *end;
@@ -262,6 +289,7 @@ int main(int argc, char **argv) {
 		case 'm': native = 1; break;
 		case 'p': pin = 1; break;
 		case 'v': id_valid = 1; break;
+		case 'o': open_mode = 1; break;
 		case 'f': path = optarg; break;
 		default: return usage();
 		}
@@ -286,7 +314,7 @@ int main(int argc, char **argv) {
 	if (native) {
 		double ns = time_stat(path, n);
 		if (ns <= 0)
-			die("fstatat");
+			die(open_mode ? "open" : "fstatat");
 		printf("ns_per_call=%.2f\n", ns);
 		return 0;
 	}
@@ -359,7 +387,7 @@ int main(int argc, char **argv) {
 		int dirfd = (int)d->args[0];
 		int flags = (int)d->args[3];
 		int r = -ENOSYS;
-		if (d->nr == __NR_newfstatat)
+		if (d->nr == __NR_newfstatat || d->nr == __NR_openat)
 			r = read_child_path(req->pid, d->args[1], pathbuf, sizeof(pathbuf));
 		if (r == 0 && strcmp(pathbuf, SENTINEL) == 0) {
 			resp->error = -ENOENT;
@@ -367,8 +395,34 @@ int main(int argc, char **argv) {
 		} else if (r == 0 && cont) {
 			resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 			served++;
-		} else if (r == 0 && dirfd == AT_FDCWD && pathbuf[0] == '/' &&
-		           !(flags & AT_EMPTY_PATH)) {
+		} else if (r == 0 && d->nr == __NR_openat && dirfd == AT_FDCWD &&
+		           pathbuf[0] == '/') {
+			// Emulate: open here, install the descriptor in the child;
+			// with SEND the ADDFD is also the reply.
+			int oflags = (int)d->args[2];
+			if (id_valid &&
+			    ioctl(lfd, SECCOMP_IOCTL_NOTIF_ID_VALID, &req->id) != 0)
+				continue;
+			served++;
+			int fd = openat(AT_FDCWD, pathbuf, oflags | O_CLOEXEC, (mode_t)d->args[3]);
+			if (fd < 0) {
+				resp->error = -errno;
+			} else {
+				struct seccomp_notif_addfd a = {
+					.id = req->id,
+					.flags = SECCOMP_ADDFD_FLAG_SEND,
+					.srcfd = (__u32)fd,
+					.newfd_flags = (__u32)(oflags & O_CLOEXEC),
+				};
+				int got = ioctl(lfd, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
+				int e = errno;
+				close(fd);
+				if (got >= 0 || e == ENOENT || e == EINTR)
+					continue; // replied, or the child is gone
+				resp->error = -e;
+			}
+		} else if (r == 0 && d->nr == __NR_newfstatat && dirfd == AT_FDCWD &&
+		           pathbuf[0] == '/' && !(flags & AT_EMPTY_PATH)) {
 			// Emulate: do the stat here, copy the result into the child.
 			struct stat st;
 			if (id_valid &&
@@ -419,8 +473,8 @@ int main(int argc, char **argv) {
 		fail("supervisor never saw the end-of-run sentinel");
 	if (served != n + WARMUP) {
 		fprintf(stderr,
-		        "notify_floor: expected %ld notified fstatat calls, served %ld "
-		        "(+%ld other); does fstatat use newfstatat here?\n",
+		        "notify_floor: expected %ld notified calls, served %ld "
+		        "(+%ld other); does fstatat use newfstatat (open openat) here?\n",
 		        n + WARMUP, served, other);
 		return 2;
 	}

@@ -54,6 +54,9 @@ func run(args []string) int {
 		fmt.Print(usage)
 		return 0
 	}
+	if status, ok := runSubcommand(args); ok {
+		return status
+	}
 	o, err := parseRun(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "txexec: %v\n", err)
@@ -149,7 +152,17 @@ func runCommand(o *options) (int, error) {
 			return 0, err
 		}
 		defer done()
-		return supervise(k, path, o.argv)
+		a, err := newAttempt(o, 0 /* no transaction */)
+		if err != nil {
+			return 0, err
+		}
+		status, err := supervise(k, path, o.argv, a)
+		if err != nil {
+			a.discard()
+			return 0, err
+		}
+		a.committed()
+		return status, nil
 	}
 	st, err := openStore(o)
 	if err != nil {
@@ -159,7 +172,7 @@ func runCommand(o *options) (int, error) {
 	m := &txn.Manager{Store: st, Host: host, Durable: o.durable, Excludes: o.excludes}
 	cwd, _ := os.Getwd()
 	for attempt := 0; ; attempt++ {
-		t, err := m.Begin(o.argv, cwd)
+		t, err := beginAttempt(m, o.argv, cwd, attempt)
 		if err != nil {
 			return 0, fmt.Errorf("begin transaction: %w", err)
 		}
@@ -169,38 +182,66 @@ func runCommand(o *options) (int, error) {
 			return 0, err
 		}
 		k.OnInternalError = t.View.Doom
-		status, err := supervise(k, path, o.argv)
+		a, err := newAttempt(o, t.ID)
+		if err != nil {
+			done()
+			t.Abort(err.Error())
+			return 0, err
+		}
+		a.abortCertain = abortCertainFor(o, t.View.Doomed)
+		status, err := supervise(k, path, o.argv, a)
 		done()
 		if err != nil {
+			a.discard()
 			t.Abort("txexec could not run the command: " + err.Error())
 			return 0, err
 		}
 		st.SetCommandStatus(t.ID, status)
-		commit := o.onExit == "commit" || o.onExit == "success" && status == 0
+		// A transaction doomed by a conflict (its command may have failed
+		// of it: ESTALE) goes the commit way, which reports the conflict
+		// and retries.
+		commit := o.onExit == "commit" || o.onExit == "success" && (status == 0 || t.View.Doomed() != nil) || o.onExit == "keep"
 		if !commit {
 			why := "--on-exit=abort"
 			if o.onExit == "success" {
 				why = fmt.Sprintf("the command exited with status %d", status)
 			}
+			if doom := t.View.Doomed(); doom != nil {
+				// What made the command fail is more useful than its status.
+				why = doom.Error() + "; " + why
+			}
 			if err := t.Abort(why); err != nil {
 				return 0, err
 			}
 			fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %s\n", t.ID, why)
+			a.dropped("aborted")
 			return status, nil
 		}
-		err = t.Commit()
+		if o.onExit == "keep" {
+			err = keep(t)
+		} else {
+			err = t.Commit()
+		}
 		if err == nil {
+			if o.onExit == "keep" {
+				a.dropped("kept")
+			} else {
+				a.committed() // after write-through
+			}
 			return status, nil
 		}
 		var ce *txn.CommitError
 		if !errors.As(err, &ce) {
+			a.discard()
 			return 0, err
 		}
 		if ce.Conflict && attempt < o.retryN {
 			fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %v; retrying (%d of %d)\n", t.ID, ce.Err, attempt+1, o.retryN)
+			a.dropped("aborted")
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %v\n", t.ID, ce.Err)
+		a.dropped("aborted")
 		switch {
 		case status != 0:
 			return status, nil
@@ -213,18 +254,12 @@ func runCommand(o *options) (int, error) {
 
 // openStore opens the state directory and finishes interrupted commits.
 func openStore(o *options) (*store.Store, error) {
-	dir := o.stateDir
-	if dir == "" {
-		dir = os.Getenv("TXEXEC_STATE_DIR")
-	}
-	if dir == "" {
-		dir = defaultStateDir()
-	}
+	dir := stateDirOf(o)
 	st, err := store.Open(dir, store.Options{Durable: o.durable, Owner: selfOwner()})
 	if err != nil {
 		return nil, fmt.Errorf("open state directory %s: %w", dir, err)
 	}
-	finished, _, err := txn.Recover(st, o.durable)
+	finished, _, _, err := txn.AutoRecover(st, o.durable)
 	if err != nil {
 		st.Close()
 		return nil, err
@@ -252,8 +287,9 @@ func selfOwner() store.Owner {
 	return store.Owner{Pid: os.Getpid(), Start: start}
 }
 
-// supervise runs one command tree under k and waits for all of it.
-func supervise(k *syscalls.Kernel, path string, argv []string) (int, error) {
+// supervise runs one command tree under k and waits for all of it; a
+// holds what the tree's output and signals wait for (see effects.go).
+func supervise(k *syscalls.Kernel, path string, argv []string, a *runEffects) (int, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return 0, fmt.Errorf("find working directory: %w", err)
@@ -271,8 +307,27 @@ func supervise(k *syscalls.Kernel, path string, argv []string) (int, error) {
 	defer unix.Umask(umask)
 	// The terminal's job-control and interrupt signals reach the command
 	// directly (same process group); txexec must survive them, and stops
-	// itself only after the command has stopped (see OnStop).
-	signal.Ignore(unix.SIGINT, unix.SIGQUIT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU)
+	// itself only after the command has stopped (see OnStop). They are
+	// caught, not ignored: an ignored disposition would be inherited by the
+	// command through fork and exec (Ctrl-C would no longer interrupt it),
+	// while a caught one is reset to the default. One that txexec was
+	// started with ignored stays ignored, for the command too, as without
+	// txexec.
+	var absorbed []os.Signal
+	for _, sig := range []os.Signal{unix.SIGINT, unix.SIGQUIT, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU} {
+		if !signal.Ignored(sig) {
+			absorbed = append(absorbed, sig)
+		}
+	}
+	absorb := make(chan os.Signal, 8)
+	signal.Notify(absorb, absorbed...)
+	defer signal.Stop(absorb)
+	// SIGTERM and SIGHUP are forwarded to the command; caught from before
+	// it starts, so that one sent as soon as it runs is not lost (or kills
+	// txexec, whose tree would then die of SIGKILL instead).
+	forward := make(chan os.Signal, 4)
+	signal.Notify(forward, unix.SIGTERM, unix.SIGHUP)
+	defer signal.Stop(forward)
 	cfg := interpose.Config{
 		Path:    path,
 		Argv:    argv,
@@ -282,11 +337,12 @@ func supervise(k *syscalls.Kernel, path string, argv []string) (int, error) {
 		Handler: k,
 		Events:  k,
 		Logf:    k.Logf,
-		OnStop:  func(unix.Signal) { unix.Kill(os.Getpid(), unix.SIGSTOP) },
+		OnStop:  func(sig unix.Signal) { stopAs(sig, absorb, absorbed) },
 	}
 	if k.Trace != nil {
 		cfg.OnReply = k.Trace.Replied
 	}
+	a.attach(k, &cfg)
 	fs := proc.NewFS(cwd, root, uint32(umask))
 	// The stub's thread is registered before it runs anything.
 	var sess *interpose.Session
@@ -297,19 +353,46 @@ func supervise(k *syscalls.Kernel, path string, argv []string) (int, error) {
 		return 0, err
 	}
 	close(started)
-	forward := make(chan os.Signal, 4)
-	signal.Notify(forward, unix.SIGTERM, unix.SIGHUP)
+	a.started(sess)
+	stopSignals := make(chan struct{})
+	defer close(stopSignals)
 	go func() {
-		for s := range forward {
-			unix.Kill(sess.Pid(), s.(unix.Signal))
+		for {
+			select {
+			case <-absorb:
+			case s := <-forward:
+				unix.Kill(sess.Pid(), s.(unix.Signal))
+			case <-stopSignals:
+				return
+			}
 		}
 	}()
 	ws, err := sess.Wait()
-	signal.Stop(forward)
+	a.finished()
 	if err != nil {
 		return 0, err
 	}
 	return interpose.ExitStatus(ws), nil
+}
+
+// stopAs stops txexec with the signal that stopped its command, so that the
+// shell reports the job as it would without txexec ("Stopped" for SIGTSTP,
+// $? = 128+N). Stop signals txexec catches are given back their default
+// action for the moment, and raised on this (the tracer's, locked) thread:
+// a thread-directed signal is taken on the way out of tgkill, so txexec has
+// stopped and been continued before it catches them again.
+func stopAs(sig unix.Signal, absorb chan os.Signal, absorbed []os.Signal) {
+	caught := false
+	for _, s := range absorbed {
+		caught = caught || s == sig
+	}
+	if !caught {
+		unix.Kill(os.Getpid(), unix.SIGSTOP)
+		return
+	}
+	signal.Reset(sig)
+	unix.Tgkill(os.Getpid(), unix.Gettid(), sig)
+	signal.Notify(absorb, sig)
 }
 
 // rootRegistrar registers the command's first thread the first time the

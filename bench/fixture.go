@@ -1,0 +1,124 @@
+// Package bench holds txexec's benchmarks: the per-call table (percall.c run
+// natively, under `txexec --passthrough --` and under `txexec --`, next to
+// the bare C seccomp-notify floor of bench/floor, all in one run) and an
+// in-process variant of the same runs for pprof. `make bench` runs them and
+// bench/report turns their output into docs/performance.md.
+//
+// Everything a benchmark writes lives in temporary directories: the files
+// the fixture works on, txexec's state directory (TXEXEC_STATE_DIR), the
+// compiled fixture and txexec binary. By default those directories are made
+// on a tmpfs (/dev/shm) so that the numbers are the cost of the system-call
+// path and not of this machine's disk; TXEXEC_BENCH_DIR chooses another
+// parent directory (for example one on ext4).
+package bench
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+//go:embed percall.c
+var percallSource []byte
+
+// Ops are the fixture's operations, in the order of the per-call table.
+var Ops = []string{"access", "stat", "open", "create", "unlink", "link", "mkdir", "rmdir", "read", "write"}
+
+// DirEnv names the parent directory of the benchmarks' temporary
+// directories; DefaultDir is used when it is unset and exists.
+const (
+	DirEnv     = "TXEXEC_BENCH_DIR"
+	DefaultDir = "/dev/shm"
+)
+
+// FileSize is the size of the fixture's DIR/file (percall.c FILESIZE).
+const FileSize = 1 << 20
+
+// ParentDir returns the directory the benchmarks make their temporary
+// directories in: $TXEXEC_BENCH_DIR, else /dev/shm when it is a directory,
+// else os.TempDir().
+func ParentDir() string {
+	if d := os.Getenv(DirEnv); d != "" {
+		return d
+	}
+	if st, err := os.Stat(DefaultDir); err == nil && st.IsDir() {
+		return DefaultDir
+	}
+	return os.TempDir()
+}
+
+// TempDir makes a temporary directory under ParentDir, removed when tb ends.
+func TempDir(tb testing.TB, pattern string) string {
+	tb.Helper()
+	d, err := os.MkdirTemp(ParentDir(), pattern)
+	if err != nil {
+		tb.Fatalf("bench: %v", err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(d) })
+	return d
+}
+
+// BuildPercall compiles percall.c with "cc -O2" into a temporary directory
+// and returns the binary's path. Without a C compiler the benchmark is
+// skipped, unless CI=true.
+func BuildPercall(tb testing.TB) string {
+	tb.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatalf("bench: no C compiler (cc) in PATH, required when CI=true: %v", err)
+		}
+		tb.Skipf("bench: no C compiler (cc) in PATH, cannot build percall.c: %v", err)
+	}
+	dir := tb.TempDir()
+	src := filepath.Join(dir, "percall.c")
+	if err := os.WriteFile(src, percallSource, 0o644); err != nil {
+		tb.Fatalf("bench: %v", err)
+	}
+	bin := filepath.Join(dir, "percall")
+	if out, err := exec.Command(cc, "-O2", "-Wall", "-o", bin, src).CombinedOutput(); err != nil {
+		tb.Fatalf("bench: %s -O2 percall.c: %v\n%s", cc, err, out)
+	}
+	return bin
+}
+
+// WorkDir makes the directory one fixture run works in, with DIR/file, an
+// unmodified FileSize-byte host file.
+func WorkDir(tb testing.TB) string {
+	tb.Helper()
+	d := TempDir(tb, "txexec-bench-")
+	if err := os.WriteFile(filepath.Join(d, "file"), bytes.Repeat([]byte{'t'}, FileSize), 0o644); err != nil {
+		tb.Fatalf("bench: %v", err)
+	}
+	return d
+}
+
+// PercallArgs is the fixture's command line for n timed calls of op in dir.
+func PercallArgs(bin, op, dir string, n int) []string {
+	return []string{bin, "-o", op, "-d", dir, "-n", strconv.Itoa(n)}
+}
+
+// ParseNsPerCall extracts the value of the fixture's one output line,
+// "ns_per_call=<float>".
+func ParseNsPerCall(out []byte) (float64, error) {
+	s := strings.TrimSpace(string(out))
+	v, ok := strings.CutPrefix(s, "ns_per_call=")
+	if !ok || strings.ContainsAny(v, "\n ") {
+		return 0, fmt.Errorf("bench: unexpected fixture output %q", s)
+	}
+	ns, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		return 0, fmt.Errorf("bench: unexpected fixture output %q: %w", s, err)
+	}
+	if !(ns > 0) {
+		return 0, errors.New("bench: non-positive ns_per_call " + v)
+	}
+	return ns, nil
+}

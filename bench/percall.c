@@ -1,0 +1,287 @@
+//go:build ignore
+
+// (The build constraint above keeps the go tool from treating this file as
+// cgo source of package bench; fixture.go embeds it and compiles it with cc.)
+//
+// percall: times N system calls of one kind, for the per-call table of
+// docs/performance.md (in the style of TxOS, SOSP'09, Table 4). The same
+// binary runs natively, under `txexec --passthrough --` and under
+// `txexec --` (in a transaction); it only reads the clock (vDSO, not a
+// system call) around blocks of calls, so every number is the cost of the
+// calls themselves, not of process start-up or commit.
+//
+// Usage: percall -o OP -d DIR [-n N] [-w W] [-F]
+//   -o OP   stat | open | access | create | unlink | mkdir | rmdir | link |
+//           read | write
+//   -d DIR  absolute directory prepared by the harness: DIR/file is an
+//           unmodified 1 MiB host file
+//   -n N    timed calls (default 10000; rounded up to a multiple of 64)
+//   -w W    warm-up calls before timing (default 256)
+//   -F      first install a seccomp filter that allows every call (after
+//           checking the architecture): the cost of being filtered at all,
+//           the floor of calls txexec lets through
+//
+// What one call is:
+//   stat    stat(DIR/file)
+//   open    open(DIR/file, O_RDONLY) + close (close is not intercepted)
+//   access  access(DIR/file, R_OK)
+//   create  open(DIR/cK, O_CREAT|O_EXCL|O_WRONLY, 0644) + close
+//   unlink  unlink(DIR/cK) of a file created untimed just before
+//   mkdir   mkdir(DIR/dK, 0755)
+//   rmdir   rmdir(DIR/dK) of a directory made untimed just before
+//   link    link(DIR/file, DIR/lK)
+//   read    read(fd, 4 KiB) sequentially through DIR/file (lseek to 0 at
+//           its end, 1 call in 256)
+//   write   write(fd, 4 KiB) sequentially to DIR/wfile (lseek to 0 every
+//           256 writes, so the file stays 1 MiB)
+// The paired operations (create/unlink, mkdir/rmdir, link/unlink) run in
+// blocks of 64 over 64 names reused block after block: the timed half of a
+// block, then the untimed half that restores the directory.
+//
+// Output (stdout, one line): ns_per_call=<float>
+// Any failure: message on stderr, exit status != 0.
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <stddef.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+#ifndef __x86_64__
+#error "percall: x86-64 only (its seccomp filter checks AUDIT_ARCH_X86_64)"
+#endif
+
+#define BLOCK 64
+#define IOSIZE 4096
+#define FILESIZE (1 << 20)
+
+static char dir[3072];
+static char file[4096], wfile[4096];
+static char names[BLOCK][4096];
+static char iobuf[IOSIZE] __attribute__((aligned(4096)));
+static int iofd = -1;
+static long iopos;
+
+static void die(const char *what) {
+	fprintf(stderr, "percall: %s: %s\n", what, strerror(errno));
+	exit(2);
+}
+
+static uint64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts); // vDSO: not a system call
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void set_names(char prefix) {
+	for (int i = 0; i < BLOCK; i++)
+		snprintf(names[i], sizeof(names[i]), "%s/%c%d", dir, prefix, i);
+}
+
+// The timed half of one block of each operation.
+static void do_stat(void) {
+	struct stat st;
+	for (int i = 0; i < BLOCK; i++)
+		if (stat(file, &st) != 0)
+			die("stat");
+}
+
+static void do_open(void) {
+	for (int i = 0; i < BLOCK; i++) {
+		int fd = open(file, O_RDONLY);
+		if (fd < 0)
+			die("open");
+		close(fd);
+	}
+}
+
+static void do_access(void) {
+	for (int i = 0; i < BLOCK; i++)
+		if (access(file, R_OK) != 0)
+			die("access");
+}
+
+static void do_create(void) {
+	for (int i = 0; i < BLOCK; i++) {
+		int fd = open(names[i], O_CREAT | O_EXCL | O_WRONLY, 0644);
+		if (fd < 0)
+			die("open(O_CREAT)");
+		close(fd);
+	}
+}
+
+static void do_unlink(void) {
+	for (int i = 0; i < BLOCK; i++)
+		if (unlink(names[i]) != 0)
+			die("unlink");
+}
+
+static void do_mkdir(void) {
+	for (int i = 0; i < BLOCK; i++)
+		if (mkdir(names[i], 0755) != 0)
+			die("mkdir");
+}
+
+static void do_rmdir(void) {
+	for (int i = 0; i < BLOCK; i++)
+		if (rmdir(names[i]) != 0)
+			die("rmdir");
+}
+
+static void do_link(void) {
+	for (int i = 0; i < BLOCK; i++)
+		if (link(file, names[i]) != 0)
+			die("link");
+}
+
+static void do_read(void) {
+	for (int i = 0; i < BLOCK; i++) {
+		if (iopos == FILESIZE) {
+			if (lseek(iofd, 0, SEEK_SET) != 0)
+				die("lseek");
+			iopos = 0;
+		}
+		if (read(iofd, iobuf, IOSIZE) != IOSIZE)
+			die("read");
+		iopos += IOSIZE;
+	}
+}
+
+static void do_write(void) {
+	for (int i = 0; i < BLOCK; i++) {
+		if (iopos == FILESIZE) {
+			if (lseek(iofd, 0, SEEK_SET) != 0)
+				die("lseek");
+			iopos = 0;
+		}
+		if (write(iofd, iobuf, IOSIZE) != IOSIZE)
+			die("write");
+		iopos += IOSIZE;
+	}
+}
+
+struct op {
+	const char *name;
+	char prefix;                // names[] prefix, 0 if unused
+	void (*timed)(void);        // one block of timed calls
+	void (*before)(void);       // untimed, before each timed block
+	void (*after)(void);        // untimed, after each timed block
+};
+
+static const struct op ops[] = {
+	{"stat", 0, do_stat, NULL, NULL},
+	{"open", 0, do_open, NULL, NULL},
+	{"access", 0, do_access, NULL, NULL},
+	{"create", 'c', do_create, NULL, do_unlink},
+	{"unlink", 'c', do_unlink, do_create, NULL},
+	{"mkdir", 'd', do_mkdir, NULL, do_rmdir},
+	{"rmdir", 'd', do_rmdir, do_mkdir, NULL},
+	{"link", 'l', do_link, NULL, do_unlink},
+	{"read", 0, do_read, NULL, NULL},
+	{"write", 0, do_write, NULL, NULL},
+};
+
+static uint64_t run_blocks(const struct op *o, long blocks) {
+	uint64_t total = 0;
+	for (long b = 0; b < blocks; b++) {
+		if (o->before)
+			o->before();
+		uint64_t t0 = now_ns();
+		o->timed();
+		total += now_ns() - t0;
+		if (o->after)
+			o->after();
+	}
+	return total;
+}
+
+// allow_all installs a filter that kills a foreign architecture and allows
+// everything else.
+static void allow_all(void) {
+	struct sock_filter insns[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = {
+		.len = (unsigned short)(sizeof(insns) / sizeof(insns[0])),
+		.filter = insns,
+	};
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0)
+		die("prctl(PR_SET_NO_NEW_PRIVS)");
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) != 0)
+		die("seccomp(SECCOMP_SET_MODE_FILTER)");
+}
+
+static int usage(void) {
+	fprintf(stderr, "usage: percall -o OP -d DIR [-n N] [-w W] [-F]\n");
+	return 2;
+}
+
+static long parse_count(const char *s) {
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || *end || v < 0)
+		return -1;
+	return v;
+}
+
+int main(int argc, char **argv) {
+	const char *opname = NULL, *d = NULL;
+	long n = 10000, warm = 256;
+	int filter = 0, opt;
+	while ((opt = getopt(argc, argv, "o:d:n:w:F")) != -1) {
+		switch (opt) {
+		case 'o': opname = optarg; break;
+		case 'd': d = optarg; break;
+		case 'n': n = parse_count(optarg); break;
+		case 'w': warm = parse_count(optarg); break;
+		case 'F': filter = 1; break;
+		default: return usage();
+		}
+	}
+	if (optind != argc || !opname || !d || d[0] != '/' || n <= 0 || warm < 0 ||
+	    strlen(d) >= sizeof(dir))
+		return usage();
+	const struct op *o = NULL;
+	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (strcmp(ops[i].name, opname) == 0)
+			o = &ops[i];
+	if (!o)
+		return usage();
+	strcpy(dir, d);
+	snprintf(file, sizeof(file), "%s/file", dir);
+	snprintf(wfile, sizeof(wfile), "%s/wfile", dir);
+	if (o->prefix)
+		set_names(o->prefix);
+	if (filter)
+		allow_all();
+	memset(iobuf, 'x', sizeof(iobuf));
+	if (o->timed == do_read && (iofd = open(file, O_RDONLY)) < 0)
+		die(file);
+	if (o->timed == do_write &&
+	    (iofd = open(wfile, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
+		die(wfile);
+
+	run_blocks(o, (warm + BLOCK - 1) / BLOCK);
+	long blocks = (n + BLOCK - 1) / BLOCK;
+	uint64_t ns = run_blocks(o, blocks);
+	if (iofd >= 0)
+		close(iofd);
+	printf("ns_per_call=%.2f\n", (double)ns / (double)(blocks * BLOCK));
+	return 0;
+}

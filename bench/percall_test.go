@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"txexec/bench/floor"
+	"txexec/interpose"
+)
+
+func TestMain(m *testing.M) {
+	// The in-process benchmarks re-execute this test binary as the stub.
+	interpose.RunStubIfRequested()
+	code := m.Run()
+	if txexecDir != "" {
+		os.RemoveAll(txexecDir)
+	}
+	os.Exit(code)
+}
+
+// minCalls is the fewest timed calls of one fixture run: the framework's
+// first probe run (b.N = 1) still gives a plausible number.
+const minCalls = 256
+
+// BinEnv names a txexec binary to benchmark instead of building
+// ./cmd/txexec; BaseEnv names a second one (an older build) measured in the
+// same run as the "passthrough-base" and "tx-base" modes, so an
+// optimization's effect is a ratio of two numbers taken side by side.
+const (
+	BinEnv  = "TXEXEC_BENCH_BIN"
+	BaseEnv = "TXEXEC_BENCH_BASE"
+)
+
+var (
+	txexecOnce sync.Once
+	txexecBin  string
+	txexecErr  error
+	txexecDir  string
+)
+
+// txexecBinary returns the txexec binary under test, built once per test
+// process into a temporary directory unless BinEnv names one.
+func txexecBinary(tb testing.TB) string {
+	tb.Helper()
+	if p := os.Getenv(BinEnv); p != "" {
+		return p
+	}
+	txexecOnce.Do(func() {
+		txexecDir, txexecErr = os.MkdirTemp("", "txexec-bench-bin-")
+		if txexecErr != nil {
+			return
+		}
+		txexecBin = filepath.Join(txexecDir, "txexec")
+		out, err := exec.Command("go", "build", "-o", txexecBin, "txexec/cmd/txexec").CombinedOutput()
+		if err != nil {
+			txexecErr = &buildError{err: err, out: out}
+		}
+	})
+	if txexecErr != nil {
+		tb.Fatalf("bench: build txexec: %v", txexecErr)
+	}
+	return txexecBin
+}
+
+type buildError struct {
+	err error
+	out []byte
+}
+
+func (e *buildError) Error() string { return e.err.Error() + "\n" + string(e.out) }
+
+// mode is one way of running the fixture.
+type mode struct {
+	name string
+	// prefix is the command line before the fixture's ("" = native).
+	prefix func(tb testing.TB) []string
+	// args are added to the fixture's.
+	args []string
+}
+
+// modes are the ways op is run: natively, under txexec with and without a
+// transaction, and for the calls txexec does not intercept (read, write)
+// natively under an allow-all seccomp filter, their floor.
+func modes(op string) []mode {
+	ms := []mode{
+		{name: "native", prefix: func(testing.TB) []string { return nil }},
+		{name: "passthrough", prefix: func(tb testing.TB) []string { return []string{txexecBinary(tb), "--passthrough", "--"} }},
+		{name: "tx", prefix: func(tb testing.TB) []string { return []string{txexecBinary(tb), "--"} }},
+	}
+	if op == "read" || op == "write" {
+		ms = append(ms, mode{name: "filtered", prefix: func(testing.TB) []string { return nil }, args: []string{"-F"}})
+	}
+	if base := os.Getenv(BaseEnv); base != "" {
+		ms = append(ms,
+			mode{name: "passthrough-base", prefix: func(testing.TB) []string { return []string{base, "--passthrough", "--"} }},
+			mode{name: "tx-base", prefix: func(testing.TB) []string { return []string{base, "--"} }})
+	}
+	return ms
+}
+
+// runFixture runs one fixture command line in a fresh work directory with
+// a fresh state directory and returns its ns/call.
+func runFixture(tb testing.TB, m mode, bin, op string, n int) float64 {
+	tb.Helper()
+	dir := WorkDir(tb)
+	argv := append(append(m.prefix(tb), PercallArgs(bin, op, dir, n)...), m.args...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+TempDir(tb, "txexec-bench-state-"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("bench: %s: %v\n%s", strings.Join(argv, " "), err, stderr.String())
+	}
+	ns, err := ParseNsPerCall(stdout.Bytes())
+	if err != nil {
+		tb.Fatalf("%v (stderr: %s)", err, stderr.String())
+	}
+	return ns
+}
+
+// BenchmarkPerCall times b.N calls of each fixture operation natively,
+// under `txexec --passthrough --` and under `txexec --` (in a transaction
+// that commits when the fixture exits). The fixture times the calls itself
+// after 256 untimed warm-up calls of the same kind, so process start-up,
+// the first lookups of the directory and the commit are not counted.
+// ns/op and ns/call are both the fixture's time per call.
+func BenchmarkPerCall(b *testing.B) {
+	bin := BuildPercall(b)
+	for _, op := range Ops {
+		b.Run(op, func(b *testing.B) {
+			for _, m := range modes(op) {
+				b.Run(m.name, func(b *testing.B) {
+					ns := runFixture(b, m, bin, op, max(b.N, minCalls))
+					b.ReportMetric(ns, "ns/op")
+					b.ReportMetric(ns, "ns/call")
+				})
+			}
+		})
+	}
+}
+
+// BenchmarkFloor runs bench/floor's bare C supervisor on the fixture's
+// file in the same run: a native fstatat, and fstatat trapped by
+// SECCOMP_RET_USER_NOTIF and emulated (process_vm_readv, fstatat,
+// process_vm_writev, reply) with SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP,
+// unpinned and with both processes pinned to CPU 0; and open+close with
+// openat trapped and answered by installing the supervisor's descriptor
+// (ADDFD with SEND), the floor of every open txexec serves.
+func BenchmarkFloor(b *testing.B) {
+	bin := floor.Build(b)
+	for _, m := range []struct {
+		name string
+		args []string
+	}{
+		{"native", []string{"-m"}},
+		{"syncwake", []string{"-s"}},
+		{"syncwake-pinned", []string{"-s", "-p"}},
+		{"open-syncwake", []string{"-s", "-o"}},
+		{"open-syncwake-pinned", []string{"-s", "-o", "-p"}},
+	} {
+		b.Run(m.name, func(b *testing.B) {
+			dir := WorkDir(b)
+			args := append([]string{"-n", strconv.Itoa(max(b.N, minCalls)), "-f", filepath.Join(dir, "file")}, m.args...)
+			ns, err := floor.Run(bin, args...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(ns, "ns/op")
+			b.ReportMetric(ns, "ns/call")
+		})
+	}
+}

@@ -1,0 +1,384 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/store"
+)
+
+// fileDiff is what show --diff compares for one path: the file that held
+// it before the transaction and the one that holds it after ("" is
+// /dev/null: absent).
+type fileDiff struct {
+	path    string
+	oldFile string
+	newFile string
+}
+
+// describeOps renders a transaction's redo operations as the changes a
+// user made ("create /x/y", "rename /a -> /b", "chmod 0644 /d", …), in
+// order, and picks, per path whose contents the transaction replaced or
+// removed, the files show --diff compares.
+//
+// reads (the read set) tells a create from a replace: every host path an
+// op names was looked up, so a path it does not hold was absent (inside a
+// directory the transaction made). Without a read set (a transaction
+// recorded by an older txexec), the host is asked instead. An object's type
+// comes from its staged object while staging exists, else from the host
+// path once written through (when it is still the inode the op placed).
+func describeOps(ops []store.RedoOp, reads []store.ReadRecord, staging string) (lines []string, diffs []fileDiff) {
+	existed := map[string]bool{}
+	for _, r := range reads {
+		existed[r.Path] = r.Exists
+	}
+	isStaged := func(p string) bool { return strings.HasPrefix(p, staging+"/") }
+	// base is what held path before the transaction: the host path
+	// itself, or "" when absent.
+	base := func(p string) string {
+		if e, ok := existed[p]; ok || len(reads) > 0 {
+			if e {
+				return p
+			}
+			return ""
+		}
+		if _, err := os.Lstat(p); err == nil {
+			return p
+		}
+		return ""
+	}
+	// content is what holds each touched path at this point of the
+	// replay: a host path, a staged file, or "" for absent.
+	content := map[string]string{}
+	var touched []string
+	current := func(p string) string {
+		if isStaged(p) {
+			return p
+		}
+		if c, ok := content[p]; ok {
+			return c
+		}
+		return base(p)
+	}
+	set := func(p, c string) {
+		if _, ok := content[p]; !ok {
+			touched = append(touched, p)
+		}
+		content[p] = c
+	}
+	add := func(p, format string, a ...any) {
+		lines = append(lines, fmt.Sprintf(format, a...))
+	}
+	for _, op := range ops {
+		switch op.Kind {
+		case store.OpRename:
+			if !isStaged(op.Src) {
+				add(op.Path, "rename %s -> %s", op.Src, op.Path)
+				set(op.Path, current(op.Src))
+				set(op.Src, "")
+				continue
+			}
+			verb := "create"
+			if current(op.Path) != "" {
+				verb = "replace"
+			}
+			var st unix.Stat_t
+			obj := op.Src
+			if unix.Lstat(obj, &st) != nil {
+				obj = op.Path
+				if unix.Lstat(obj, &st) != nil || st.Ino != op.Ino {
+					st.Mode = 0 // unknown
+				}
+			}
+			if st.Mode != 0 {
+				switch st.Mode & unix.S_IFMT {
+				case unix.S_IFDIR:
+					verb = "mkdir"
+				case unix.S_IFLNK:
+					target, _ := os.Readlink(obj)
+					add(op.Path, "%s symlink %s -> %s", verb, op.Path, target)
+					set(op.Path, op.Src)
+					continue
+				case unix.S_IFIFO:
+					verb += " fifo"
+				case unix.S_IFCHR, unix.S_IFBLK:
+					verb += " device"
+				case unix.S_IFSOCK:
+					verb += " socket"
+				}
+			}
+			add(op.Path, "%s %s", verb, op.Path)
+			set(op.Path, op.Src)
+		case store.OpExchange:
+			add(op.Path, "exchange %s <-> %s", op.Src, op.Path)
+			a, b := current(op.Src), current(op.Path)
+			set(op.Src, b)
+			set(op.Path, a)
+		case store.OpLink:
+			add(op.Path, "link %s -> %s", op.Path, op.Src)
+			set(op.Path, current(op.Src))
+		case store.OpUnlink:
+			add(op.Path, "remove %s", op.Path)
+			set(op.Path, "")
+		case store.OpRmdir:
+			add(op.Path, "rmdir %s", op.Path)
+			set(op.Path, "")
+		case store.OpCopyData:
+			add(op.Path, "write %s (in place: it has other hard links)", op.Path)
+			set(op.Path, op.Src)
+		case store.OpSetattr:
+			if op.Attrs&(store.AttrUID|store.AttrGID) != 0 {
+				uid, gid := "-", "-"
+				if op.Attrs&store.AttrUID != 0 {
+					uid = fmt.Sprint(op.UID)
+				}
+				if op.Attrs&store.AttrGID != 0 {
+					gid = fmt.Sprint(op.GID)
+				}
+				add(op.Path, "chown %s:%s %s", uid, gid, op.Path)
+			}
+			if op.Attrs&store.AttrMode != 0 {
+				add(op.Path, "chmod %04o %s", op.Mode&0o7777, op.Path)
+			}
+			if op.Attrs&store.AttrMtime != 0 {
+				add(op.Path, "set mtime %s %s", op.Mtime.Time().UTC().Format("2006-01-02T15:04:05.000000000Z"), op.Path)
+			} else if op.Attrs&store.AttrAtime != 0 {
+				add(op.Path, "set atime %s", op.Path)
+			}
+		case store.OpFsyncDir:
+			// Durability only: not a change.
+		default:
+			add(op.Path, "%s %s", op.Kind, op.Path)
+		}
+	}
+	// The diffs: per path, what held it before against what holds it at
+	// the end, where either is a regular file the transaction wrote (a
+	// staged one) or removed. Contents that merely moved to another path
+	// are shown by the rename line.
+	moved := map[string]bool{}
+	for _, c := range content {
+		if c != "" && !isStaged(c) {
+			moved[c] = true
+		}
+	}
+	for _, p := range touched {
+		old, cur := base(p), content[p]
+		if old == cur || cur != "" && !isStaged(cur) || cur == "" && moved[old] {
+			continue
+		}
+		if !isRegular(old) || !isRegular(cur) {
+			continue
+		}
+		diffs = append(diffs, fileDiff{path: p, oldFile: old, newFile: cur})
+	}
+	return lines, diffs
+}
+
+// isRegular reports whether p is "" (absent) or a regular file.
+func isRegular(p string) bool {
+	if p == "" {
+		return true
+	}
+	fi, err := os.Lstat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// maxDiffSize is the largest file show --diff compares line by line.
+const maxDiffSize = 1 << 20
+
+// writeFileDiff writes the unified diff of ch.oldFile against ch.newFile
+// (either "" for absent), labelled with ch.path.
+func writeFileDiff(w io.Writer, ch fileDiff) error {
+	read := func(p string) ([]byte, error) {
+		if p == "" {
+			return nil, nil
+		}
+		return os.ReadFile(p)
+	}
+	a, err := read(ch.oldFile)
+	if err != nil {
+		return err
+	}
+	b, err := read(ch.newFile)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(a, b) {
+		return nil
+	}
+	oldLabel, newLabel := ch.path, ch.path
+	if ch.oldFile == "" {
+		oldLabel = "/dev/null"
+	}
+	if ch.newFile == "" {
+		newLabel = "/dev/null"
+	}
+	if isBinary(a) || isBinary(b) {
+		_, err := fmt.Fprintf(w, "Binary files %s and %s differ\n", oldLabel, newLabel)
+		return err
+	}
+	if _, err := fmt.Fprintf(w, "--- %s\n+++ %s\n", oldLabel, newLabel); err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, unifiedHunks(splitLines(a), splitLines(b), 3))
+	return err
+}
+
+func isBinary(b []byte) bool {
+	return len(b) > maxDiffSize || bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0
+}
+
+// splitLines splits b into lines, each with its "\n" (the last one may
+// have none).
+func splitLines(b []byte) []string {
+	var lines []string
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			lines = append(lines, string(b))
+			break
+		}
+		lines = append(lines, string(b[:i+1]))
+		b = b[i+1:]
+	}
+	return lines
+}
+
+// edit is one line of a diff: ' ' kept, '-' removed, '+' added.
+type edit struct {
+	op   byte
+	line string
+}
+
+// maxLCSCells bounds the table of the line-by-line comparison; beyond
+// it the differing middle is shown as removed, then added.
+const maxLCSCells = 4 << 20
+
+// diffLines is a shortest edit script from a to b: common prefix and
+// suffix, then a longest common subsequence of the middle.
+func diffLines(a, b []string) []edit {
+	var pre, suf []edit
+	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
+		pre = append(pre, edit{' ', a[0]})
+		a, b = a[1:], b[1:]
+	}
+	for len(a) > 0 && len(b) > 0 && a[len(a)-1] == b[len(b)-1] {
+		suf = append(suf, edit{' ', a[len(a)-1]})
+		a, b = a[:len(a)-1], b[:len(b)-1]
+	}
+	out := pre
+	n, m := len(a), len(b)
+	if n*m > maxLCSCells {
+		for _, l := range a {
+			out = append(out, edit{'-', l})
+		}
+		for _, l := range b {
+			out = append(out, edit{'+', l})
+		}
+	} else {
+		// lcs[i][j]: the LCS length of a[i:] and b[j:].
+		lcs := make([][]int32, n+1)
+		for i := range lcs {
+			lcs[i] = make([]int32, m+1)
+		}
+		for i := n - 1; i >= 0; i-- {
+			for j := m - 1; j >= 0; j-- {
+				if a[i] == b[j] {
+					lcs[i][j] = lcs[i+1][j+1] + 1
+				} else {
+					lcs[i][j] = max(lcs[i+1][j], lcs[i][j+1])
+				}
+			}
+		}
+		i, j := 0, 0
+		for i < n || j < m {
+			switch {
+			case i < n && j < m && a[i] == b[j]:
+				out = append(out, edit{' ', a[i]})
+				i, j = i+1, j+1
+			case j < m && (i == n || lcs[i][j+1] > lcs[i+1][j]):
+				out = append(out, edit{'+', b[j]})
+				j++
+			default:
+				out = append(out, edit{'-', a[i]})
+				i++
+			}
+		}
+	}
+	for k := len(suf) - 1; k >= 0; k-- {
+		out = append(out, suf[k])
+	}
+	return out
+}
+
+// unifiedHunks renders the diff of a and b as unified-diff hunks with ctx
+// lines of context.
+func unifiedHunks(a, b []string, ctx int) string {
+	edits := diffLines(a, b)
+	var sb strings.Builder
+	// Positions in a and b (0-based) before each edit.
+	ai := make([]int, len(edits)+1)
+	bi := make([]int, len(edits)+1)
+	for k, e := range edits {
+		ai[k+1], bi[k+1] = ai[k], bi[k]
+		if e.op != '+' {
+			ai[k+1]++
+		}
+		if e.op != '-' {
+			bi[k+1]++
+		}
+	}
+	for k := 0; k < len(edits); {
+		if edits[k].op == ' ' {
+			k++
+			continue
+		}
+		// A hunk: from ctx lines before this change to ctx lines after
+		// the last change that is at most 2*ctx kept lines further on.
+		start := max(0, k-ctx)
+		end := k
+		for end < len(edits) {
+			if edits[end].op != ' ' {
+				end++
+				continue
+			}
+			run := end
+			for run < len(edits) && edits[run].op == ' ' {
+				run++
+			}
+			if run == len(edits) || run-end > 2*ctx {
+				end = min(len(edits), end+ctx)
+				break
+			}
+			end = run
+		}
+		oldN, newN := ai[end]-ai[start], bi[end]-bi[start]
+		fmt.Fprintf(&sb, "@@ -%s +%s @@\n", hunkRange(ai[start], oldN), hunkRange(bi[start], newN))
+		for _, e := range edits[start:end] {
+			sb.WriteByte(e.op)
+			sb.WriteString(e.line)
+			if !strings.HasSuffix(e.line, "\n") {
+				sb.WriteString("\n\\ No newline at end of file\n")
+			}
+		}
+		k = end
+	}
+	return sb.String()
+}
+
+// hunkRange is "start,count" of a hunk header, 1-based, as diff -u
+// writes it (an empty range names the line before it).
+func hunkRange(start, n int) string {
+	switch n {
+	case 0:
+		return fmt.Sprintf("%d,0", start)
+	case 1:
+		return fmt.Sprint(start + 1)
+	}
+	return fmt.Sprintf("%d,%d", start+1, n)
+}

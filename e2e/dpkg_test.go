@@ -1,0 +1,215 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// dpkg installs touch the real system: every package here is named
+// txexec-test-* (or is Debian's hello, which must not be installed before
+// the test) and is purged when the test ends.
+
+func requireRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("dpkg tests need root")
+	}
+}
+
+func dpkgInstalled(t *testing.T, pkg string) bool {
+	out, _ := exec.Command("dpkg-query", "-W", "-f=${Status}", pkg).Output()
+	return strings.Contains(string(out), "install ok installed")
+}
+
+func purgeAtEnd(t *testing.T, pkg string) {
+	t.Cleanup(func() { exec.Command("dpkg", "--purge", pkg).Run() })
+}
+
+// buildDeb makes a package with nfiles files under /usr/share/PKG, a
+// conffile /etc/PKG.conf and the given postinst.
+func buildDeb(t *testing.T, pkg string, nfiles int, postinst string) string {
+	requireTool(t, "dpkg-deb")
+	dir := t.TempDir()
+	root := filepath.Join(dir, pkg)
+	must := func(err error) { require.NoError(t, err) }
+	must(os.MkdirAll(filepath.Join(root, "DEBIAN"), 0o755))
+	must(os.MkdirAll(filepath.Join(root, "usr/share", pkg), 0o755))
+	must(os.MkdirAll(filepath.Join(root, "etc"), 0o755))
+	for i := 0; i < nfiles; i++ {
+		must(os.WriteFile(filepath.Join(root, "usr/share", pkg, fmt.Sprintf("file-%03d", i)), []byte(strings.Repeat(fmt.Sprintf("%s %d\n", pkg, i), 20)), 0o644))
+	}
+	must(os.WriteFile(filepath.Join(root, "etc", pkg+".conf"), []byte("setting=1\n"), 0o644))
+	must(os.WriteFile(filepath.Join(root, "DEBIAN/control"), []byte(fmt.Sprintf(
+		"Package: %s\nVersion: 1.0\nArchitecture: all\nMaintainer: txexec tests <tests@txexec.invalid>\nDescription: txexec test package\n", pkg)), 0o644))
+	must(os.WriteFile(filepath.Join(root, "DEBIAN/conffiles"), []byte("/etc/"+pkg+".conf\n"), 0o644))
+	must(os.WriteFile(filepath.Join(root, "DEBIAN/postinst"), []byte(postinst), 0o755))
+	deb := filepath.Join(dir, pkg+".deb")
+	out, err := exec.Command("dpkg-deb", "--root-owner-group", "--build", root, deb).CombinedOutput()
+	require.NoError(t, err, "dpkg-deb: %s", out)
+	return deb
+}
+
+// treeManifest records every entry under root: type, mode, owner, size,
+// content hash, link target, mtime — for "byte-identical" checks.
+func treeManifest(t *testing.T, root string) []string {
+	var out []string
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		line := fmt.Sprintf("%s %v %d", p, info.Mode(), info.Size())
+		if !info.IsDir() {
+			line += fmt.Sprintf(" %d", info.ModTime().UnixNano())
+		}
+		switch {
+		case info.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			line += fmt.Sprintf(" %x", sha256.Sum256(b))
+		case info.Mode()&fs.ModeSymlink != 0:
+			l, _ := os.Readlink(p)
+			line += " -> " + l
+		}
+		out = append(out, line)
+		return nil
+	})
+	require.NoError(t, err)
+	sort.Strings(out)
+	return out
+}
+
+func TestDpkgRealPackage(t *testing.T) {
+	requireRoot(t)
+	requireTool(t, "apt-get")
+	if dpkgInstalled(t, "hello") {
+		t.Skip("hello is already installed on this machine; the test must not remove it")
+	}
+	dir := t.TempDir()
+	cmd := exec.Command("apt-get", "download", "hello")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		// Fetch the package index once, then retry.
+		exec.Command("apt-get", "update", "-qq").Run()
+		cmd = exec.Command("apt-get", "download", "hello")
+		cmd.Dir = dir
+		out, err = cmd.CombinedOutput()
+		require.NoError(t, err, "apt-get download hello: %s", out)
+	}
+	debs, _ := filepath.Glob(filepath.Join(dir, "hello_*.deb"))
+	require.Len(t, debs, 1)
+	purgeAtEnd(t, "hello")
+	state := t.TempDir()
+
+	r := rwTx(t, state, nil, "--", "dpkg", "-i", debs[0])
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.True(t, dpkgInstalled(t, "hello"))
+	out, err := exec.Command("/usr/bin/hello").Output()
+	require.NoError(t, err)
+	assert.Equal(t, "Hello, world!\n", string(out))
+	v := rwRun(t, nil, "dpkg", "--verify", "hello")
+	assert.Equal(t, 0, v.code, "dpkg --verify: %s%s", v.stdout, v.stderr)
+
+	r = rwTx(t, state, nil, "--", "dpkg", "-r", "hello")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.False(t, dpkgInstalled(t, "hello"))
+	assert.NoFileExists(t, "/usr/bin/hello")
+}
+
+func TestDpkgFailingPostinstRollsBack(t *testing.T) {
+	requireRoot(t)
+	const pkg = "txexec-test-fail"
+	// The postinst tells the test it runs, waits to be let go, then fails.
+	deb := buildDeb(t, pkg, 200, `#!/bin/sh
+echo ready > "$TXEXEC_TEST_READY"
+read go < "$TXEXEC_TEST_GO"
+echo "postinst: failing on purpose" >&2
+exit 1
+`)
+	purgeAtEnd(t, pkg)
+	sync := t.TempDir()
+	ready, goFIFO := filepath.Join(sync, "ready"), filepath.Join(sync, "go")
+	mkfifo(t, ready)
+	mkfifo(t, goFIFO)
+	unrelated := fmt.Sprintf("/usr/share/txexec-test-unrelated-%d", os.Getpid())
+	t.Cleanup(func() { os.Remove(unrelated) })
+	dpkgBefore := treeManifest(t, "/var/lib/dpkg")
+
+	done := make(chan rwResult, 1)
+	go func() {
+		done <- rwTx(t, t.TempDir(), []string{"TXEXEC_TEST_READY=" + ready, "TXEXEC_TEST_GO=" + goFIFO}, "--", "dpkg", "-i", deb)
+	}()
+	b, err := os.ReadFile(ready) // blocks until the postinst runs
+	require.NoError(t, err)
+	require.Equal(t, "ready\n", string(b))
+
+	// Mid-install, the rest of the machine sees none of it …
+	assert.NoDirExists(t, "/usr/share/"+pkg)
+	assert.NoFileExists(t, "/etc/"+pkg+".conf")
+	assert.False(t, dpkgInstalled(t, pkg))
+	assert.Equal(t, dpkgBefore, treeManifest(t, "/var/lib/dpkg"))
+	// … and keeps working: an unrelated write in the same directory.
+	require.NoError(t, os.WriteFile(unrelated, []byte("written during the install\n"), 0o644))
+
+	require.NoError(t, os.WriteFile(goFIFO, []byte("go\n"), 0))
+	r := <-done
+	assert.Equal(t, 1, r.code, "dpkg's own status: %s", r.stderr)
+	assert.Contains(t, r.stderr, "aborted")
+
+	assert.NoDirExists(t, "/usr/share/"+pkg)
+	assert.NoFileExists(t, "/etc/"+pkg+".conf")
+	assert.False(t, dpkgInstalled(t, pkg))
+	assert.Equal(t, dpkgBefore, treeManifest(t, "/var/lib/dpkg"), "/var/lib/dpkg is byte-identical")
+	b, err = os.ReadFile(unrelated)
+	require.NoError(t, err, "the concurrent unrelated write survives the abort")
+	assert.Equal(t, "written during the install\n", string(b))
+}
+
+func TestDpkgKilledThenRecovered(t *testing.T) {
+	requireRoot(t)
+	const pkg = "txexec-test-ok"
+	deb := buildDeb(t, pkg, 50, "#!/bin/sh\nexit 0\n")
+	purgeAtEnd(t, pkg)
+
+	t.Run("killed before the commit point: absent", func(t *testing.T) {
+		state := t.TempDir()
+		before := treeManifest(t, "/var/lib/dpkg")
+		r := rwTx(t, state, []string{"TXEXEC_FAULT=store.before-commit"}, "--", "dpkg", "-i", deb)
+		require.Equal(t, 128+9, r.code, r.stderr)
+		rec := rwTx(t, state, nil, "recover")
+		require.Equal(t, 0, rec.code, rec.stderr)
+		assert.False(t, dpkgInstalled(t, pkg))
+		assert.NoDirExists(t, "/usr/share/"+pkg)
+		assert.Equal(t, before, treeManifest(t, "/var/lib/dpkg"))
+	})
+	for _, k := range []int{1, 5, 40} {
+		t.Run(fmt.Sprintf("killed at write-through step %d: recovery installs it all", k), func(t *testing.T) {
+			state := t.TempDir()
+			r := rwTx(t, state, []string{fmt.Sprintf("TXEXEC_FAULT=txn.apply.before-op@%d", k)}, "--", "dpkg", "-i", deb)
+			require.Equal(t, 128+9, r.code, r.stderr)
+			rec := rwTx(t, state, nil, "recover")
+			require.Equal(t, 0, rec.code, rec.stderr)
+			require.True(t, dpkgInstalled(t, pkg))
+			v := rwRun(t, nil, "dpkg", "--verify", pkg)
+			assert.Equal(t, 0, v.code, "dpkg's database agrees with the files: %s%s", v.stdout, v.stderr)
+			entries, err := os.ReadDir("/usr/share/" + pkg)
+			require.NoError(t, err)
+			assert.Len(t, entries, 50)
+			require.NoError(t, exec.Command("dpkg", "--purge", pkg).Run())
+		})
+	}
+}

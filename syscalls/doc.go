@@ -1,0 +1,25 @@
+// Package syscalls is the system-call table and its thin handlers: the one
+// place that knows both the mechanism (package interpose) and the
+// subsystems (vfs, proc, signals, txn).
+//
+// Every x86-64 system call has one Entry in Entries (entries.go), keyed by
+// its unix.SYS_* number, with its support level, handler, note and trace
+// argument formats. From that one list derive: the seccomp filter
+// (Table.Rules), the --trace formatting (trace.go), docs/syscalls.md
+// (docs.go, checked by a golden test) — never two tables kept in step by
+// hand.
+//
+// A handler always runs in the same order: decode registers (accessors
+// named after C types) → copy pointer arguments in, once → Kernel.enter
+// (the notification is still valid, the caller's credentials and cwd, the
+// dirfd's handle) → act in the caller's vfs.View → copy results out →
+// reply. A handler that read tracee memory can never answer CONTINUE:
+// interpose refuses it.
+//
+// Linux analogue: the sys_* entry points of fs/ and kernel/. Unlike Linux,
+// the caller's working directory is virtual (package proc), and a handler
+// may run concurrently with other handlers of the same process.
+//
+// It must not contain SQL, file-system semantics (vfs decides those) or
+// notification mechanics (interpose).
+package syscalls

@@ -1,0 +1,241 @@
+package txn
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"txexec/store"
+	"txexec/vfs"
+)
+
+func TestConflictWith(t *testing.T) {
+	since := []store.WriteSet{
+		{TxID: 7, Seq: 3, Granules: []store.Granule{{Kind: "entry", Path: "/d/new"}}},
+		{TxID: 9, Seq: 4, Granules: []store.Granule{{Kind: "entry", Path: "/etc/passwd"}}},
+	}
+	tests := []struct {
+		name       string
+		reads      []string
+		listed     []string
+		since      []store.WriteSet
+		wantPath   string
+		wantReason string
+	}{
+		{"nothing committed since", []string{"/etc/passwd"}, []string{"/d"}, nil, "", ""},
+		{"disjoint", []string{"/etc/group", "/d/mine"}, nil, since, "", ""},
+		{"read what another wrote", []string{"/etc/group", "/etc/passwd"}, nil, since, "/etc/passwd",
+			"changed by transaction 9, committed after this one began"},
+		{"found absent what another created", []string{"/d/new"}, nil, since, "/d/new",
+			"changed by transaction 7, committed after this one began"},
+		{"listed a directory another created in", []string{"/d"}, []string{"/d"}, since, "/d",
+			"listed, and changed by transaction 7"},
+		{"looked the directory up, without listing it", []string{"/d", "/d/mine"}, nil, since, "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := conflictWith(tt.reads, tt.listed, tt.since)
+			if tt.wantPath == "" {
+				assert.NoError(t, err)
+				return
+			}
+			var ce *vfs.ConflictError
+			require.ErrorAs(t, err, &ce)
+			assert.Equal(t, tt.wantPath, ce.Path)
+			assert.Equal(t, tt.wantReason, ce.Reason)
+		})
+	}
+}
+
+func TestIsConflict(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{&vfs.ConflictError{Path: "/a", Reason: "x"}, true},
+		{fmt.Errorf("validate: %w", &vfs.ConflictError{Path: "/a", Reason: "x"}), true},
+		{errors.New("conflict on /a (changed on the host while the transaction read it)"), true},
+		{errors.New("internal error: redo op 1: unknown kind"), false},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, isConflict(tt.err), "%v", tt.err)
+	}
+}
+
+// readRecord is what a view records of host path p after reading its
+// data.
+func readRecord(t *testing.T, p string) store.ReadRecord {
+	t.Helper()
+	var st unix.Stat_t
+	require.NoError(t, unix.Lstat(p, &st))
+	return store.ReadRecord{Path: p, Exists: true, Dev: st.Dev, Ino: st.Ino, Type: st.Mode & unix.S_IFMT,
+		Meta: true, Mode: st.Mode, UID: st.Uid, GID: st.Gid, Size: st.Size,
+		Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}, Ctime: store.Timespec{Sec: st.Ctim.Sec, Nsec: st.Ctim.Nsec}}
+}
+
+// keptCopy keeps a transaction, begun in m's store, that read host/in and
+// creates host/out with its content, as a view would have journaled it.
+func keptCopy(t *testing.T, m *Manager, host string) int64 {
+	t.Helper()
+	tx, err := m.Store.Begin(store.TxInfo{Command: []string{"cp", "in", "out"}})
+	require.NoError(t, err)
+	staged := filepath.Join(m.Store.StagingDir(tx.ID), "1")
+	writeFile(t, staged, readFile(t, filepath.Join(host, "in")))
+	out := filepath.Join(host, "out")
+	p := store.Prepared{
+		Ops:    []store.RedoOp{{Kind: store.OpRename, Src: staged, Path: out, Ino: inoOf(t, staged)}},
+		Writes: []store.Granule{{Kind: "entry", Path: out}},
+		Reads:  []store.ReadRecord{readRecord(t, filepath.Join(host, "in")), {Path: out}},
+	}
+	require.NoError(t, m.Store.Keep(tx.ID, p))
+	return tx.ID
+}
+
+func TestCommitKept(t *testing.T) {
+	tests := []struct {
+		name string
+		// meanwhile runs between Keep and CommitKept.
+		meanwhile  func(t *testing.T, m *Manager, host string)
+		wantPath   string // the conflict, "" for a commit
+		wantReason string
+	}{
+		{"nothing changed", func(*testing.T, *Manager, string) {}, "", ""},
+		{"an unrelated file changed", func(t *testing.T, _ *Manager, host string) {
+			writeFile(t, filepath.Join(host, "other"), "x")
+		}, "", ""},
+		{"the host file it read changed", func(t *testing.T, _ *Manager, host string) {
+			writeFile(t, filepath.Join(host, "in"), "changed")
+		}, "in", "modified by another process after it was read"},
+		{"the name it found absent was created", func(t *testing.T, _ *Manager, host string) {
+			writeFile(t, filepath.Join(host, "out"), "theirs")
+		}, "out", "created by another process after the transaction found it absent"},
+		{"a transaction committed a write to what it read", func(t *testing.T, m *Manager, host string) {
+			tx, err := m.Store.Begin(store.TxInfo{})
+			require.NoError(t, err)
+			_, err = m.Store.Commit(tx.ID, nil, store.Prepared{Writes: []store.Granule{{Kind: "entry", Path: filepath.Join(host, "in")}}})
+			require.NoError(t, err)
+			require.NoError(t, m.Store.MarkApplied(tx.ID))
+		}, "in", "changed by transaction 2, committed after this one began"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			host := t.TempDir()
+			writeFile(t, filepath.Join(host, "in"), "data")
+			s, err := store.Open(t.TempDir(), store.Options{Durable: true})
+			require.NoError(t, err)
+			defer s.Close()
+			m := &Manager{Store: s, Durable: true}
+			id := keptCopy(t, m, host)
+			require.Equal(t, int64(1), id)
+			tt.meanwhile(t, m, host)
+
+			err = m.CommitKept(id)
+			rec, _, gerr := s.Get(id)
+			require.NoError(t, gerr)
+			assert.NoDirExists(t, s.StagingDir(id), "staging is dropped either way")
+			if tt.wantPath == "" {
+				require.NoError(t, err)
+				assert.Equal(t, "data", readFile(t, filepath.Join(host, "out")))
+				assert.Equal(t, store.StateApplied, rec.State)
+				return
+			}
+			var ce *CommitError
+			require.ErrorAs(t, err, &ce)
+			assert.True(t, ce.Conflict)
+			assert.Equal(t, fmt.Sprintf("conflict on %s (%s)", filepath.Join(host, tt.wantPath), tt.wantReason), ce.Err.Error())
+			assert.Equal(t, store.StateAborted, rec.State)
+			assert.Equal(t, ce.Err.Error(), rec.Reason)
+		})
+	}
+}
+
+func TestCommitKeptRefusesOtherStates(t *testing.T) {
+	host := t.TempDir()
+	writeFile(t, filepath.Join(host, "in"), "data")
+	s, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	m := &Manager{Store: s}
+
+	running, err := s.Begin(store.TxInfo{})
+	require.NoError(t, err)
+	var se *store.StateError
+	require.ErrorAs(t, m.CommitKept(running.ID), &se)
+	assert.Equal(t, store.StateRunning, se.State)
+	require.ErrorAs(t, m.AbortKept(running.ID, "x"), &se)
+	assert.DirExists(t, s.StagingDir(running.ID), "a running transaction's staging is its supervisor's")
+	require.ErrorIs(t, m.CommitKept(99), store.ErrNotFound)
+
+	id := keptCopy(t, m, host)
+	require.NoError(t, m.CommitKept(id))
+	require.ErrorAs(t, m.CommitKept(id), &se)
+	assert.Equal(t, store.StateApplied, se.State)
+
+	id = keptCopy(t, m, host)
+	require.NoError(t, m.AbortKept(id, "txexec abort"))
+	assert.NoDirExists(t, s.StagingDir(id))
+	require.ErrorAs(t, m.CommitKept(id), &se)
+	assert.Equal(t, store.StateAborted, se.State)
+}
+
+func TestAutoRecoverDoesNotWaitForAPriorityTransaction(t *testing.T) {
+	s, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	release, err := s.LockCommits(store.LockExclusive)
+	require.NoError(t, err)
+	_, _, ran, err := AutoRecover(s, false)
+	require.NoError(t, err)
+	assert.False(t, ran)
+	release()
+	_, _, ran, err = AutoRecover(s, false)
+	require.NoError(t, err)
+	assert.True(t, ran)
+}
+
+func TestRecoverFinishesDeadOwners(t *testing.T) {
+	host := t.TempDir()
+	dir := t.TempDir()
+	// A supervisor that is certainly dead: pid 1 with a start time it
+	// never had.
+	deadOwner := store.Owner{Pid: 1, Start: 1<<64 - 1}
+	crashed, err := store.Open(dir, store.Options{Owner: deadOwner})
+	require.NoError(t, err)
+	defer crashed.Close()
+
+	committed, err := crashed.Begin(store.TxInfo{})
+	require.NoError(t, err)
+	staged := filepath.Join(crashed.StagingDir(committed.ID), "1")
+	writeFile(t, staged, "redone")
+	_, err = crashed.Commit(committed.ID, nil, store.Prepared{Ops: []store.RedoOp{
+		{Kind: store.OpRename, Src: staged, Path: filepath.Join(host, "f"), Ino: inoOf(t, staged)}}})
+	require.NoError(t, err)
+	running, err := crashed.Begin(store.TxInfo{})
+	require.NoError(t, err)
+	kept, err := crashed.Begin(store.TxInfo{})
+	require.NoError(t, err)
+	require.NoError(t, crashed.Keep(kept.ID, store.Prepared{}))
+
+	s, err := store.Open(dir, store.Options{})
+	require.NoError(t, err)
+	defer s.Close()
+	finished, aborted, err := Recover(s, true)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{committed.ID}, finished)
+	assert.Equal(t, []int64{running.ID}, aborted)
+	assert.Equal(t, "redone", readFile(t, filepath.Join(host, "f")))
+	for _, id := range []int64{committed.ID, running.ID} {
+		assert.NoDirExists(t, s.StagingDir(id))
+	}
+	assert.DirExists(t, s.StagingDir(kept.ID), "kept transactions wait for txexec commit or abort")
+
+	finished, aborted, err = Recover(s, true)
+	require.NoError(t, err)
+	assert.Empty(t, finished)
+	assert.Empty(t, aborted)
+}
