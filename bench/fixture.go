@@ -29,7 +29,7 @@ import (
 var percallSource []byte
 
 // Ops are the fixture's operations, in the order of the per-call table.
-var Ops = []string{"access", "stat", "open", "create", "unlink", "link", "mkdir", "rmdir", "read", "write"}
+var Ops = []string{"access", "stat", "statat", "open", "create", "unlink", "link", "mkdir", "rmdir", "read", "write"}
 
 // DirEnv names the parent directory of the benchmarks' temporary
 // directories; DefaultDir is used when it is unset and exists.
@@ -57,7 +57,12 @@ func ParentDir() string {
 // TempDir makes a temporary directory under ParentDir, removed when tb ends.
 func TempDir(tb testing.TB, pattern string) string {
 	tb.Helper()
-	d, err := os.MkdirTemp(ParentDir(), pattern)
+	return tempDirIn(tb, ParentDir(), pattern)
+}
+
+func tempDirIn(tb testing.TB, parent, pattern string) string {
+	tb.Helper()
+	d, err := os.MkdirTemp(parent, pattern)
 	if err != nil {
 		tb.Fatalf("bench: %v", err)
 	}
@@ -93,7 +98,13 @@ func BuildPercall(tb testing.TB) string {
 // unmodified FileSize-byte host file.
 func WorkDir(tb testing.TB) string {
 	tb.Helper()
-	d := TempDir(tb, "txexec-bench-")
+	return WorkDirIn(tb, ParentDir())
+}
+
+// WorkDirIn is WorkDir under parent instead of ParentDir().
+func WorkDirIn(tb testing.TB, parent string) string {
+	tb.Helper()
+	d := tempDirIn(tb, parent, "txexec-bench-")
 	if err := os.WriteFile(filepath.Join(d, "file"), bytes.Repeat([]byte{'t'}, FileSize), 0o644); err != nil {
 		tb.Fatalf("bench: %v", err)
 	}

@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"os"
-	"strconv"
 	"sync"
 	"testing"
 
@@ -36,7 +35,7 @@ import (
 // worker pool, without syscalls, proc or vfs.
 func BenchmarkInProcess(b *testing.B) {
 	bin := BuildPercall(b)
-	for _, op := range []string{"stat", "open", "access", "create", "unlink", "link", "mkdir", "rmdir"} {
+	for _, op := range []string{"stat", "statat", "open", "access", "create", "unlink", "link", "mkdir", "rmdir"} {
 		b.Run(op, func(b *testing.B) {
 			views := []string{"passthrough", "tx"}
 			if op == "stat" {
@@ -170,7 +169,6 @@ func supervise(tb testing.TB, k *syscalls.Kernel, h interpose.Handler, argv []st
 		Handler: h,
 		Events:  &rootRegistrar{Kernel: k, fs: proc.NewFS(cwd, root, uint32(umask))},
 		Logf:    k.Logf,
-		Workers: envInt("W", 0), MaxWorkers: envInt("MW", 0),
 	})
 	w.Close()
 	if err != nil {
@@ -195,11 +193,4 @@ type rootRegistrar struct {
 func (r *rootRegistrar) Exec(req *interpose.ExecRequest) interpose.ExecPlan {
 	r.once.Do(func() { r.Procs.AddRoot(req.Tid, r.fs) })
 	return r.Kernel.Exec(req)
-}
-
-func envInt(k string, d int) int {
-	if v, err := strconv.Atoi(os.Getenv(k)); err == nil {
-		return v
-	}
-	return d
 }

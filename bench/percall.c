@@ -11,8 +11,8 @@
 // calls themselves, not of process start-up or commit.
 //
 // Usage: percall -o OP -d DIR [-n N] [-w W] [-F]
-//   -o OP   stat | open | access | create | unlink | mkdir | rmdir | link |
-//           read | write
+//   -o OP   stat | statat | open | access | create | unlink | mkdir | rmdir |
+//           link | read | write
 //   -d DIR  absolute directory prepared by the harness: DIR/file is an
 //           unmodified 1 MiB host file
 //   -n N    timed calls (default 10000; rounded up to a multiple of 64)
@@ -23,6 +23,8 @@
 //
 // What one call is:
 //   stat    stat(DIR/file)
+//   statat  fstatat(dirfd, "file", &st, 0), dirfd an O_DIRECTORY descriptor
+//           on DIR opened before timing
 //   open    open(DIR/file, O_RDONLY) + close (close is not intercepted)
 //   access  access(DIR/file, R_OK)
 //   create  open(DIR/cK, O_CREAT|O_EXCL|O_WRONLY, 0644) + close
@@ -71,7 +73,7 @@ static char dir[3072];
 static char file[4096], wfile[4096];
 static char names[BLOCK][4096];
 static char iobuf[IOSIZE] __attribute__((aligned(4096)));
-static int iofd = -1;
+static int iofd = -1, dirfd = -1;
 static long iopos;
 
 static void die(const char *what) {
@@ -96,6 +98,13 @@ static void do_stat(void) {
 	for (int i = 0; i < BLOCK; i++)
 		if (stat(file, &st) != 0)
 			die("stat");
+}
+
+static void do_statat(void) {
+	struct stat st;
+	for (int i = 0; i < BLOCK; i++)
+		if (fstatat(dirfd, "file", &st, 0) != 0)
+			die("fstatat");
 }
 
 static void do_open(void) {
@@ -182,6 +191,7 @@ struct op {
 
 static const struct op ops[] = {
 	{"stat", 0, do_stat, NULL, NULL},
+	{"statat", 0, do_statat, NULL, NULL},
 	{"open", 0, do_open, NULL, NULL},
 	{"access", 0, do_access, NULL, NULL},
 	{"create", 'c', do_create, NULL, do_unlink},
@@ -271,6 +281,8 @@ int main(int argc, char **argv) {
 	if (filter)
 		allow_all();
 	memset(iobuf, 'x', sizeof(iobuf));
+	if (o->timed == do_statat && (dirfd = open(dir, O_RDONLY | O_DIRECTORY)) < 0)
+		die(dir);
 	if (o->timed == do_read && (iofd = open(file, O_RDONLY)) < 0)
 		die(file);
 	if (o->timed == do_write &&

@@ -21,12 +21,29 @@ func TestMain(m *testing.M) {
 	if txexecDir != "" {
 		os.RemoveAll(txexecDir)
 	}
+	for _, d := range onceDirs {
+		os.RemoveAll(d)
+	}
 	os.Exit(code)
 }
 
 // minCalls is the fewest timed calls of one fixture run: the framework's
 // first probe run (b.N = 1) still gives a plausible number.
 const minCalls = 256
+
+// ioScale multiplies b.N for read and write, which cost about a
+// microsecond each: enough calls that a run is not over before the
+// machine's noise averages out.
+const ioScale = 50
+
+// calls is the number of timed calls of op for b.N.
+func calls(op string, n int) int {
+	n = max(n, minCalls)
+	if op == "read" || op == "write" {
+		n *= ioScale
+	}
+	return n
+}
 
 // BinEnv names a txexec binary to benchmark instead of building
 // ./cmd/txexec; BaseEnv names a second one (an older build) measured in the
@@ -68,6 +85,36 @@ func txexecBinary(tb testing.TB) string {
 	return txexecBin
 }
 
+var (
+	floorOnce sync.Once
+	floorBin  string
+)
+
+// floorBinary builds bench/floor's C supervisor once per test process.
+func floorBinary(tb testing.TB) string {
+	floorOnce.Do(func() { floorBin = floor.Build(&onceTB{tb}) })
+	if floorBin == "" {
+		tb.Fatal("bench: could not build the floor program")
+	}
+	return floorBin
+}
+
+// onceTB lends a build made once per process a temporary directory that
+// outlives the benchmark that happened to make it (removed by TestMain).
+type onceTB struct{ testing.TB }
+
+func (o *onceTB) TempDir() string {
+	d, err := os.MkdirTemp("", "txexec-bench-floor-")
+	if err != nil {
+		o.Fatalf("bench: %v", err)
+	}
+	onceDirs = append(onceDirs, d)
+	return d
+}
+
+// onceDirs are the temporary directories of builds made once per process.
+var onceDirs []string
+
 type buildError struct {
 	err error
 	out []byte
@@ -82,19 +129,37 @@ type mode struct {
 	prefix func(tb testing.TB) []string
 	// args are added to the fixture's.
 	args []string
+	// floorArgs, if set, make the mode a run of bench/floor's C
+	// supervisor on the work directory's file instead of the fixture.
+	floorArgs []string
+	// parent, if set, is where the work directory is made instead of
+	// ParentDir().
+	parent string
 }
 
 // modes are the ways op is run: natively, under txexec with and without a
-// transaction, and for the calls txexec does not intercept (read, write)
-// natively under an allow-all seccomp filter, their floor.
+// transaction, and its floor next to them, so that the ratios compare
+// numbers taken seconds apart: for stat the bare C supervisor emulating
+// fstatat, for open the one installing the descriptor with ADDFD (both with
+// SYNC_WAKE_UP), for the calls txexec does not intercept (read, write) the
+// fixture natively under an allow-all seccomp filter.
 func modes(op string) []mode {
 	ms := []mode{
 		{name: "native", prefix: func(testing.TB) []string { return nil }},
 		{name: "passthrough", prefix: func(tb testing.TB) []string { return []string{txexecBinary(tb), "--passthrough", "--"} }},
 		{name: "tx", prefix: func(tb testing.TB) []string { return []string{txexecBinary(tb), "--"} }},
 	}
-	if op == "read" || op == "write" {
+	switch op {
+	case "read", "write":
 		ms = append(ms, mode{name: "filtered", prefix: func(testing.TB) []string { return nil }, args: []string{"-F"}})
+	case "stat":
+		ms = append(ms, mode{name: "floor", floorArgs: []string{"-s"}})
+	case "open":
+		ms = append(ms, mode{name: "floor", floorArgs: []string{"-s", "-o"}})
+	case "create":
+		// What the same creates cost natively on the disk of TMPDIR, to
+		// show why the benchmarks work on a tmpfs.
+		ms = append(ms, mode{name: "native-tmpdir", prefix: func(testing.TB) []string { return nil }, parent: os.TempDir()})
 	}
 	if base := os.Getenv(BaseEnv); base != "" {
 		ms = append(ms,
@@ -108,7 +173,18 @@ func modes(op string) []mode {
 // a fresh state directory and returns its ns/call.
 func runFixture(tb testing.TB, m mode, bin, op string, n int) float64 {
 	tb.Helper()
-	dir := WorkDir(tb)
+	parent := m.parent
+	if parent == "" {
+		parent = ParentDir()
+	}
+	dir := WorkDirIn(tb, parent)
+	if m.floorArgs != nil {
+		ns, err := floor.Run(floorBinary(tb), append([]string{"-n", strconv.Itoa(n), "-f", filepath.Join(dir, "file")}, m.floorArgs...)...)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		return ns
+	}
 	argv := append(append(m.prefix(tb), PercallArgs(bin, op, dir, n)...), m.args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+TempDir(tb, "txexec-bench-state-"))
@@ -124,19 +200,20 @@ func runFixture(tb testing.TB, m mode, bin, op string, n int) float64 {
 	return ns
 }
 
-// BenchmarkPerCall times b.N calls of each fixture operation natively,
-// under `txexec --passthrough --` and under `txexec --` (in a transaction
-// that commits when the fixture exits). The fixture times the calls itself
-// after 256 untimed warm-up calls of the same kind, so process start-up,
-// the first lookups of the directory and the commit are not counted.
-// ns/op and ns/call are both the fixture's time per call.
+// BenchmarkPerCall times b.N calls (read and write: ioScale×b.N) of each
+// fixture operation natively, under `txexec --passthrough --` and under
+// `txexec --` (in a transaction that commits when the fixture exits). The
+// fixture times the calls itself after 256 untimed warm-up calls of the
+// same kind, so process start-up, the first lookups of the directory and
+// the commit are not counted. ns/op and ns/call are both the fixture's time
+// per call.
 func BenchmarkPerCall(b *testing.B) {
 	bin := BuildPercall(b)
 	for _, op := range Ops {
 		b.Run(op, func(b *testing.B) {
 			for _, m := range modes(op) {
 				b.Run(m.name, func(b *testing.B) {
-					ns := runFixture(b, m, bin, op, max(b.N, minCalls))
+					ns := runFixture(b, m, bin, op, calls(op, b.N))
 					b.ReportMetric(ns, "ns/op")
 					b.ReportMetric(ns, "ns/call")
 				})

@@ -128,6 +128,9 @@ func newCmd(ctx context.Context, t testing.TB, m mode, c command) *exec.Cmd {
 	cmd.Env = append(baseEnv(t), c.Env...)
 	cmd.Stdin = c.Stdin
 	cmd.WaitDelay = 10 * time.Second
+	// If the test binary dies (a timeout panic), txexec dies with it, and
+	// its tree with txexec.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 

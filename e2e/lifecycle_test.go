@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -378,12 +377,14 @@ func startShell(t *testing.T, p *pty) *exec.Cmd {
 	t.Helper()
 	requireTools(t, "bash")
 	cmd := newCmd(context.Background(), t, native, command{
-		Argv: []string{"bash", "--norc", "--noprofile", "-i"},
+		// As from a terminal emulator: no signal ignored on entry
+		// (the test itself may have been started with some ignored).
+		Argv: []string{"env", "--default-signal", "bash", "--norc", "--noprofile", "-i"},
 		Dir:  t.TempDir(),
 		Env:  []string{"PS1=e2e$ ", "PS2=", "TERM=dumb", "HISTFILE=/dev/null"},
 	})
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = p.slave, p.slave, p.slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	cmd.SysProcAttr.Setsid, cmd.SysProcAttr.Setctty, cmd.SysProcAttr.Ctty = true, true, 0
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
 		if cmd.ProcessState == nil {
@@ -398,15 +399,16 @@ func startShell(t *testing.T, p *pty) *exec.Cmd {
 	return cmd
 }
 
-// jobProc waits for the process named comm in the shell's session, in a
-// process group other than the shell's (the job), sleeping.
-func jobProc(t *testing.T, shell int, comm string) (pid, pgrp int) {
+// jobProc waits for the process whose argv[0] is name in the shell's
+// session, in a process group other than the shell's (the job), blocked.
+func jobProc(t *testing.T, shell int, name string) (pid, pgrp int) {
 	t.Helper()
-	waitFor(t, comm+" to run as a job and block", func() bool {
+	waitFor(t, name+" to run as a job and block", func() bool {
 		for _, d := range descendants(t, shell) {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", d))
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", d))
 			st, ok := readProcStat(d)
-			if err == nil && ok && strings.TrimSpace(string(b)) == comm && st.Pgrp != shell && st.State == 'S' {
+			argv0, _, _ := strings.Cut(string(b), "\x00")
+			if err == nil && ok && argv0 == name && st.Pgrp != shell && st.State == 'S' {
 				pid, pgrp = d, st.Pgrp
 				return true
 			}
@@ -425,29 +427,28 @@ func shellWords(argv []string) string {
 	return strings.Join(q, " ")
 }
 
+// echoStatus makes the shell print $?; the quotes keep the echo of the
+// typed line from matching what expect waits for.
+const echoStatus = `echo "st""atus=$?"` + "\n"
+
 // TestJobControl drives an interactive bash on a pseudo-terminal, as a user
 // would: Ctrl-C interrupts the job (status 130) and txexec survives to
-// report it; Ctrl-Z stops the job (bash reports it stopped) and fg resumes it
-// to completion. The quoted "st""atus" keeps the echo of the typed line from
-// matching the output.
+// report it; Ctrl-Z stops the job (bash reports it "Stopped", $? = 148, as
+// without txexec) and fg resumes it to completion.
 func TestJobControl(t *testing.T) {
 	for _, m := range append([]mode{native}, underTxexec...) {
 		t.Run("Ctrl-C/"+m.String(), func(t *testing.T) {
 			p := openPty(t)
 			shell := startShell(t, p)
-			argv := argvFor(m, command{Argv: []string{"sleep", "100"}})
-			p.typeIn(t, shellWords(argv)+`; echo "st""atus=$?"`+"\n")
+			p.typeIn(t, shellWords(argvFor(m, command{Argv: []string{"sleep", "100"}}))+"\n")
 			_, pgrp := jobProc(t, shell.Process.Pid, "sleep")
 			assert.Equal(t, pgrp, p.foreground(t), "the job is the terminal's foreground group")
 			p.typeIn(t, "\x03") // ^C: SIGINT to the foreground group
-			p.expect(t, "status=130")
 			p.expect(t, "e2e$ ")
-			if m != native {
-				// txexec survived SIGINT: its status is the command's,
-				// and a transaction says why it rolled back.
-				if m == transaction {
-					assert.Regexp(t, `txexec: transaction [0-9]+ aborted: the command exited with status 130`, p.output())
-				}
+			p.typeIn(t, echoStatus)
+			p.expect(t, "status=130")
+			if m == transaction {
+				assert.Regexp(t, `txexec: transaction [0-9]+ aborted: the command exited with status 130`, p.output())
 			}
 			p.typeIn(t, "exit\n")
 			require.NoError(t, shell.Wait())
@@ -456,10 +457,11 @@ func TestJobControl(t *testing.T) {
 			p := openPty(t)
 			shell := startShell(t, p)
 			argv := argvFor(m, command{Argv: []string{"sh", "-c", `read line; echo "go""t $line"`}})
-			p.typeIn(t, shellWords(argv)+`; echo "st""atus=$?"`+"\n")
+			p.typeIn(t, shellWords(argv)+"\n")
 			sh, pgrp := jobProc(t, shell.Process.Pid, "sh")
 			p.typeIn(t, "\x1a") // ^Z: SIGTSTP to the foreground group
-			p.expect(t, "Stopped")
+			// "Stopped (signal)" would mean stopped by SIGSTOP.
+			p.expect(t, "Stopped  ")
 			p.expect(t, "e2e$ ")
 			assert.Equal(t, shell.Process.Pid, p.foreground(t), "the shell took the terminal back")
 			st, _ := readProcStat(sh)
@@ -468,6 +470,9 @@ func TestJobControl(t *testing.T) {
 				st, _ := readProcStat(pgrp) // txexec leads the job's group
 				assert.Equal(t, byte('T'), st.State, "txexec is stopped with its job (state %c)", st.State)
 			}
+			p.typeIn(t, echoStatus)
+			p.expect(t, fmt.Sprintf("status=%d", 128+int(unix.SIGTSTP)))
+			p.expect(t, "e2e$ ")
 
 			p.typeIn(t, "fg\n")
 			waitFor(t, "the job to be in the foreground and reading again", func() bool {
@@ -476,8 +481,9 @@ func TestJobControl(t *testing.T) {
 			})
 			p.typeIn(t, "hello\n")
 			p.expect(t, "got hello")
-			p.expect(t, "status=0")
 			p.expect(t, "e2e$ ")
+			p.typeIn(t, echoStatus)
+			p.expect(t, "status=0")
 			p.typeIn(t, "exit\n")
 			require.NoError(t, shell.Wait())
 		})

@@ -2,6 +2,8 @@ package interpose
 
 import (
 	"fmt"
+	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -49,7 +51,11 @@ func (c *Call) MemoryRead() bool { return c.memRead }
 // copying in their arguments and before acting on them: a pid read from the
 // notification may have been recycled if the caller died meanwhile.
 func (c *Call) Valid() error {
-	if err := notifIDValid(c.listener.fd, c.ID); err != nil {
+	// A raw system call (no runtime bookkeeping): NOTIF_ID_VALID never
+	// blocks, and it is made once per intercepted call.
+	id := c.ID
+	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(c.listener.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ID_VALID), uintptr(unsafe.Pointer(&id)))
+	if e != 0 {
 		return unix.ESRCH
 	}
 	return nil
@@ -58,7 +64,70 @@ func (c *Call) Valid() error {
 // GetFD duplicates the tracee's descriptor fd into the supervisor
 // (pidfd_getfd). The caller owns the returned descriptor.
 func (c *Call) GetFD(fd int) (int, error) {
-	return GetFD(c.Tid, fd)
+	if c.listener == nil {
+		return GetFD(c.Tid, fd)
+	}
+	return c.listener.pidfds.getFD(c.Tid, fd)
+}
+
+// pidfdCache keeps a pidfd for each of the threads that most recently
+// needed one, so that duplicating a descriptor of theirs (every call that
+// takes a dirfd or an fd) costs one system call, pidfd_getfd, instead of
+// three. A pidfd names a task, not a number: if its thread has gone,
+// pidfd_getfd fails with ESRCH and the entry is opened again for whatever
+// thread now has that id (the caller checked with Valid that it is the
+// one that made the call).
+type pidfdCache struct {
+	mu sync.Mutex
+	// slots are indexed by tid modulo their number; guarded by mu, which
+	// is held across pidfd_getfd so that no entry is closed while in use.
+	slots [pidfdSlots]struct {
+		tid, fd int
+		ok      bool
+	}
+}
+
+const pidfdSlots = 64
+
+func (p *pidfdCache) getFD(tid, fd int) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := &p.slots[uint(tid)%pidfdSlots]
+	for fresh := false; ; fresh = true {
+		if !s.ok || s.tid != tid || fresh {
+			if s.ok {
+				unix.Close(s.fd)
+				s.ok = false
+			}
+			pidfd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD)
+			if err != nil {
+				return -1, unix.ESRCH
+			}
+			s.tid, s.fd, s.ok = tid, pidfd, true
+		}
+		nfd, err := unix.PidfdGetfd(s.fd, fd, 0)
+		switch {
+		case err == nil:
+			return nfd, nil
+		case err == unix.ESRCH && !fresh:
+			continue // a thread that has gone; tid is someone else's now
+		case err == unix.EBADF:
+			return -1, unix.EBADF
+		}
+		return -1, err
+	}
+}
+
+// close releases every cached pidfd.
+func (p *pidfdCache) close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for i := range p.slots {
+		if p.slots[i].ok {
+			unix.Close(p.slots[i].fd)
+			p.slots[i].ok = false
+		}
+	}
 }
 
 // GetFD duplicates descriptor fd of thread tid into the supervisor.

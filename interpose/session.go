@@ -236,7 +236,9 @@ func (s *Session) startStub(prog []unix.SockFilter) error {
 // writer, a long copy-up) would leave the rest of the tree unserved: the
 // watchdog then puts a standby worker (or a new one, up to MaxWorkers) into
 // RECV. A worker that finishes a call while another one receives goes on
-// standby.
+// standby. A reply that installs a descriptor waits for the caller; while
+// such waits are slow, the replying worker first hands the receiving
+// position over (see sendFD).
 type listener struct {
 	fd  int
 	cfg Config
@@ -251,6 +253,8 @@ type listener struct {
 	busy      atomic.Int32
 	replying  atomic.Int32
 	served    atomic.Uint64
+	// addfdSlow records whether the last ADDFD wait was slow (see sendFD).
+	addfdSlow atomic.Bool
 	total     atomic.Int32
 	// standbyN counts the workers waiting for the receiving position;
 	// handoffs is the futex word they wait on: positions handed out and
@@ -263,15 +267,19 @@ type listener struct {
 	watchWake   chan struct{}
 	wg          sync.WaitGroup
 
+	pidfds pidfdCache
+
 	mu sync.Mutex
 	// tids are the OS threads of the running workers. Guarded by mu.
 	tids map[int]bool
 }
 
-// The watchdog looks every watchTick; it sleeps until the next call after
-// watchQuietTicks ticks without one.
+// The watchdog looks every watchTick while calls are answered, backing off
+// to watchMaxTick while none is; it sleeps until the next call after
+// watchQuietTicks ticks without one in flight.
 const (
 	watchTick       = 2 * time.Millisecond
+	watchMaxTick    = 64 * time.Millisecond
 	watchQuietTicks = 50
 )
 
@@ -346,17 +354,11 @@ func (l *listener) worker() {
 		}
 		c := newCall(l, &n)
 		r := l.handle(c)
+		var val int64
 		if r.kind == replyFD {
-			// ADDFD with SEND returns only once the caller has run and
-			// taken the descriptor, and the kernel's wake-up that ends it
-			// is not a sync one: keep a receiver for the caller's next call.
-			if l.replying.Add(1) == 1 && l.receivers.Load() == 0 {
-				l.addReceiver()
-			}
-		}
-		val, err := c.send(r)
-		if r.kind == replyFD {
-			l.replying.Add(-1)
+			val, err = l.sendFD(c, r)
+		} else {
+			val, err = c.send(r)
 		}
 		l.served.Add(1)
 		l.busy.Add(-1)
@@ -368,6 +370,30 @@ func (l *listener) worker() {
 		}
 	}
 }
+
+// sendFD sends a reply that installs a descriptor. ADDFD with SEND returns
+// only once the caller has run and taken the descriptor, and the kernel's
+// wake-up that ends that wait is not a sync one: when it sends the worker
+// to another, idle, CPU (on a VM a halted vCPU, slow to wake), the
+// caller's next call would wait for it. So while these waits are slow, a
+// worker about to make one first hands the receiving position to a standby
+// worker, unless another worker is receiving or replying already; while
+// they are fast, that hand-off would only cost two more context switches.
+func (l *listener) sendFD(c *Call, r Reply) (int64, error) {
+	if l.replying.Add(1) == 1 && l.addfdSlow.Load() && l.receivers.Load() == 0 {
+		l.addReceiver()
+	}
+	start := time.Now()
+	val, err := c.send(r)
+	l.addfdSlow.Store(time.Since(start) > slowAddfd)
+	l.replying.Add(-1)
+	return val, err
+}
+
+// slowAddfd is the ADDFD wait beyond which the wake-up that ended it is
+// taken for a cross-CPU one: a same-CPU wait is the caller's run from its
+// wake-up to installing the descriptor, a few microseconds.
+const slowAddfd = 20 * time.Microsecond
 
 // waitStandby blocks until addReceiver hands the calling worker the
 // receiving position (true) or the listener stops (false). Standby workers
@@ -420,13 +446,18 @@ func futexWake(addr *atomic.Uint32, n int) {
 
 // watch adds a receiver when, for a whole tick, a call was being served,
 // none was answered and no worker was receiving: the busy worker may be
-// blocked, and the rest of the tree would wait for it.
+// blocked, and the rest of the tree would wait for it. While no call is
+// answered its tick doubles, up to watchMaxTick (a handler blocked for
+// minutes, such as an open of a FIFO nobody writes, must not keep the
+// supervisor waking up every few milliseconds); it sleeps altogether after
+// watchQuietTicks ticks without any call in flight.
 func (l *listener) watch() {
 	defer l.wg.Done()
 	tick := time.NewTimer(watchTick)
 	defer tick.Stop()
 	var last uint64
 	quiet := 0
+	every := watchTick
 	for {
 		select {
 		case <-tick.C:
@@ -442,6 +473,11 @@ func (l *listener) watch() {
 		} else {
 			quiet = 0
 		}
+		if served == last {
+			every = min(2*every, watchMaxTick)
+		} else {
+			every = watchTick
+		}
 		last = served
 		if quiet >= watchQuietTicks {
 			// Nothing to watch: sleep until a worker takes a call.
@@ -455,9 +491,10 @@ func (l *listener) watch() {
 			}
 			l.watchParked.Store(false)
 			quiet = 0
+			every = watchTick
 			last = l.served.Load()
 		}
-		tick.Reset(watchTick)
+		tick.Reset(every)
 	}
 }
 
@@ -493,6 +530,7 @@ func (l *listener) stop() {
 		select {
 		case <-done:
 			unix.Close(l.fd)
+			l.pidfds.close()
 			return
 		case <-time.After(time.Millisecond):
 		}

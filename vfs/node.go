@@ -9,6 +9,16 @@ type FileID struct{ Dev, Ino uint64 }
 
 func idOf(st *unix.Stat_t) FileID { return FileID{Dev: st.Dev, Ino: st.Ino} }
 
+// isHostObject reports whether st describes n's host original. (dev, ino)
+// alone is not enough: a file system reuses a freed inode number at once, so
+// a name unlinked and recreated on the host (a regular file swapped for a
+// symlink, say) can come back with the same pair. The type tells those
+// apart; a same-type reuse changes ctime, which validation at commit
+// catches.
+func (n *Node) isHostObject(st *unix.Stat_t) bool {
+	return idOf(st) == n.host && st.Mode&unix.S_IFMT == n.typ
+}
+
 // Node is an object in a transaction's view: loosely Linux's inode, except
 // that its data lives in a backing object — the host original (never opened
 // writable) or a staged object in the staging area — and a directory keeps
@@ -65,9 +75,9 @@ type Node struct {
 	// hostList caches a host directory's entries, as first read (the
 	// transaction's snapshot; validation checks it is still so).
 	hostList []Dirent
-	// kidsStaged: a non-directory found in this host directory was copied
-	// up, so the kernel's listing would show its old inode number.
-	kidsStaged bool
+	// cookies are the listing positions given to entries the transaction
+	// made in this directory (see Tx.Listing).
+	cookies map[string]uint64
 
 	// lookups caches host lookups in a directory (nil: absent). The
 	// transaction sees each host name as it first read it; validation at
@@ -82,6 +92,9 @@ type Node struct {
 	// in-place file).
 	locDir  *Node
 	locName string
+	// token names the staging file whose descriptors stand for this
+	// object where an O_PATH descriptor would (Tx.pathTokenLocked).
+	token string
 	// anon marks an O_TMPFILE object that has no name yet; anonFd is an
 	// O_PATH descriptor on it (it has no path in the staging area).
 	anon   bool
@@ -96,18 +109,33 @@ type Node struct {
 	// nlink is the link count in the view, once links were made or removed.
 	nlink    uint64
 	nlinkSet bool
+	// extraLinks are the extra names of a staged object in the staging
+	// area that give it the view's link count (stagedLinksLocked).
+	extraLinks int
 }
 
 func (n *Node) isDir() bool { return n.typ == unix.S_IFDIR }
 
-// hasListingChanges reports whether a directory's listing differs from its
-// backing directory's.
-func (n *Node) hasListingChanges() bool { return n.opaque || len(n.entries) > 0 || n.kidsStaged }
+// keepsIdentity reports whether n is a host directory, FIFO or device:
+// those stay themselves in the view (descriptors on them are on the host
+// object) and a staged copy of one only carries attribute changes.
+func (n *Node) keepsIdentity() bool {
+	if n.host == (FileID{}) {
+		return false
+	}
+	switch n.typ {
+	case unix.S_IFDIR:
+		return n.hostFd >= 0
+	case unix.S_IFIFO, unix.S_IFCHR, unix.S_IFBLK:
+		return n.hostParent != nil
+	}
+	return false
+}
 
-// viewIno is the inode number stat shows for n: a host directory keeps its
-// own, any other staged object shows its staged object's.
+// viewIno is the inode number stat shows for n: a host directory, FIFO or
+// device keeps its own, any other staged object shows its staged object's.
 func (n *Node) viewIno() uint64 {
-	if n.anon || n.staged != "" && !(n.isDir() && n.hostFd >= 0) {
+	if n.anon || n.staged != "" && !n.keepsIdentity() {
 		return n.stagedID.Ino
 	}
 	if n.host != (FileID{}) {

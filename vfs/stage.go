@@ -1,6 +1,8 @@
 package vfs
 
 import (
+	"strconv"
+
 	"golang.org/x/sys/unix"
 
 	"txexec/proc"
@@ -45,7 +47,7 @@ func (v *Tx) copyUpLocked(n *Node, path string) error {
 		if err := unix.Fstat(n.hostFd, &st); err != nil {
 			return v.hostChanged(n.hostPath, err)
 		}
-	} else if err := unix.Fstatat(n.hostParent.hostFd, n.hostName, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || idOf(&st) != n.host {
+	} else if err := unix.Fstatat(n.hostParent.hostFd, n.hostName, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || !n.isHostObject(&st) {
 		return v.hostChanged(n.hostPath, unix.ESTALE)
 	}
 	v.recordMetaLocked(n, &st)
@@ -61,23 +63,16 @@ func (v *Tx) copyUpLocked(n *Node, path string) error {
 	if err := v.registerStagedLocked(n, name); err != nil {
 		return err
 	}
+	v.stagedLinksLocked(n)
 	n.attrSet = false
-	if !n.isDir() {
-		for _, d := range []*Node{n.hostParent, n.locDir} {
-			if d != nil {
-				d.kidsStaged = true
-			}
-		}
-	}
 	switch {
 	case n.isDir():
 		// A directory keeps its identity; its attribute changes are
 		// journaled as setattr (inPlace).
-	case n.typ == unix.S_IFIFO:
-		// A FIFO holds no data: its staged twin is where the
-		// transaction's readers and writers meet (I/O on the host FIFO
-		// would change its times on the host), and only attribute
-		// changes reach the host, in place.
+	case n.keepsIdentity():
+		// A FIFO or device holds no data and stays itself (see
+		// openSpecialLocked): only attribute changes reach the host, in
+		// place.
 		n.inPlace = true
 	case n.inPlace && n.typ == unix.S_IFREG:
 		v.journalLocked(store.RedoOp{Kind: store.OpCopyData, Src: v.stagedPath(name), Path: path, Ino: n.replayIno})
@@ -152,7 +147,9 @@ func (v *Tx) copyObjectLocked(n *Node, st *unix.Stat_t, name string) error {
 }
 
 // copyData copies size bytes from src to dst: one FICLONE where the file
-// system shares extents (O(1) for any size), else copy_file_range.
+// system shares extents (O(1) for any size), else copy_file_range of each
+// data segment (SEEK_DATA/SEEK_HOLE), so holes stay holes — a sparse file
+// does not grow on disk when it is copied up.
 func copyData(dst, src int, size int64) error {
 	if size == 0 {
 		return nil
@@ -160,9 +157,35 @@ func copyData(dst, src int, size int64) error {
 	if err := unix.IoctlFileClone(dst, src); err == nil {
 		return nil
 	}
-	var off int64
-	for off < size {
-		n, err := unix.CopyFileRange(src, &off, dst, nil, int(min(size-off, 1<<30)), 0)
+	if err := unix.Ftruncate(dst, size); err != nil {
+		return err
+	}
+	for off := int64(0); off < size; {
+		data, err := unix.Seek(src, off, unix.SEEK_DATA)
+		if err == unix.ENXIO {
+			return nil // a hole up to the end
+		}
+		if err != nil {
+			// No SEEK_DATA here: the whole rest is data.
+			data = off
+		}
+		end, err := unix.Seek(src, data, unix.SEEK_HOLE)
+		if err != nil || end > size {
+			end = size
+		}
+		if err := copyRange(dst, src, data, end); err != nil {
+			return err
+		}
+		off = end
+	}
+	return nil
+}
+
+// copyRange copies bytes [from, to) of src to the same offsets of dst.
+func copyRange(dst, src int, from, to int64) error {
+	roff, woff := from, from
+	for roff < to {
+		n, err := unix.CopyFileRange(src, &roff, dst, &woff, int(min(to-roff, 1<<30)), 0)
 		if err == unix.EINTR {
 			continue
 		}
@@ -170,7 +193,7 @@ func copyData(dst, src int, size int64) error {
 			return err
 		}
 		if n == 0 {
-			break
+			return nil // the file shrank under us; validation will see it
 		}
 	}
 	return nil
@@ -267,6 +290,32 @@ func (v *Tx) linkCountLocked(n *Node, delta int) {
 		n.nlink, n.nlinkSet = st.Nlink, true
 	}
 	n.nlink = uint64(int64(n.nlink) + int64(delta))
+	v.stagedLinksLocked(n)
+}
+
+// stagedLinksLocked keeps a staged non-directory's own link count equal to
+// its link count in the view, with extra names beside it in the staging
+// area, so that fstat of a descriptor on it agrees with stat of its path.
+// (With no name left in the view it keeps its staged name, which the
+// journal's ops refer to.) The extra names go with the staging area.
+//
+// Preconditions: v.mu held.
+func (v *Tx) stagedLinksLocked(n *Node) {
+	if n.staged == "" || n.isDir() || n.anon || !n.nlinkSet {
+		return
+	}
+	want := max(int(n.nlink), 1) - 1
+	for n.extraLinks < want {
+		name := n.staged + "." + strconv.Itoa(n.extraLinks+1)
+		if unix.Linkat(v.stagingFd, n.staged, v.stagingFd, name, 0) != nil {
+			return
+		}
+		n.extraLinks++
+	}
+	for n.extraLinks > want {
+		unix.Unlinkat(v.stagingFd, n.staged+"."+strconv.Itoa(n.extraLinks), 0)
+		n.extraLinks--
+	}
 }
 
 // setattrLocked journals an attribute change of an object that keeps its

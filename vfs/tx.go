@@ -30,6 +30,12 @@ type Tx struct {
 	// of the paths they shadow when possible (DESIGN §4.4).
 	staging   string
 	stagingFd int
+	// noatime: host objects are reached through a private noatime clone
+	// of the mount tree (openRoot).
+	noatime bool
+	// roRootFd is a read-only noatime clone, for host FIFOs and devices
+	// (-1 until needed; guarded by mu).
+	roRootFd int
 	// passthrough are host paths whose subtrees are not transactional.
 	passthrough []string
 	// Now is the clock for directory times (tests and deterministic runs
@@ -69,12 +75,21 @@ type readRecord struct {
 // directory the transaction owns; passthrough adds --exclude paths to
 // DefaultPassthrough.
 func NewTx(host *Host, staging string, excludes []string) (*Tx, error) {
-	sfd, err := unix.Open(staging, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	staging, err := filepath.Abs(staging)
 	if err != nil {
+		return nil, err
+	}
+	rfd, noatime, err := openRoot()
+	if err != nil {
+		return nil, err
+	}
+	sfd, err := unix.Openat(rfd, "."+staging, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		unix.Close(rfd)
 		return nil, &os.PathError{Op: "open staging", Path: staging, Err: err}
 	}
 	v := &Tx{
-		host: host, staging: staging, stagingFd: sfd,
+		host: host, staging: staging, stagingFd: sfd, noatime: noatime, roRootFd: -1,
 		nodes: map[FileID]*Node{}, reads: map[string]readRecord{}, Now: time.Now,
 	}
 	for _, p := range append(append([]string{}, DefaultPassthrough...), excludes...) {
@@ -83,10 +98,6 @@ func NewTx(host *Host, staging string, excludes []string) (*Tx, error) {
 			return nil, err
 		}
 		v.passthrough = append(v.passthrough, filepath.Clean(abs))
-	}
-	rfd, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return nil, err
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(rfd, &st); err != nil {
@@ -98,6 +109,63 @@ func NewTx(host *Host, staging string, excludes []string) (*Tx, error) {
 }
 
 var _ View = (*Tx)(nil)
+
+// openRoot opens the root the view reaches host objects from: a private
+// clone of the whole mount tree (open_tree(OPEN_TREE_CLONE)) with atime
+// updates turned off (mount_setattr MOUNT_ATTR_NOATIME). O_NOATIME keeps
+// reads of files and directories from touching their atime, but nothing
+// does so for readlink(2), which the view needs for every symlink it
+// follows: through the clone even that leaves the host untouched (DESIGN
+// §2: atime included). The clone needs CAP_SYS_ADMIN; without it the view
+// reaches "/" itself, and reading a host symlink may update its atime
+// (noatime is false; docs/semantics.md).
+func openRoot() (fd int, noatime bool, err error) {
+	fd, err = unix.OpenTree(unix.AT_FDCWD, "/", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err == nil {
+		attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOATIME, Attr_clr: unix.MOUNT_ATTR__ATIME}
+		if err = unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err == nil {
+			return fd, true, nil
+		}
+		unix.Close(fd)
+	}
+	if err != unix.EPERM && err != unix.ENOSYS && err != unix.EINVAL {
+		return -1, false, os.NewSyscallError("open_tree", err)
+	}
+	fd, err = unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, false, &os.PathError{Op: "open", Path: "/", Err: err}
+	}
+	return fd, false, nil
+}
+
+// roRootLocked returns a read-only noatime clone of the mount tree, made on
+// first use, for host FIFOs and devices (see openSpecialLocked); without
+// the privilege to clone, the view's own root.
+//
+// Preconditions: v.mu held.
+func (v *Tx) roRootLocked() (int, error) {
+	if v.roRootFd >= 0 {
+		return v.roRootFd, nil
+	}
+	if !v.noatime {
+		return v.root.hostFd, nil
+	}
+	fd, err := unix.OpenTree(unix.AT_FDCWD, "/", unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+	if err != nil {
+		return -1, os.NewSyscallError("open_tree", err)
+	}
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY | unix.MOUNT_ATTR_NOATIME, Attr_clr: unix.MOUNT_ATTR__ATIME}
+	if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, attr); err != nil {
+		unix.Close(fd)
+		return -1, os.NewSyscallError("mount_setattr", err)
+	}
+	v.roRootFd = fd
+	return fd, nil
+}
+
+// NoatimeIsolation reports whether the view reaches host objects through
+// a mount with atime updates off (see openRoot).
+func (v *Tx) NoatimeIsolation() bool { return v.noatime }
 
 // Doomed returns why the transaction cannot commit, or nil.
 func (v *Tx) Doomed() error {
@@ -130,6 +198,10 @@ func (v *Tx) isPassthroughPath(p string) bool {
 func (v *Tx) hostNodeLocked(dir *Node, name string, st *unix.Stat_t) (*Node, error) {
 	id := idOf(st)
 	if n := v.nodes[id]; n != nil {
+		if n.host == id && n.typ != st.Mode&unix.S_IFMT {
+			// A reused inode number (see isHostObject).
+			return nil, v.hostChanged(childPath(dir.hostPath, name), unix.ESTALE)
+		}
 		if n.isDir() && n.parent == nil && n != v.root {
 			n.parent, n.name = dir, name
 		}

@@ -123,10 +123,9 @@ func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, f
 			if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, times, nofollow); err != nil {
 				return err
 			}
-			if n.isDir() {
-				// Explicit times replace the view's entry-change time.
-				n.changed = nil
-			}
+			// Explicit times replace the view's change time (of a
+			// directory's entries, of a FIFO's last writer).
+			n.changed = nil
 			return nil
 		})
 }
@@ -172,7 +171,10 @@ func (v *Tx) Truncate(c *Caller, at *Handle, path string, size int64) error {
 // keeps its identity at commit (a directory, a multiply-linked file) is not
 // supported inside a transaction: there is no redo record for it yet.
 func (v *Tx) Setxattr(c *Caller, at *Handle, path string, op XattrOp, name string, value []byte, flags int) error {
-	return v.modify(c, at, path, !op.NoFollow, op.EmptyAt, 0,
+	// AttrMode: setting system.posix_acl_access sets the mode too (cp -a
+	// gives a new directory its mode that way), and a setattr journaled
+	// earlier must not bring the old mode back.
+	return v.modify(c, at, path, !op.NoFollow, op.EmptyAt, store.AttrMode,
 		func(hat *Handle, hp string) error { return v.host.Setxattr(c, hat, hp, op, name, value, flags) },
 		func(n *Node, a attrs, vpath string) error {
 			if err := v.xattrWritePermLocked(c, n, a, name); err != nil {
@@ -190,7 +192,7 @@ func (v *Tx) Setxattr(c *Caller, at *Handle, path string, op XattrOp, name strin
 
 // Removexattr implements View.
 func (v *Tx) Removexattr(c *Caller, at *Handle, path string, op XattrOp, name string) error {
-	return v.modify(c, at, path, !op.NoFollow, op.EmptyAt, 0,
+	return v.modify(c, at, path, !op.NoFollow, op.EmptyAt, store.AttrMode,
 		func(hat *Handle, hp string) error { return v.host.Removexattr(c, hat, hp, op, name) },
 		func(n *Node, a attrs, vpath string) error {
 			if err := v.xattrWritePermLocked(c, n, a, name); err != nil {

@@ -18,20 +18,35 @@ func (v *Tx) Journal() []store.RedoOp {
 	return v.fullJournalLocked()
 }
 
-// fullJournalLocked is the journal plus the times that I/O on FIFOs gave
-// their staged twins (no call of the transaction's names them).
+// fullJournalLocked is the journal plus the attributes that I/O gave host
+// originals that keep their identity at commit: for hard-linked files,
+// their staged copies' times and the set-ID bits a write by an
+// unprivileged process clears; for FIFOs, the time they were last opened
+// for writing. No call of the transaction named those
+// changes (reads and writes on descriptors are not intercepted), and the
+// data copy at commit would leave the file with the commit's time.
 //
 // Preconditions: v.mu held.
 func (v *Tx) fullJournalLocked() []store.RedoOp {
 	out := append([]store.RedoOp(nil), v.journal...)
 	seen := map[*Node]bool{}
-	var fifos []store.RedoOp
+	var times []store.RedoOp
 	for _, n := range v.nodes {
-		if seen[n] || n.typ != unix.S_IFIFO || n.staged == "" || n.host == (FileID{}) || n.hostParent == nil {
+		if seen[n] || n.host == (FileID{}) || n.hostParent == nil {
 			continue
 		}
 		seen[n] = true
 		if n.locDir == nil || n.locDir.removed || !n.locDir.entryIs(n.locName, n) {
+			continue
+		}
+		path := childPath(n.locDir.viewPathLocked(), n.locName)
+		if n.typ == unix.S_IFIFO && n.changed != nil {
+			// Written in the transaction (see openNodeLocked).
+			times = append(times, store.RedoOp{Kind: store.OpSetattr, Path: path, Ino: n.replayIno,
+				Attrs: store.AttrMtime, Mtime: store.Timespec{Sec: n.changed.Sec, Nsec: n.changed.Nsec}})
+			continue
+		}
+		if n.typ != unix.S_IFREG || !n.inPlace || n.staged == "" {
 			continue
 		}
 		var st, hst unix.Stat_t
@@ -39,16 +54,23 @@ func (v *Tx) fullJournalLocked() []store.RedoOp {
 			unix.Fstatat(n.hostParent.hostFd, n.hostName, &hst, unix.AT_SYMLINK_NOFOLLOW) != nil {
 			continue
 		}
-		if st.Atim == hst.Atim && st.Mtim == hst.Mtim {
+		var mask store.AttrMask
+		if st.Mode != hst.Mode {
+			mask |= store.AttrMode
+		}
+		if st.Atim != hst.Atim || st.Mtim != hst.Mtim {
+			mask |= store.AttrAtime | store.AttrMtime
+		}
+		if mask == 0 {
 			continue
 		}
-		fifos = append(fifos, store.RedoOp{Kind: store.OpSetattr,
-			Path: childPath(n.locDir.viewPathLocked(), n.locName), Ino: n.replayIno,
-			Attrs: store.AttrAtime | store.AttrMtime,
+		times = append(times, store.RedoOp{Kind: store.OpSetattr,
+			Path: path, Ino: n.replayIno,
+			Attrs: mask, Mode: st.Mode & 0o7777,
 			Atime: store.Timespec{Sec: st.Atim.Sec, Nsec: st.Atim.Nsec}, Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}})
 	}
-	sort.Slice(fifos, func(i, j int) bool { return fifos[i].Path < fifos[j].Path })
-	return append(out, fifos...)
+	sort.Slice(times, func(i, j int) bool { return times[i].Path < times[j].Path })
+	return append(out, times...)
 }
 
 // Changed reports whether the transaction changed anything.
@@ -197,6 +219,14 @@ func (v *Tx) Close() {
 			unix.Close(n.hostFd)
 			n.hostFd = -1
 		}
+		if n.anon && n.anonFd >= 0 {
+			unix.Close(n.anonFd)
+			n.anonFd = -1
+		}
+	}
+	if v.roRootFd >= 0 {
+		unix.Close(v.roRootFd)
+		v.roRootFd = -1
 	}
 	unix.Close(v.stagingFd)
 }

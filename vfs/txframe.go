@@ -24,13 +24,29 @@ type target struct {
 //
 // Preconditions: v.mu held.
 func (v *Tx) resolveLocked(c *Caller, at *Handle, path string, followFinal, emptyOK bool) (target, error) {
-	return v.resolveHowLocked(c, at, path, followFinal, emptyOK, 0)
+	return v.resolveWithLocked(c, at, path, followFinal, emptyOK, &walkState{})
+}
+
+// resolveParentLocked resolves the path of a call that acts on a name in
+// its directory — unlink, rmdir, rename, mkdir, mknod, symlink, link's new
+// name: the final component is never followed, not even with a trailing
+// slash (which only asks for a directory), and whether a trailing slash on
+// a non-directory is ENOTDIR, EEXIST or ENOENT is the call's to say.
+//
+// Preconditions: v.mu held.
+func (v *Tx) resolveParentLocked(c *Caller, at *Handle, path string) (target, error) {
+	return v.resolveWithLocked(c, at, path, false, false, &walkState{parentOp: true})
 }
 
 // resolveHowLocked is resolveLocked under openat2's RESOLVE_* flags.
 //
 // Preconditions: v.mu held.
 func (v *Tx) resolveHowLocked(c *Caller, at *Handle, path string, followFinal, emptyOK bool, resolve uint64) (target, error) {
+	return v.resolveWithLocked(c, at, path, followFinal, emptyOK, &walkState{resolve: resolve})
+}
+
+func (v *Tx) resolveWithLocked(c *Caller, at *Handle, path string, followFinal, emptyOK bool, ws *walkState) (target, error) {
+	resolve := ws.resolve
 	if path == "" {
 		if !emptyOK {
 			return target{}, unix.ENOENT
@@ -49,7 +65,6 @@ func (v *Tx) resolveHowLocked(c *Caller, at *Handle, path string, followFinal, e
 	if start == nil {
 		start = v.root
 	}
-	ws := &walkState{resolve: resolve}
 	if scoped {
 		ws.scope = start
 	}
@@ -60,7 +75,7 @@ func (v *Tx) resolveHowLocked(c *Caller, at *Handle, path string, followFinal, e
 	if r.pass {
 		return target{resolved: r, hostAt: c.Cwd, hostPath: r.passPath, viaWalk: true}, nil
 	}
-	if r.node != nil && r.slash && !r.node.isDir() {
+	if r.node != nil && r.slash && !r.node.isDir() && !ws.parentOp {
 		return target{}, unix.ENOTDIR
 	}
 	if r.dir != nil && r.dir.removed {
@@ -94,6 +109,23 @@ func withErr(v *Tx, c *Caller, at *Handle, path string, followFinal, emptyOK boo
 		func(hat *Handle, hp string) (struct{}, error) { return struct{}{}, pass(hat, hp) },
 		func(t target) (struct{}, error) { return struct{}{}, act(t) })
 	return err
+}
+
+// withParentErr is withErr for calls that act on a name in its directory
+// (see resolveParentLocked).
+func withParentErr(v *Tx, c *Caller, at *Handle, path string,
+	pass func(hat *Handle, hpath string) error, act func(t target) error) error {
+	v.mu.Lock()
+	t, err := v.resolveParentLocked(c, at, path)
+	if err == nil && t.pass {
+		v.mu.Unlock()
+		return pass(t.hostAt, t.hostPath)
+	}
+	defer v.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return act(t)
 }
 
 // pathOfLocked is the view path of a resolved object, as the journal names

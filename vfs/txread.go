@@ -70,12 +70,17 @@ func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (
 			switch {
 			case n.anon:
 				err = unix.Statx(n.anonFd, "", unix.AT_EMPTY_PATH, int(mask), &stx)
-			case n.staged != "" && n.isDir() && n.hostFd >= 0:
-				// As statLocked: the host directory's identity, the
-				// staged copy's attributes.
+			case n.staged != "" && n.keepsIdentity():
+				// As statLocked: the host object's identity, the staged
+				// copy's attributes.
 				var sstx unix.Statx_t
 				if err = unix.Statx(v.stagingFd, n.staged, unix.AT_SYMLINK_NOFOLLOW, int(mask), &sstx); err == nil {
-					if err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH, int(mask), &stx); err == nil {
+					if n.hostFd >= 0 {
+						err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH, int(mask), &stx)
+					} else {
+						err = unix.Statx(n.hostParent.hostFd, n.hostName, unix.AT_SYMLINK_NOFOLLOW, int(mask), &stx)
+					}
+					if err == nil {
 						stx.Mode, stx.Uid, stx.Gid = sstx.Mode, sstx.Uid, sstx.Gid
 						stx.Atime, stx.Mtime, stx.Ctime = sstx.Atime, sstx.Mtime, sstx.Ctime
 					}
@@ -166,7 +171,7 @@ func (v *Tx) Readlink(c *Caller, at *Handle, path string) (string, error) {
 }
 
 // procLink answers readlink of the caller's own /proc magic links — cwd,
-// root and fd/N of /proc/self, /proc/thread-self and /proc/TGID — with the
+// root, exe and fd/N of /proc/self, /proc/thread-self and /proc/TGID — with the
 // view's paths (the kernel knows only the backing objects: the staging
 // area, and a cwd it never changed).
 func (v *Tx) procLink(c *Caller, hp string) (string, bool) {
@@ -196,6 +201,17 @@ func (v *Tx) procLink(c *Caller, hp string) (string, bool) {
 			return "", false
 		}
 		n = v.nodeOfCallerFDLocked(c, fd)
+	case rest == "exe":
+		// The program the kernel runs is the backing file exec was
+		// given (a staged object's path in the staging area).
+		var st unix.Stat_t
+		if unix.Stat("/proc/"+strconv.Itoa(c.Tid)+"/exe", &st) != nil {
+			return "", false
+		}
+		n = v.nodes[idOf(&st)]
+		if n != nil && n.staged == "" && !n.anon {
+			return "", false // a host original: the kernel's answer is right
+		}
 	}
 	if n == nil {
 		return "", false
@@ -342,12 +358,15 @@ func (v *Tx) openBackingLocked(n *Node, flags int) (int, error) {
 			panic("vfs: host original opened writable")
 		}
 		fd, err = unix.Openat(n.hostParent.hostFd, n.hostName, flags, 0)
-		if err == nil {
-			var st unix.Stat_t
-			if unix.Fstat(fd, &st) != nil || idOf(&st) != n.host {
-				unix.Close(fd)
-				return -1, v.hostChanged(n.hostPath, unix.ESTALE)
-			}
+		if err != nil {
+			// The view found the object under this name: the host
+			// changed it since (ELOOP: a symlink now stands there).
+			return -1, v.hostChanged(n.hostPath, err)
+		}
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || !n.isHostObject(&st) {
+			unix.Close(fd)
+			return -1, v.hostChanged(n.hostPath, unix.ESTALE)
 		}
 	default:
 		return -1, unix.ESTALE
@@ -454,8 +473,22 @@ func (v *Tx) Listxattr(c *Caller, at *Handle, path string, op XattrOp, size int)
 	return r.b, r.n, err
 }
 
-// Listing implements View: the merged entries of a directory whose listing
-// the transaction changed, in a stable order of per-name cookies.
+// Listing implements View: the entries of a directory of the view — its
+// host entries as the transaction first read them, less whiteouts, plus
+// the entries it made. Every directory of the view is listed this way,
+// changed or not: a reader stays in one cookie space when the listing
+// changes under it (readdir while deleting), and sees the inode numbers
+// stat shows (a copied-up file has its staged object's). Only passthrough
+// directories are listed by the kernel.
+//
+// Order and cookies: host entries keep the host's order (a program lists
+// an unchanged directory as it would natively: tar and find write the same
+// archive, the same output), with cookie i+1 for the i-th entry of the
+// host listing, "." and ".." included; entries the transaction made follow,
+// each with the next cookie when a listing first shows it. Cookies never
+// move, so removals and additions never make a reader skip or repeat
+// others (an entry added behind its position is not seen, as POSIX
+// allows).
 func (v *Tx) Listing(c *Caller, dir *Handle) ([]Dirent, bool, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -464,13 +497,10 @@ func (v *Tx) Listing(c *Caller, dir *Handle) ([]Dirent, bool, error) {
 		// A removed directory lists nothing, not even "." and "..".
 		return nil, true, nil
 	}
-	if n == nil || !n.isDir() || !n.hasListingChanges() {
-		if n != nil && n.isDir() && n.hostFd >= 0 {
-			v.recordListingLocked(n)
-		}
+	if n == nil || !n.isDir() || n.passthrough {
 		return nil, false, nil
 	}
-	ents, err := v.listLocked(n)
+	ents, dot, dotdot, err := v.listLocked(n)
 	if err != nil {
 		return nil, false, err
 	}
@@ -479,51 +509,73 @@ func (v *Tx) Listing(c *Caller, dir *Handle) ([]Dirent, bool, error) {
 	if n.parent != nil {
 		parent = n.parent.viewIno()
 	}
-	out := []Dirent{{Off: 1, Name: ".", Ino: self, Type: unix.DT_DIR}, {Off: 2, Name: "..", Ino: parent, Type: unix.DT_DIR}}
-	for _, e := range ents {
-		e.Off = cookie(e.Name)
-		out = append(out, e)
-	}
+	out := append(ents, Dirent{Off: dot, Name: ".", Ino: self, Type: unix.DT_DIR},
+		Dirent{Off: dotdot, Name: "..", Ino: parent, Type: unix.DT_DIR})
 	sort.Slice(out, func(i, j int) bool { return out[i].Off < out[j].Off })
 	return out, true, nil
 }
 
-// cookie gives each name a position above "." and ".." (1 and 2) that does
-// not depend on the other entries, so removals during a listing never make
-// a reader skip or repeat entries.
-func cookie(name string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(name))
-	return h.Sum64()>>2 | 4
-}
-
-// listLocked returns a directory's entries in the view, without "." and "..".
-func (v *Tx) listLocked(n *Node) ([]Dirent, error) {
+// listLocked returns a directory's entries in the view, without "." and
+// "..", with their cookies (see Listing), and the cookies of "." and "..".
+//
+// Preconditions: v.mu held; n is a directory.
+func (v *Tx) listLocked(n *Node) (ents []Dirent, dot, dotdot uint64, err error) {
 	byName := map[string]Dirent{}
+	dot, dotdot = 1, 2
+	base := uint64(3)
 	if !n.opaque && n.hostFd >= 0 {
 		host, err := v.hostListLocked(n)
 		if err != nil {
-			return nil, err
+			return nil, 0, 0, err
 		}
-		for _, e := range host {
+		for i, e := range host {
+			e.Off = uint64(i + 1)
+			switch e.Name {
+			case ".":
+				dot = e.Off
+				continue
+			case "..":
+				dotdot = e.Off
+				continue
+			}
 			if k := v.nodes[FileID{Dev: n.host.Dev, Ino: e.Ino}]; k != nil {
 				e.Ino = k.viewIno()
 			}
 			byName[e.Name] = e
 		}
+		base = uint64(len(host) + 1)
 	}
+	var fresh []string
 	for name, e := range n.entries {
 		if e == nil {
 			delete(byName, name)
 			continue
 		}
-		byName[name] = Dirent{Name: name, Ino: e.viewIno(), Type: dtype(e.typ)}
+		d := Dirent{Name: name, Ino: e.viewIno(), Type: dtype(e.typ)}
+		if old, ok := byName[name]; ok {
+			d.Off = old.Off // recreated: the host name's place
+		} else if off, ok := n.cookies[name]; ok {
+			d.Off = off
+		} else {
+			fresh = append(fresh, name)
+		}
+		byName[name] = d
 	}
-	out := make([]Dirent, 0, len(byName))
+	sort.Strings(fresh)
+	for _, name := range fresh {
+		if n.cookies == nil {
+			n.cookies = map[string]uint64{}
+		}
+		d := byName[name]
+		d.Off = base + uint64(len(n.cookies))
+		n.cookies[name] = d.Off
+		byName[name] = d
+	}
+	ents = make([]Dirent, 0, len(byName)+2)
 	for _, e := range byName {
-		out = append(out, e)
+		ents = append(ents, e)
 	}
-	return out, nil
+	return ents, dot, dotdot, nil
 }
 
 func dtype(t uint32) uint8 {
@@ -548,6 +600,22 @@ func dtype(t uint32) uint8 {
 
 // readHostDir lists a host directory (without "." and "..").
 func readHostDir(pathFd int) ([]Dirent, error) {
+	all, err := readHostDirAll(pathFd)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, e := range all {
+		if e.Name != "." && e.Name != ".." {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// readHostDirAll lists a host directory in the kernel's order, "." and ".."
+// included where the kernel puts them.
+func readHostDirAll(pathFd int) ([]Dirent, error) {
 	fd, err := unix.Openat(pathFd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOATIME, 0)
 	if err != nil {
 		return nil, err
@@ -574,29 +642,22 @@ func readHostDir(pathFd int) ([]Dirent, error) {
 			if i := strings.IndexByte(string(name), 0); i >= 0 {
 				name = name[:i]
 			}
-			if s := string(name); s != "." && s != ".." {
-				out = append(out, Dirent{Name: s, Ino: ino, Type: typ})
-			}
+			out = append(out, Dirent{Name: string(name), Ino: ino, Type: typ})
 			off += reclen
 		}
 	}
 }
 
-// recordListingLocked notes that the transaction read a host directory's
-// listing: a create or remove in it by anyone else conflicts.
-func (v *Tx) recordListingLocked(n *Node) {
-	v.hostListLocked(n)
-}
-
 // hostListLocked returns a host directory's entries as the transaction
-// first read them, recording the listing in the read set.
+// first read them ("." and ".." included), recording the listing in the
+// read set.
 //
 // Preconditions: v.mu held; n is a host directory.
 func (v *Tx) hostListLocked(n *Node) ([]Dirent, error) {
 	if n.hostList != nil {
 		return n.hostList, nil
 	}
-	ents, err := readHostDir(n.hostFd)
+	ents, err := readHostDirAll(n.hostFd)
 	if err != nil {
 		return nil, err
 	}
@@ -606,9 +667,15 @@ func (v *Tx) hostListLocked(n *Node) ([]Dirent, error) {
 	if !n.passthrough {
 		n.hostList = ents
 		if n.hostPath != "" {
+			var names []Dirent
+			for _, e := range ents {
+				if e.Name != "." && e.Name != ".." {
+					names = append(names, e)
+				}
+			}
 			r := v.reads[n.hostPath]
 			r.exists, r.id, r.typ = true, n.host, n.typ
-			r.listing, r.listingChecksum = true, listingChecksum(ents)
+			r.listing, r.listingChecksum = true, listingChecksum(names)
 			v.reads[n.hostPath] = r
 		}
 	}
@@ -665,9 +732,19 @@ func (v *Tx) Executable(c *Caller, at *Handle, path string, flags int) (Exe, err
 				unix.Close(fd)
 				return Exe{}, err
 			}
-			if n.staged == "" {
+			path := v.backingPath(n)
+			if n.anon {
+				// fexecve of an O_TMPFILE: the kernel needs a path to it,
+				// a name in the staging area that the view never shows.
+				name := "exec-" + v.newStagedNameLocked()
+				if err := unix.Linkat(n.anonFd, "", v.stagingFd, name, unix.AT_EMPTY_PATH); err != nil {
+					unix.Close(fd)
+					return Exe{}, err
+				}
+				path = v.stagedPath(name)
+			} else if n.staged == "" {
 				v.recordMetaLocked(n, &st)
 			}
-			return Exe{Path: v.backingPath(n), FD: fd, Dev: st.Dev, Ino: st.Ino}, nil
+			return Exe{Path: path, FD: fd, Dev: st.Dev, Ino: st.Ino}, nil
 		})
 }

@@ -14,12 +14,12 @@ func (v *Tx) Rename(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, new
 		return unix.EINVAL
 	}
 	v.mu.Lock()
-	ot, err := v.resolveLocked(c, oldAt, oldPath, false, false)
+	ot, err := v.resolveParentLocked(c, oldAt, oldPath)
 	if err != nil {
 		v.mu.Unlock()
 		return err
 	}
-	nt, err := v.resolveLocked(c, newAt, newPath, false, false)
+	nt, err := v.resolveParentLocked(c, newAt, newPath)
 	if err != nil {
 		v.mu.Unlock()
 		return err

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"fmt"
 	"strconv"
 	"sync"
 
@@ -68,9 +69,70 @@ func (v *Tx) Open(c *Caller, at *Handle, path string, how OpenHow) (int, error) 
 		return o.fd, err
 	}
 	// A FIFO or device is opened without v.mu: opening a FIFO waits for
-	// its other end, which another process of the transaction opens.
+	// its other end, which another process (of the transaction or not)
+	// opens.
 	defer unix.Close(o.special)
-	return reopenSpecial(o.special, o.flags)
+	if !o.fifo || o.flags&unix.O_NONBLOCK != 0 || o.flags&unix.O_ACCMODE == unix.O_RDWR {
+		return reopenSpecial(o.special, o.flags)
+	}
+	return openFifoFor(c, o.special, o.flags)
+}
+
+// openFifoFor opens a FIFO for c, waiting for its other end as open(2)
+// does — but no longer than c lives: the caller waits for the answer in
+// the kernel (only a fatal signal ends that wait), and a killed caller must
+// not leave the supervisor blocked for ever in an open nobody will answer.
+// When c's thread exits first, the supervisor opens the FIFO for reading
+// and writing itself (which never blocks and is both ends), which ends the
+// wait.
+func openFifoFor(c *Caller, pathFd, flags int) (int, error) {
+	pidfd, err := unix.PidfdOpen(c.Tid, unix.PIDFD_THREAD)
+	if err == unix.ESRCH {
+		return -1, unix.EINTR // the caller is already gone: nobody waits for this open
+	}
+	if err != nil {
+		return -1, fmt.Errorf("open FIFO for %d: pidfd_open: %w", c.Tid, err)
+	}
+	defer unix.Close(pidfd)
+	var wake [2]int
+	if err := unix.Pipe2(wake[:], unix.O_CLOEXEC); err != nil {
+		return -1, err
+	}
+	defer unix.Close(wake[0])
+	type result struct {
+		fd  int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		fd, err := reopenSpecial(pathFd, flags)
+		done <- result{fd, err}
+		unix.Close(wake[1])
+	}()
+	fds := []unix.PollFd{{Fd: int32(wake[0]), Events: unix.POLLIN}, {Fd: int32(pidfd), Events: unix.POLLIN}}
+	for {
+		_, err := unix.Poll(fds, -1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || fds[0].Revents != 0 {
+			break
+		}
+		if fds[1].Revents != 0 {
+			// The caller is gone: end the wait, drop what it opened.
+			if both, err := reopenSpecial(pathFd, unix.O_RDWR|unix.O_NONBLOCK); err == nil {
+				r := <-done
+				unix.Close(both)
+				if r.err == nil {
+					unix.Close(r.fd)
+				}
+				return -1, unix.EINTR
+			}
+			break
+		}
+	}
+	r := <-done
+	return r.fd, r.err
 }
 
 // openHost opens a path the view handed to the host. When the view's own
@@ -97,6 +159,7 @@ func (v *Tx) openHost(c *Caller, t target, how OpenHow) (int, error) {
 type opened struct {
 	fd, special int
 	flags       int
+	fifo        bool
 }
 
 func (v *Tx) openLocked(c *Caller, t target, how OpenHow) (opened, error) {
@@ -142,9 +205,15 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 		return -1, unix.EEXIST
 	}
 	if n.typ == unix.S_IFLNK {
-		// O_PATH|O_NOFOLLOW would give a descriptor on the symlink itself,
-		// which cannot be installed in the caller (see openPathLocked).
-		return -1, unix.ELOOP
+		// The final symlink was not followed (O_NOFOLLOW): only O_PATH
+		// opens a symlink itself.
+		switch {
+		case flags&unix.O_PATH == 0:
+			return -1, unix.ELOOP
+		case flags&unix.O_DIRECTORY != 0:
+			return -1, unix.ENOTDIR
+		}
+		return v.pathTokenLocked(n)
 	}
 	if flags&unix.O_DIRECTORY != 0 && !n.isDir() {
 		return -1, unix.ENOTDIR
@@ -180,14 +249,17 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 			v.recordMetaLocked(n, &unix.Stat_t{Mode: a.mode, Uid: a.uid, Gid: a.gid})
 			return v.openBackingLocked(n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOATIME)
 		}
-		if err := v.shadowFifoLocked(n, t); err != nil {
-			return -1, err
-		}
 		sp, err := v.openSpecialLocked(n)
 		if err != nil {
 			return -1, err
 		}
-		o.special, o.flags = sp, passFlags
+		if writes && n.typ == unix.S_IFIFO && n.host != (FileID{}) {
+			// Writes through the read-only mount leave the host FIFO's
+			// times alone; the view shows, and commit applies, the time
+			// of the last open for writing (docs/semantics.md).
+			v.touchDirLocked(n)
+		}
+		o.special, o.flags, o.fifo = sp, passFlags, n.typ == unix.S_IFIFO
 		return -1, nil
 	}
 	if writes {
@@ -225,62 +297,76 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 
 // openPathLocked serves O_PATH. The kernel's SECCOMP_IOCTL_NOTIF_ADDFD takes
 // its descriptor with fget(), which refuses O_PATH files, so an O_PATH
-// descriptor cannot be installed in the caller. A read-only descriptor on
-// the backing object does everything an O_PATH one does (fstat, *at dirfd,
-// fchdir, /proc/self/fd/N) — and more, so it is given only to a caller who
-// may read the object; others get EACCES (docs/semantics.md).
+// descriptor cannot be installed in the caller. A caller who may read a
+// file or directory gets a read-only descriptor on its backing object,
+// which does everything an O_PATH one does (fstat, *at dirfd, fchdir,
+// /proc/self/fd/N) and more; for anything else — symlinks, FIFOs, devices,
+// sockets, objects the caller may not read — it gets a token (see
+// pathTokenLocked).
 func (v *Tx) openPathLocked(c *Caller, t target, n *Node, a attrs) (int, error) {
-	if err := permission(c, a, mayRead); err != nil {
-		return -1, err
-	}
-	switch n.typ {
-	case unix.S_IFDIR:
-		return v.openBackingLocked(n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOATIME)
-	case unix.S_IFREG:
-		return v.openBackingLocked(n, unix.O_RDONLY|unix.O_NOATIME)
-	case unix.S_IFIFO:
-		if err := v.shadowFifoLocked(n, t); err != nil {
-			return -1, err
+	if (n.typ == unix.S_IFDIR || n.typ == unix.S_IFREG) && permission(c, a, mayRead) == nil {
+		if n.isDir() {
+			return v.openBackingLocked(n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOATIME)
 		}
-		sp, err := v.openSpecialLocked(n)
+		return v.openBackingLocked(n, unix.O_RDONLY|unix.O_NOATIME)
+	}
+	return v.pathTokenLocked(n)
+}
+
+// pathTokenLocked returns a descriptor that stands for n where an O_PATH
+// one would: a read-only descriptor on an empty file of the staging area
+// that the view knows as n (HandleOf, /proc/self/fd/N). Every call the view
+// serves — fstatat(fd, "", AT_EMPTY_PATH), readlinkat(fd, ""), fchownat,
+// linkat(AT_EMPTY_PATH), *at relative to it, opening /proc/self/fd/N —
+// then acts on n, as glibc's fchmodat(AT_SYMLINK_NOFOLLOW) and tar -p rely
+// on. Calls the kernel runs itself see the empty file (docs/semantics.md).
+//
+// Preconditions: v.mu held.
+func (v *Tx) pathTokenLocked(n *Node) (int, error) {
+	if n.token == "" {
+		name := "pathfd-" + v.newStagedNameLocked()
+		fd, err := unix.Openat(v.stagingFd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return -1, err
 		}
-		defer unix.Close(sp)
-		return reopenSpecial(sp, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC)
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		unix.Close(fd)
+		if err != nil {
+			return -1, err
+		}
+		n.token = name
+		v.nodes[idOf(&st)] = n
 	}
-	return -1, unix.ENXIO
-}
-
-// shadowFifoLocked gives a host FIFO its staged twin before it is opened
-// (see copyUpLocked).
-func (v *Tx) shadowFifoLocked(n *Node, t target) error {
-	if n.typ != unix.S_IFIFO || n.staged != "" {
-		return nil
-	}
-	path, err := v.pathOfLocked(t)
-	if err != nil {
-		return err
-	}
-	return v.copyUpLocked(n, path)
+	return unix.Openat(v.stagingFd, n.token, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 }
 
 // openSpecialLocked returns an O_PATH descriptor on a FIFO or device node
-// itself, for reopenSpecial.
+// itself, for reopenSpecial. A host FIFO or device keeps its identity in
+// the view (a staged copy only holds attribute changes): processes in and
+// outside the transaction meet on it. It is reached through a read-only
+// clone of the mount tree, on which the kernel neither updates its times on
+// I/O (file_update_time needs mount write access) nor its atime.
+//
+// Preconditions: v.mu held.
 func (v *Tx) openSpecialLocked(n *Node) (int, error) {
 	const flags = unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
-	if n.staged != "" {
+	if n.host == (FileID{}) {
+		if n.staged == "" {
+			return -1, unix.ESTALE
+		}
 		return unix.Openat(v.stagingFd, n.staged, flags, 0)
 	}
-	if n.hostParent == nil {
-		return -1, unix.ESTALE
+	root, err := v.roRootLocked()
+	if err != nil {
+		return -1, err
 	}
-	fd, err := unix.Openat(n.hostParent.hostFd, n.hostName, flags, 0)
+	fd, err := unix.Openat(root, "."+n.hostPath, flags, 0)
 	if err != nil {
 		return -1, v.hostChanged(n.hostPath, err)
 	}
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || idOf(&st) != n.host {
+	if unix.Fstat(fd, &st) != nil || !n.isHostObject(&st) {
 		unix.Close(fd)
 		return -1, v.hostChanged(n.hostPath, unix.ESTALE)
 	}
@@ -387,7 +473,7 @@ func (v *Tx) roCheckLocked(n *Node) error {
 
 // Mkdir implements View.
 func (v *Tx) Mkdir(c *Caller, at *Handle, path string, mode uint32) error {
-	return withErr(v, c, at, path, false, false,
+	return withParentErr(v, c, at, path,
 		func(hat *Handle, hp string) error { return v.host.Mkdir(c, hat, hp, mode) },
 		func(t target) error {
 			if t.node != nil || t.dir == nil {
@@ -405,11 +491,14 @@ func (v *Tx) Mkdir(c *Caller, at *Handle, path string, mode uint32) error {
 
 // Mknod implements View.
 func (v *Tx) Mknod(c *Caller, at *Handle, path string, mode uint32, dev uint64) error {
-	return withErr(v, c, at, path, false, false,
+	return withParentErr(v, c, at, path,
 		func(hat *Handle, hp string) error { return v.host.Mknod(c, hat, hp, mode, dev) },
 		func(t target) error {
 			if t.node != nil || t.dir == nil {
 				return unix.EEXIST
+			}
+			if t.slash {
+				return unix.ENOENT // filename_create: "you had / on the end"
 			}
 			typ := mode & unix.S_IFMT
 			if (typ == unix.S_IFCHR || typ == unix.S_IFBLK) && !c.Cred.HasCap(unix.CAP_MKNOD) {
@@ -427,11 +516,14 @@ func (v *Tx) Mknod(c *Caller, at *Handle, path string, mode uint32, dev uint64) 
 
 // Symlink implements View.
 func (v *Tx) Symlink(c *Caller, linkTarget string, at *Handle, path string) error {
-	return withErr(v, c, at, path, false, false,
+	return withParentErr(v, c, at, path,
 		func(hat *Handle, hp string) error { return v.host.Symlink(c, linkTarget, hat, hp) },
 		func(t target) error {
 			if t.node != nil || t.dir == nil {
 				return unix.EEXIST
+			}
+			if t.slash {
+				return unix.ENOENT
 			}
 			if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
 				return err
@@ -446,7 +538,7 @@ func (v *Tx) Symlink(c *Caller, linkTarget string, at *Handle, path string) erro
 // Unlink implements View (unlink and rmdir).
 func (v *Tx) Unlink(c *Caller, at *Handle, path string, flags int) error {
 	rmdir := flags&unix.AT_REMOVEDIR != 0
-	return withErr(v, c, at, path, false, false,
+	return withParentErr(v, c, at, path,
 		func(hat *Handle, hp string) error { return v.host.Unlink(c, hat, hp, flags) },
 		func(t target) error {
 			n := t.node
@@ -464,7 +556,7 @@ func (v *Tx) Unlink(c *Caller, at *Handle, path string, flags int) error {
 			if n == nil {
 				return unix.ENOENT
 			}
-			if rmdir && !n.isDir() {
+			if (rmdir || t.slash) && !n.isDir() {
 				return unix.ENOTDIR
 			}
 			if !rmdir && n.isDir() {
@@ -523,7 +615,7 @@ func (v *Tx) removableDirLocked(c *Caller, n, parent *Node) error {
 	if n.host != (FileID{}) && parent.host != (FileID{}) && n.host.Dev != parent.host.Dev {
 		return unix.EBUSY
 	}
-	ents, err := v.listLocked(n)
+	ents, _, _, err := v.listLocked(n)
 	if err != nil {
 		return err
 	}
@@ -548,7 +640,7 @@ func (v *Tx) Link(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPa
 		v.mu.Unlock()
 		return err
 	}
-	nt, err := v.resolveLocked(c, newAt, newPath, false, false)
+	nt, err := v.resolveParentLocked(c, newAt, newPath)
 	if err != nil {
 		v.mu.Unlock()
 		return err

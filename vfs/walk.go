@@ -41,6 +41,9 @@ type walkState struct {
 	// started is set once the walk began; later absolute paths are
 	// symlink targets (nd_jump_root rather than path_init).
 	started bool
+	// parentOp: the call acts on the final name in its directory; a
+	// trailing slash does not follow a final symlink (resolveParentLocked).
+	parentOp bool
 	// rootSet mirrors Linux's nd->root being set: by an absolute path, a
 	// scoped walk or a "..". RESOLVE_NO_XDEV refuses an absolute symlink
 	// while it is unset (the kernel compares against a NULL root mount).
@@ -141,7 +144,7 @@ func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, w
 		if child.isDir() && ws.has(unix.RESOLVE_NO_XDEV) && v.mountOfLocked(child) != v.mountOfLocked(cur) {
 			return resolved{}, unix.EXDEV
 		}
-		if child.typ == unix.S_IFLNK && (!last || followFinal || slash) {
+		if child.typ == unix.S_IFLNK && (!last || followFinal || slash && !ws.parentOp) {
 			if ws.has(unix.RESOLVE_NO_SYMLINKS) {
 				return resolved{}, unix.ELOOP
 			}
@@ -198,13 +201,19 @@ func (v *Tx) mountOfLocked(n *Node) uint64 {
 }
 
 // passLocked hands the rest of a path inside a passthrough subtree to the
-// host. "..", which could climb back out of the subtree, is resolved
-// lexically: a path that leaves the subtree is walked again in the view.
+// host. The caller's own /proc magic links are followed in the view first
+// (components after one are walked from the object it stands for, so
+// "/proc/self/cwd/.." is the parent of the cwd); other ".." components,
+// which could climb back out of the subtree, are resolved lexically, and a
+// path that leaves the subtree is walked again in the view.
 func (v *Tx) passLocked(c *Caller, dir *Node, rest []string, slash, followFinal bool, ws *walkState) (resolved, error) {
-	full := filepath.Clean(dir.hostPath + "/" + strings.Join(rest, "/"))
-	if r, ok, err := v.magicLocked(c, full, slash, followFinal, ws); ok || err != nil {
-		return r, err
+	for i := range rest {
+		p := filepath.Clean(dir.hostPath + "/" + strings.Join(rest[:i+1], "/"))
+		if r, ok, err := v.magicLocked(c, p, rest[i+1:], slash, followFinal, ws); ok || err != nil {
+			return r, err
+		}
 	}
+	full := filepath.Clean(dir.hostPath + "/" + strings.Join(rest, "/"))
 	if full != dir.hostPath && !strings.HasPrefix(full, dir.hostPath+"/") {
 		if slash {
 			full += "/"
@@ -255,12 +264,13 @@ func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
 	switch {
 	case n.anon:
 		err = unix.Fstat(n.anonFd, &st)
-	case n.staged != "" && n.isDir() && n.hostFd >= 0:
-		// A host directory keeps its identity, size and link count; its
-		// staged copy holds only the attributes the transaction changed.
+	case n.staged != "" && n.keepsIdentity():
+		// A host directory, FIFO or device keeps its identity, size and
+		// link count; its staged copy holds only the attributes the
+		// transaction changed.
 		var sst unix.Stat_t
 		if err = unix.Fstatat(v.stagingFd, n.staged, &sst, unix.AT_SYMLINK_NOFOLLOW); err == nil {
-			if err = unix.Fstat(n.hostFd, &st); err == nil {
+			if st, err = v.hostStatLocked(n); err == nil {
 				st.Mode, st.Uid, st.Gid = sst.Mode, sst.Uid, sst.Gid
 				st.Atim, st.Mtim, st.Ctim = sst.Atim, sst.Mtim, sst.Ctim
 			}
@@ -271,7 +281,7 @@ func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
 		err = unix.Fstat(n.hostFd, &st)
 	case n.hostParent != nil:
 		err = unix.Fstatat(n.hostParent.hostFd, n.hostName, &st, unix.AT_SYMLINK_NOFOLLOW)
-		if err == nil && idOf(&st) != n.host {
+		if err == nil && !n.isHostObject(&st) {
 			err = unix.ESTALE
 		}
 	default:
@@ -280,16 +290,36 @@ func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
 	if err != nil {
 		return st, v.hostChanged(n.hostPath, err)
 	}
+	if n.staged == "" && !n.anon {
+		// What the host shows, before the view's own changes.
+		v.recordMetaLocked(n, &st)
+	}
 	if n.nlinkSet {
 		st.Nlink = n.nlink
 	}
 	if n.changed != nil {
 		st.Mtim, st.Ctim = *n.changed, *n.changed
 	}
-	if n.staged == "" && !n.anon {
-		v.recordMetaLocked(n, &st)
-	}
 	return st, nil
+}
+
+// hostStatLocked stats n's host original, checking it is still the object
+// the view found.
+func (v *Tx) hostStatLocked(n *Node) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	var err error
+	switch {
+	case n.hostFd >= 0:
+		err = unix.Fstat(n.hostFd, &st)
+	case n.hostParent != nil:
+		err = unix.Fstatat(n.hostParent.hostFd, n.hostName, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err == nil && !n.isHostObject(&st) {
+			err = unix.ESTALE
+		}
+	default:
+		err = unix.ESTALE
+	}
+	return st, err
 }
 
 // attrsLocked returns n's permission attributes, from the cache for host
@@ -310,15 +340,16 @@ func (v *Tx) attrsLocked(n *Node) (attrs, error) {
 
 // magicLocked resolves the caller's own /proc magic links — fd/N, cwd and
 // root under /proc/self, /proc/thread-self and /proc/TGID — to the objects
-// of the view they stand for. The kernel would follow them to the backing
-// objects, which would let a chmod through /proc/self/fd/N (as glibc's
-// fchmodat does) reach a host original.
-func (v *Tx) magicLocked(c *Caller, full string, slash, followFinal bool, ws *walkState) (resolved, bool, error) {
+// of the view they stand for, then walks tail from there. The kernel would
+// follow them to the backing objects, which would let a chmod through
+// /proc/self/fd/N (as glibc's fchmodat does) reach a host original.
+// ok is false when link (a clean absolute path) is no such link.
+func (v *Tx) magicLocked(c *Caller, link string, tail []string, slash, followFinal bool, ws *walkState) (resolved, bool, error) {
 	tg := strconv.Itoa(c.Tgid)
 	var rest string
 	found := false
 	for _, prefix := range []string{"/proc/self/", "/proc/thread-self/", "/proc/" + tg + "/", "/proc/" + tg + "/task/" + strconv.Itoa(c.Tid) + "/"} {
-		if r, ok := strings.CutPrefix(full, prefix); ok {
+		if r, ok := strings.CutPrefix(link, prefix); ok {
 			rest, found = r, true
 			break
 		}
@@ -326,31 +357,21 @@ func (v *Tx) magicLocked(c *Caller, full string, slash, followFinal bool, ws *wa
 	if !found {
 		return resolved{}, false, nil
 	}
-	parts := splitPath(rest)
+	if len(tail) == 0 && !followFinal && !slash {
+		return resolved{}, false, nil // the link itself
+	}
 	var n *Node
-	var tail []string
-	switch {
-	case len(parts) >= 2 && parts[0] == "fd":
+	switch parts := splitPath(rest); {
+	case len(parts) == 2 && parts[0] == "fd":
 		fdn, err := strconv.Atoi(parts[1])
 		if err != nil {
 			return resolved{}, false, nil
 		}
-		tail = parts[2:]
-		if len(tail) == 0 && !followFinal && !slash {
-			return resolved{}, false, nil // the link itself
-		}
 		n = v.nodeOfCallerFDLocked(c, fdn)
-	case len(parts) >= 1 && (parts[0] == "cwd" || parts[0] == "root"):
-		tail = parts[1:]
-		if len(tail) == 0 && !followFinal && !slash {
-			return resolved{}, false, nil
-		}
+	case len(parts) == 1 && parts[0] == "cwd":
 		n = c.Cwd.node
-		if parts[0] == "root" {
-			n = v.rootOf(c)
-		}
-	default:
-		return resolved{}, false, nil
+	case len(parts) == 1 && parts[0] == "root":
+		n = v.rootOf(c)
 	}
 	if n == nil {
 		return resolved{}, false, nil

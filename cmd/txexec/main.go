@@ -243,10 +243,12 @@ func runCommand(o *options) (int, error) {
 		fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %v\n", t.ID, ce.Err)
 		a.dropped("aborted")
 		switch {
+		case ce.Conflict && (status == 0 || t.View.Doomed() != nil):
+			// A conflict seen while the command ran is why it failed
+			// (its view answered ESTALE): the outcome is the conflict's.
+			return exitConflict, nil
 		case status != 0:
 			return status, nil
-		case ce.Conflict:
-			return exitConflict, nil
 		}
 		return exitInternal, nil
 	}
@@ -337,7 +339,7 @@ func supervise(k *syscalls.Kernel, path string, argv []string, a *runEffects) (i
 		Handler: k,
 		Events:  k,
 		Logf:    k.Logf,
-		OnStop:  func(sig unix.Signal) { stopAs(sig, absorb, absorbed) },
+		OnStop:  interpose.StopAs,
 	}
 	if k.Trace != nil {
 		cfg.OnReply = k.Trace.Replied
@@ -373,26 +375,6 @@ func supervise(k *syscalls.Kernel, path string, argv []string, a *runEffects) (i
 		return 0, err
 	}
 	return interpose.ExitStatus(ws), nil
-}
-
-// stopAs stops txexec with the signal that stopped its command, so that the
-// shell reports the job as it would without txexec ("Stopped" for SIGTSTP,
-// $? = 128+N). Stop signals txexec catches are given back their default
-// action for the moment, and raised on this (the tracer's, locked) thread:
-// a thread-directed signal is taken on the way out of tgkill, so txexec has
-// stopped and been continued before it catches them again.
-func stopAs(sig unix.Signal, absorb chan os.Signal, absorbed []os.Signal) {
-	caught := false
-	for _, s := range absorbed {
-		caught = caught || s == sig
-	}
-	if !caught {
-		unix.Kill(os.Getpid(), unix.SIGSTOP)
-		return
-	}
-	signal.Reset(sig)
-	unix.Tgkill(os.Getpid(), unix.Gettid(), sig)
-	signal.Notify(absorb, sig)
 }
 
 // rootRegistrar registers the command's first thread the first time the

@@ -22,6 +22,7 @@
 static char buf[4096];
 static const char *allowed, *secret;
 static atomic_int stop;
+static atomic_uint flips;
 
 static void *flipper(void *arg)
 {
@@ -32,7 +33,9 @@ static void *flipper(void *arg)
 		const char *src = (i & 1) ? secret : allowed;
 		for (size_t j = 0; j < n; j++)
 			((volatile char *)buf)[j] = src[j];
-		if ((i & 255) == 0)
+		atomic_store_explicit(&flips, i + 1, memory_order_relaxed);
+		/* Yield now and then, after either path (257 is odd). */
+		if (i % 257 == 0)
 			sched_yield();
 	}
 	return NULL;
@@ -54,7 +57,16 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	long nallowed = 0, nsecret = 0, neacces = 0, nenoent = 0, nother = 0;
+	unsigned seen = 0;
 	for (long i = 0; i < n; i++) {
+		/*
+		 * Natively an open is far shorter than a time slice: wait for
+		 * the next flip, so that both paths are tried whatever the
+		 * scheduler does with the flipper.
+		 */
+		while (atomic_load_explicit(&flips, memory_order_relaxed) == seen)
+			sched_yield();
+		seen = atomic_load_explicit(&flips, memory_order_relaxed);
 		int fd = open(buf, O_RDONLY);
 		if (fd < 0) {
 			if (errno == EACCES)

@@ -16,12 +16,14 @@
 //     io_uring                     io_uring_setup(1, ...)
 //     vmwritev PID                 process_vm_writev of one byte to PID
 //     getfd PID FD                 pidfd_getfd
+//     ptrace PID                   PTRACE_SEIZE
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -143,6 +145,8 @@ static long send(int argc, char **argv) {
 			return -1;
 		return syscall(SYS_pidfd_getfd, fd, b, 0);
 	}
+	if (!strcmp(call, "ptrace"))
+		return ptrace(PTRACE_SEIZE, a, 0, 0);
 	fprintf(stderr, "sigtool: unknown call %s\n", call);
 	exit(2);
 }

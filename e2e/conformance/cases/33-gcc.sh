@@ -3,7 +3,15 @@ cat > hello.c <<'C'
 #include <stdio.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <string.h>
 int main(int argc, char **argv) {
+    char exe[4096], cwd[4096];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[k > 0 ? k : 0] = 0;
+    if (getcwd(cwd, sizeof cwd) && strncmp(exe, cwd, strlen(cwd)) == 0)
+        printf("exe=.%s\n", exe + strlen(cwd));
+    else
+        printf("exe outside cwd: %s\n", exe);
     int fd = open("from-c.txt", O_CREAT | O_WRONLY | O_TRUNC, 0640);
     if (fd < 0) { perror("open"); return 1; }
     write(fd, "written by c\n", 13);

@@ -32,7 +32,7 @@ except OSError as e:
 print(os.stat("", dir_fd=f, follow_symlinks=False).st_size if False else os.fstat(f).st_size)
 os.close(f)
 os.chdir(sub)
-print(os.getcwd().rsplit("/", 2)[-2:], os.listdir("."))
+print(os.getcwd().rsplit("/", 2)[-2:], sorted(os.listdir(".")))
 os.chdir(d)
 os.rename("sub", "sub2")
 os.fchdir(sub)

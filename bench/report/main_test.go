@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const sample = `goos: linux
+goarch: amd64
+pkg: txexec/bench
+cpu: Test CPU
+BenchmarkPerCall/access/native-2         	    2000	      1000 ns/op	      1000 ns/call
+BenchmarkPerCall/access/passthrough-2    	    2000	     20000 ns/op	     20000 ns/call
+BenchmarkPerCall/access/tx-2             	    2000	     30000 ns/op	     30000 ns/call
+BenchmarkPerCall/stat/native-2           	    2000	      1000 ns/op	      1000 ns/call
+BenchmarkPerCall/stat/native-2           	    2000	      3000 ns/op	      3000 ns/call
+BenchmarkPerCall/stat/native-2           	    2000	      2000 ns/op	      2000 ns/call
+BenchmarkPerCall/stat/passthrough-2      	    2000	     20000 ns/op	     20000 ns/call
+BenchmarkPerCall/stat/tx-2               	    2000	     20000 ns/op	     20000 ns/call
+BenchmarkPerCall/open/native-2           	    2000	      4000 ns/op	      4000 ns/call
+BenchmarkPerCall/open/passthrough-2      	    2000	     40000 ns/op	     40000 ns/call
+BenchmarkPerCall/open/tx-2               	    2000	     40000 ns/op	     40000 ns/call
+BenchmarkPerCall/unlink/native-2         	    2000	      4000 ns/op	      4000 ns/call
+BenchmarkPerCall/unlink/passthrough-2    	    2000	     40000 ns/op	     40000 ns/call
+BenchmarkPerCall/unlink/tx-2             	    2000	     40000 ns/op	     40000 ns/call
+BenchmarkPerCall/link/native-2           	    2000	      4000 ns/op	      4000 ns/call
+BenchmarkPerCall/link/passthrough-2      	    2000	     40000 ns/op	     40000 ns/call
+BenchmarkPerCall/link/tx-2               	    2000	     40000 ns/op	     40000 ns/call
+BenchmarkPerCall/link/tx-base-2          	    2000	     80000 ns/op	     80000 ns/call
+BenchmarkPerCall/mkdir/native-2          	    2000	      4000 ns/op	      4000 ns/call
+BenchmarkPerCall/mkdir/passthrough-2     	    2000	     40000 ns/op	     40000 ns/call
+BenchmarkPerCall/mkdir/tx-2              	    2000	     40000 ns/op	     40000 ns/call
+BenchmarkPerCall/read/native-2           	  100000	      1000 ns/op	      1000 ns/call
+BenchmarkPerCall/read/passthrough-2      	  100000	      1000 ns/op	      1000 ns/call
+BenchmarkPerCall/read/tx-2               	  100000	      1000 ns/op	      1000 ns/call
+BenchmarkPerCall/read/filtered-2         	  100000	      1000 ns/op	      1000 ns/call
+BenchmarkPerCall/write/native-2          	  100000	      1000 ns/op	      1000 ns/call
+BenchmarkPerCall/write/passthrough-2     	  100000	      1000 ns/op	      1000 ns/call
+BenchmarkPerCall/write/tx-2              	  100000	      1000 ns/op	      1000 ns/call
+BenchmarkFloor/syncwake-2                	    2000	     10000 ns/op	     10000 ns/call
+BenchmarkFloor/open-syncwake-2           	    2000	     50000 ns/op	     50000 ns/call
+PASS
+`
+
+func TestParseMedians(t *testing.T) {
+	r, err := Parse(strings.NewReader(sample))
+	require.NoError(t, err)
+	assert.Equal(t, "Test CPU", r.Header["cpu"])
+	med, n, ok := r.Median("PerCall/stat/native", "ns/call")
+	require.True(t, ok)
+	assert.Equal(t, 3, n)
+	assert.Equal(t, 2000.0, med)
+	lo, hi := r.Spread("PerCall/stat/native", "ns/call")
+	assert.Equal(t, [2]float64{1000, 3000}, [2]float64{lo, hi})
+	assert.True(t, math.IsNaN(r.NsPerCall("PerCall/nothing/native")))
+	assert.Equal(t, "PerCall/access/native", r.Order[0])
+}
+
+func TestParseRejectsMalformed(t *testing.T) {
+	_, err := Parse(strings.NewReader("BenchmarkX-2  10  5 ns/op 7\n"))
+	require.Error(t, err)
+}
+
+func TestWrite(t *testing.T) {
+	r, err := Parse(strings.NewReader(sample))
+	require.NoError(t, err)
+	var b bytes.Buffer
+	Write(&b, r, nil, Machine{NProc: 2, CPU: "Test CPU", Kernel: "Linux test", Go: "go", BenchDir: "/dev/shm", BenchFS: "tmpfs", Load: "1, 1, 1"},
+		time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC))
+	out := b.String()
+	// stat: median native 2 µs, 20 µs under both: 10× native, 2× the floor.
+	assert.Contains(t, out, "| stat | stat(file) | 2.00 | 20.0 | 20.0 | 10.00 | 10.00 | 2.00 | 2.00 |")
+	// open is compared with the ADDFD floor.
+	assert.Contains(t, out, "| open | open(file, O_RDONLY) + close | 4.00 | 40.0 | 40.0 | 10.00 | 10.00 | 0.80 | 0.80 |")
+	// write has no filtered run: its floor ratios are not made up.
+	assert.Contains(t, out, "| write | write(fd, 4 KiB), sequential | 1.00 | 1.00 | 1.00 | 1.00 | 1.00 | — | — |")
+	// Geomean over access 30, stat 10, open 10, unlink 10, link 10, mkdir 10, read 1, write 1.
+	want := math.Exp((math.Log(30) + 5*math.Log(10)) / 8)
+	assert.Contains(t, out, fmt.Sprintf("**%.2f×**", want))
+	assert.Contains(t, out, "| link | tx | 80.0 | 40.0 | 0.50 |")
+	assert.Contains(t, out, "Linux test")
+	assert.Contains(t, out, "2026-01-02 03:04 UTC")
+}
+
+func TestHistory(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "01-x.txt"), []byte("# Title one\n# why it helps\n"+sample), 0o644))
+	steps, err := readHistory(dir)
+	require.NoError(t, err)
+	require.Len(t, steps, 1)
+	assert.Equal(t, "Title one", steps[0].Title)
+	assert.Equal(t, []string{"why it helps"}, steps[0].Text)
+	var b bytes.Buffer
+	writeSteps(&b, steps)
+	assert.Contains(t, b.String(), "### 1. Title one")
+	assert.Contains(t, b.String(), "| link | tx | 80.0 | 40.0 | 0.50 |")
+
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "02-bad.txt"), []byte(sample), 0o644))
+	_, err = readHistory(dir)
+	require.Error(t, err)
+}

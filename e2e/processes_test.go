@@ -1,0 +1,221 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestProcessParity: process trees, groups, sessions, wait and exit
+// statuses, pipelines and FIFOs behave under txexec as on Linux, and what
+// every process of the tree wrote is committed.
+func TestProcessParity(t *testing.T) {
+	requireTools(t, "bash", "setsid", "seq", "sort")
+	for _, p := range []parity{
+		{name: "background children commit", argv: []string{"sh", "-c", `(echo a > x) & (echo b > y) & wait; cat x y`}},
+		{name: "forks in a loop", argv: []string{"sh", "-c", `for i in 1 2 3 4 5 6 7 8; do (echo $i > f$i) & done; wait; cat f*`}},
+		{name: "wait for a pid", argv: []string{"sh", "-c", `sleep 0.1 & wait $!; echo $?`}},
+		{name: "exit statuses", argv: []string{"sh", "-c", `sh -c 'exit 7' & wait $!; echo $?; sh -c 'kill -TERM $$'; echo $?; (exit 300); echo $?`}},
+		{name: "wait -n", argv: []string{"bash", "-c", `mkfifo f; (read x < f; exit 4) & (exit 5) & wait -n; echo $?; echo go > f; wait -n; echo $?; rm f`}},
+		{name: "waitid via bash wait -p", argv: []string{"bash", "-c", `(exit 3) & p=$!; wait -n -p who; echo "$? $((who == p))"`}},
+		{name: "setsid makes a session leader", argv: []string{"sh", "-c",
+			`setsid --wait sh -c 'read -r pid comm state ppid pgrp sid rest < /proc/$$/stat; [ "$sid" = "$$" ] && [ "$pgrp" = "$$" ] && echo session-leader'`}},
+		{name: "job control gives a group", argv: []string{"bash", "-c",
+			`set -m; ( read -r pid comm state ppid pgrp rest < /proc/$BASHPID/stat; [ "$pgrp" = "$BASHPID" ] && echo own-group ) & wait`}},
+		{name: "pipeline", argv: []string{"sh", "-c", `seq 1 20000 | sort -n | tail -1`}},
+		{name: "pipeline into a file", argv: []string{"sh", "-c", `seq 1 20000 | sort -rn > out; head -1 out; wc -l < out`}},
+		{name: "fifo made in the transaction", argv: []string{"sh", "-c", `mkfifo f; (seq 1 5000 > f &); sort -rn f | head -1; rm f`}},
+		{name: "fifo made and kept", argv: []string{"sh", "-c", `mkfifo -m 640 keep; { echo through > keep & }; cat keep; ls -l keep | cut -c1-10`}},
+		{name: "failing pipeline aborts", argv: []string{"sh", "-c", `echo x > written; seq 1 10 | false`}},
+	} {
+		t.Run(p.name, p.check)
+	}
+}
+
+// startWatched starts txexec with stdin, stdout and stderr as pipes, the
+// latter two read line by line.
+func startWatched(t *testing.T, c command) (*exec.Cmd, io.WriteCloser, *lineReader, *lineReader) {
+	t.Helper()
+	cmd := newCmd(context.Background(), t, transaction, c)
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	errp, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+	})
+	return cmd, in, newLineReader(out), newLineReader(errp)
+}
+
+var waitsFor = regexp.MustCompile(`^txexec: transaction [0-9]+ waits for pids ([0-9 ]+) \(still running after the command exited\)$`)
+
+// TestProcessOutlivingTheCommand: a child that writes after the command
+// exited is waited for, named once, and its write committed.
+func TestProcessOutlivingTheCommand(t *testing.T) {
+	dir := t.TempDir()
+	// The child waits for the test, which goes on only once txexec has
+	// said that it waits: so the child really outlives the command.
+	script := `exec 3<&0; (read x <&3; echo late > z) & echo $!; exit 0`
+	cmd, in, out, errs := startWatched(t, command{Argv: []string{"sh", "-c", script}, Dir: dir})
+	child := out.next(t)
+	m := waitsFor.FindStringSubmatch(errs.next(t))
+	require.NotNil(t, m, "txexec says whom it waits for")
+	assert.Equal(t, child, m[1], "it names the child")
+	assert.NoFileExists(t, filepath.Join(dir, "z"))
+	_, err := io.WriteString(in, "go\n")
+	require.NoError(t, err)
+	in.Close()
+	var rest []string
+	for l := range errs.lines {
+		rest = append(rest, l)
+	}
+	require.NoError(t, cmd.Wait(), "stderr: %q", rest)
+	assert.Empty(t, rest, "nothing more on stderr (the wait is reported once)")
+	assert.Equal(t, "late\n", readString(t, filepath.Join(dir, "z")), "the late write is committed")
+}
+
+// TestProcessAbortKillsTree: when the transaction is bound to abort, the
+// processes still running after the command exited are killed and txexec
+// returns at once (the 1000 s sleeps would otherwise hold it).
+func TestProcessAbortKillsTree(t *testing.T) {
+	sigtool := buildSigtool(t)
+	for _, tc := range []struct {
+		name   string
+		script string
+		args   []string
+		// release: the tree waits for a line on stdin, sent after
+		// txexec said it waits for it.
+		release bool
+		status  int
+		reason  string
+	}{
+		{name: "command failed", script: `sleep 1000 & echo $!; exit 1`, status: 1,
+			reason: "the command exited with status 1"},
+		{name: "--on-exit=abort", script: `sleep 1000 & echo $!; exit 0`, args: []string{"--on-exit=abort"},
+			reason: "--on-exit=abort"},
+		{name: "doomed before the command exited", script: `sleep 1000 & echo $!; SIGTOOL send io_uring; exit 0`, status: -1,
+			reason: "called io_uring_setup, which has no transactional meaning"},
+		{name: "doomed after the command exited",
+			script:  `exec 3<&0; (read x <&3; SIGTOOL send io_uring; sleep 1000 & echo $!; wait) & echo $!; exit 0`,
+			release: true, status: -1, reason: "called io_uring_setup, which has no transactional meaning"},
+		{name: "grandchildren in their own group and session", script: `setsid sh -c 'sleep 1000 & echo $!; wait' & sleep 1000 & echo $!; exit 1`, status: 1,
+			reason: "the command exited with status 1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			script := strings.ReplaceAll(tc.script, "SIGTOOL", sigtool)
+			cmd, in, out, errs := startWatched(t, command{Argv: []string{"sh", "-c", script}, Dir: t.TempDir(), TxArgs: tc.args})
+			var pids []int
+			if tc.release {
+				p, err := strconv.Atoi(out.next(t))
+				require.NoError(t, err)
+				pids = append(pids, p)
+				require.Regexp(t, waitsFor, errs.next(t))
+				_, err = io.WriteString(in, "go\n")
+				require.NoError(t, err)
+			}
+			in.Close()
+			for l := range out.lines {
+				if p, err := strconv.Atoi(l); err == nil {
+					pids = append(pids, p)
+				} else {
+					assert.Equal(t, "ENOTSUP", l, "the unsupported call fails")
+				}
+			}
+			var stderr []string
+			for l := range errs.lines {
+				stderr = append(stderr, l)
+			}
+			err := cmd.Wait()
+			if err != nil {
+				var ee *exec.ExitError
+				require.ErrorAs(t, err, &ee)
+			}
+			switch tc.status {
+			case -1:
+				assert.NotZero(t, statusOf(cmd.ProcessState), "the transaction did not commit")
+			default:
+				assert.Equal(t, tc.status, statusOf(cmd.ProcessState))
+			}
+			require.NotEmpty(t, pids, "the tree said which pids it started")
+			for _, p := range pids {
+				st, ok := readProcStat(p)
+				assert.True(t, !ok || st.State == 'Z' && st.Ppid == 1 || st.State == 'X',
+					"pid %d of the aborted transaction is gone (state %c)", p, st.State)
+				if ok && st.State != 'Z' {
+					exec.Command("kill", "-9", strconv.Itoa(p)).Run()
+				}
+			}
+			joined := strings.Join(stderr, "\n")
+			assert.Regexp(t, `txexec: transaction [0-9]+ aborted: .*`+regexp.QuoteMeta(tc.reason), joined)
+		})
+	}
+}
+
+// TestProcessReachAround: calls that would reach a process outside the
+// transaction are refused with a message naming call and pids; into the
+// transaction's own processes they work as natively. Calls without
+// transactional meaning follow --unsupported.
+func TestProcessReachAround(t *testing.T) {
+	sigtool := buildSigtool(t)
+	target := startSigTarget(t, sigtool, 0)
+	p := strconv.Itoa(target.pid)
+	for _, tc := range []struct {
+		name     string
+		script   string
+		args     []string
+		stdout   string
+		status   int
+		message  string
+		noCommit bool
+	}{
+		{name: "process_vm_writev outside", script: `SIGTOOL send vmwritev P`, stdout: "EPERM",
+			message: `txexec: refused process_vm_writev of pid [0-9]+ into pid P, which is outside the transaction`},
+		{name: "process_vm_writev inside", script: `SIGTOOL send vmwritev $$`, stdout: "EFAULT"},
+		{name: "pidfd_getfd outside", script: `SIGTOOL send getfd P 0`, stdout: "EPERM",
+			message: `txexec: refused pidfd_getfd of pid [0-9]+ on pid P, which is outside the transaction`},
+		{name: "pidfd_getfd inside", script: `SIGTOOL send getfd $$ 1`, stdout: "ok"},
+		{name: "ptrace outside", script: `SIGTOOL send ptrace P`, stdout: "EPERM"},
+		{name: "io_uring aborts by default", script: `echo x > f; SIGTOOL send io_uring`, stdout: "ENOTSUP", status: -1, noCommit: true,
+			message: `txexec: transaction [0-9]+ aborted: pid [0-9]+ called io_uring_setup, which has no transactional meaning`},
+		{name: "io_uring fails under --unsupported=error", script: `echo x > f; SIGTOOL send io_uring`, args: []string{"--unsupported=error"}, stdout: "ENOTSUP"},
+		{name: "io_uring runs under --unsupported=allow", script: `echo x > f; SIGTOOL send io_uring`, args: []string{"--unsupported=allow"}, stdout: "ok",
+			message: `txexec: warning: pid [0-9]+ called io_uring_setup, which has no transactional meaning; running it anyway`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			script := strings.ReplaceAll(strings.ReplaceAll(tc.script, "SIGTOOL", sigtool), " P", " "+p)
+			got := run(t, transaction, command{Argv: []string{"sh", "-c", script}, Dir: dir, TxArgs: tc.args})
+			assert.Equal(t, tc.stdout+"\n", got.Stdout)
+			if tc.status == -1 {
+				assert.NotZero(t, got.Status, "the transaction did not commit; stderr:\n%s", got.Stderr)
+			} else {
+				assert.Equal(t, tc.status, got.Status, "stderr:\n%s", got.Stderr)
+			}
+			if tc.message != "" {
+				assert.Regexp(t, strings.ReplaceAll(tc.message, " P,", " "+p+","), got.Stderr)
+			}
+			if strings.Contains(tc.script, "> f") {
+				if tc.noCommit {
+					assert.NoFileExists(t, filepath.Join(dir, "f"))
+				} else {
+					assert.FileExists(t, filepath.Join(dir, "f"))
+				}
+			}
+		})
+	}
+	assert.Equal(t, "none", target.pending(t))
+}

@@ -1,0 +1,66 @@
+package interpose
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+func sameFile(t *testing.T, a, b int) {
+	t.Helper()
+	var sa, sb unix.Stat_t
+	require.NoError(t, unix.Fstat(a, &sa))
+	require.NoError(t, unix.Fstat(b, &sb))
+	assert.Equal(t, [2]uint64{sa.Dev, sa.Ino}, [2]uint64{sb.Dev, sb.Ino})
+}
+
+// TestPidfdCache duplicates descriptors of a child process through the
+// cache, including after the child has died (ESRCH, the entry reopened and
+// failing again) and from a second process whose id shares the slot.
+func TestPidfdCache(t *testing.T) {
+	var p pidfdCache
+	defer p.close()
+
+	f, err := os.Open("/")
+	require.NoError(t, err)
+	defer f.Close()
+	self := os.Getpid()
+	for i := 0; i < 3; i++ {
+		fd, err := p.getFD(self, int(f.Fd()))
+		require.NoError(t, err)
+		sameFile(t, fd, int(f.Fd()))
+		unix.Close(fd)
+	}
+	_, err = p.getFD(self, 1000)
+	require.ErrorIs(t, err, unix.EBADF)
+
+	child := exec.Command("sleep", "60")
+	child.ExtraFiles = []*os.File{f} // the child's descriptor 3
+	require.NoError(t, child.Start())
+	pid := child.Process.Pid
+	fd, err := p.getFD(pid, 3)
+	require.NoError(t, err)
+	sameFile(t, fd, int(f.Fd()))
+	unix.Close(fd)
+	require.NoError(t, child.Process.Kill())
+	child.Wait()
+	_, err = p.getFD(pid, 3)
+	require.ErrorIs(t, err, unix.ESRCH)
+
+	// A slot holds one thread at a time: alternating ids that collide
+	// reopen their pidfds and stay correct.
+	other := self + pidfdSlots
+	if fd, err := p.getFD(other, 0); err == nil {
+		unix.Close(fd) // some process has that id
+	} else {
+		require.ErrorIs(t, err, unix.ESRCH)
+	}
+	fd, err = p.getFD(self, int(f.Fd()))
+	require.NoError(t, err)
+	sameFile(t, fd, int(f.Fd()))
+	unix.Close(fd)
+}

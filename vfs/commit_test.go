@@ -1,0 +1,287 @@
+package vfs_test
+
+import (
+	"crypto/sha256"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"txexec/proc"
+	"txexec/store"
+	"txexec/txn"
+	"txexec/vfs"
+)
+
+// view is a transaction over a host tree, seen by a root caller whose cwd
+// is the tree.
+type view struct {
+	t       *testing.T
+	dir     string
+	staging string
+	v       *vfs.Tx
+	c       *vfs.Caller
+}
+
+func newView(t *testing.T) *view {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{"d", "d/sub", "e", "gone"} {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, d), 0o755))
+	}
+	for p, s := range map[string]string{"f": "host file\n", "g": "g\n", "d/x": "in d\n", "d/sub/y": "deep\n",
+		"gone/old": "old\n", "linked": "two names\n"} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, p), []byte(s), 0o644))
+	}
+	require.NoError(t, os.Link(filepath.Join(dir, "linked"), filepath.Join(dir, "d/linked2")))
+	require.NoError(t, os.Symlink("f", filepath.Join(dir, "sl")))
+	require.NoError(t, unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
+	host, err := vfs.NewHost()
+	require.NoError(t, err)
+	staging := t.TempDir()
+	v, err := vfs.NewTx(host, staging, nil)
+	require.NoError(t, err)
+	t.Cleanup(v.Close)
+	cwd, err := v.OpenDir(dir)
+	require.NoError(t, err)
+	root, err := v.OpenDir("/")
+	require.NoError(t, err)
+	c := &vfs.Caller{Tid: os.Getpid(), Tgid: os.Getpid(), Cred: &proc.Cred{CapEff: ^uint64(0)}, Cwd: cwd, Root: root, Umask: 0o022}
+	return &view{t: t, dir: dir, staging: staging, v: v, c: c}
+}
+
+func (w *view) ok(err error) {
+	w.t.Helper()
+	require.NoError(w.t, err)
+}
+
+func (w *view) write(path string, flags int, data string) {
+	w.t.Helper()
+	fd, err := w.v.Open(w.c, w.c.Cwd, path, vfs.OpenHow{Flags: uint64(flags | unix.O_WRONLY), Mode: 0o644})
+	require.NoError(w.t, err, path)
+	defer unix.Close(fd)
+	_, err = unix.Write(fd, []byte(data))
+	require.NoError(w.t, err)
+}
+
+// manifest describes the view's tree (type, mode, owner, size, link
+// count, content, link target, and mtime for non-directories).
+func (w *view) manifest() string {
+	w.t.Helper()
+	var lines []string
+	var walk func(rel string)
+	walk = func(rel string) {
+		st, err := w.v.Stat(w.c, w.c.Cwd, rel, unix.AT_SYMLINK_NOFOLLOW)
+		require.NoError(w.t, err, rel)
+		line := describe(rel, &st)
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			fd, err := w.v.Open(w.c, w.c.Cwd, rel, vfs.OpenHow{Flags: unix.O_RDONLY})
+			require.NoError(w.t, err, rel)
+			line += " sha=" + hashFD(w.t, fd)
+		case unix.S_IFLNK:
+			target, err := w.v.Readlink(w.c, w.c.Cwd, rel)
+			require.NoError(w.t, err, rel)
+			line += " -> " + target
+		case unix.S_IFDIR:
+			fd, err := w.v.Open(w.c, w.c.Cwd, rel, vfs.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY})
+			require.NoError(w.t, err, rel)
+			h, err := w.v.HandleOf(w.c, fd)
+			require.NoError(w.t, err)
+			ents, merged, err := w.v.Listing(w.c, h)
+			h.Release()
+			require.NoError(w.t, err)
+			require.True(w.t, merged)
+			var names []string
+			for _, d := range ents {
+				if d.Name != "." && d.Name != ".." {
+					names = append(names, d.Name)
+				}
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				walk(rel + "/" + n)
+			}
+		}
+		lines = append(lines, line)
+	}
+	walk(".")
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// hostManifest describes the host tree as manifest describes the view.
+func hostManifest(t *testing.T, dir string) string {
+	t.Helper()
+	var lines []string
+	err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if rel != "." {
+			rel = "./" + rel
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return err
+		}
+		line := describe(rel, &st)
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			line += " sha=" + hashFD(t, fd)
+		case unix.S_IFLNK:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			line += " -> " + target
+		}
+		lines = append(lines, line)
+		return nil
+	})
+	require.NoError(t, err)
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+func describe(rel string, st *unix.Stat_t) string {
+	s := fmt.Sprintf("%s %o %d:%d nlink=%d", rel, st.Mode, st.Uid, st.Gid, st.Nlink)
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		s += fmt.Sprintf(" size=%d mtime=%d.%09d", st.Size, st.Mtim.Sec, st.Mtim.Nsec)
+	}
+	return s
+}
+
+func hashFD(t *testing.T, fd int) string {
+	f := os.NewFile(uintptr(fd), "")
+	defer f.Close()
+	h := sha256.New()
+	_, err := f.WriteTo(h)
+	require.NoError(t, err)
+	return fmt.Sprintf("%x", h.Sum(nil)[:8])
+}
+
+// TestCommitMatchesView: applying the journal to the host gives the tree
+// the transaction saw — for sequences that stress the replay (hard-link
+// groups, renames of changed objects, whiteouts, exchange, O_TMPFILE).
+func TestCommitMatchesView(t *testing.T) {
+	tests := []struct {
+		name string
+		do   func(w *view)
+	}{
+		{"write a host file", func(w *view) { w.write("f", unix.O_APPEND, "more\n") }},
+		{"write a hard-linked host file", func(w *view) { w.write("d/linked2", unix.O_APPEND, "more\n") }},
+		{"link a host file, then write it", func(w *view) {
+			w.ok(w.v.Link(w.c, w.c.Cwd, "f", w.c.Cwd, "e/f2", 0))
+			w.write("e/f2", unix.O_TRUNC, "changed through the new name\n")
+		}},
+		{"link, write, remove the original name, remove the dir", func(w *view) {
+			w.ok(w.v.Link(w.c, w.c.Cwd, "d/x", w.c.Cwd, "x-link", 0))
+			w.write("x-link", unix.O_TRUNC, "x\n")
+			w.ok(w.v.Unlink(w.c, w.c.Cwd, "d/x", 0))
+			w.ok(w.v.Unlink(w.c, w.c.Cwd, "d/linked2", 0))
+			w.ok(w.v.Unlink(w.c, w.c.Cwd, "d/sub/y", 0))
+			w.ok(w.v.Unlink(w.c, w.c.Cwd, "d/sub", unix.AT_REMOVEDIR))
+			w.ok(w.v.Unlink(w.c, w.c.Cwd, "d", unix.AT_REMOVEDIR))
+		}},
+		{"rename a written file, then write it again", func(w *view) {
+			w.write("f", unix.O_APPEND, "1\n")
+			w.ok(w.v.Rename(w.c, w.c.Cwd, "f", w.c.Cwd, "d/f", 0))
+			w.write("d/f", unix.O_APPEND, "2\n")
+		}},
+		{"rename a dir, then change inside it", func(w *view) {
+			w.ok(w.v.Rename(w.c, w.c.Cwd, "d", w.c.Cwd, "e/d", 0))
+			w.write("e/d/x", unix.O_APPEND, "!\n")
+			w.write("e/d/new", unix.O_CREAT, "new\n")
+			w.ok(w.v.Chmod(w.c, w.c.Cwd, "e/d", 0o700, 0))
+		}},
+		{"remove a tree and make it again", func(w *view) {
+			w.ok(w.v.Unlink(w.c, w.c.Cwd, "gone/old", 0))
+			w.ok(w.v.Unlink(w.c, w.c.Cwd, "gone", unix.AT_REMOVEDIR))
+			w.ok(w.v.Mkdir(w.c, w.c.Cwd, "gone", 0o750))
+			w.write("gone/old", unix.O_CREAT, "new old\n")
+		}},
+		{"file replaced by dir and dir by file", func(w *view) {
+			w.ok(w.v.Unlink(w.c, w.c.Cwd, "g", 0))
+			w.ok(w.v.Mkdir(w.c, w.c.Cwd, "g", 0o755))
+			w.ok(w.v.Rename(w.c, w.c.Cwd, "e", w.c.Cwd, "g/e", 0))
+			w.ok(w.v.Unlink(w.c, w.c.Cwd, "gone/old", 0))
+			w.ok(w.v.Unlink(w.c, w.c.Cwd, "gone", unix.AT_REMOVEDIR))
+			w.write("gone", unix.O_CREAT, "now a file\n")
+		}},
+		{"exchange a changed file and a dir", func(w *view) {
+			w.write("f", unix.O_APPEND, "x\n")
+			w.ok(w.v.Rename(w.c, w.c.Cwd, "f", w.c.Cwd, "d", unix.RENAME_EXCHANGE))
+			w.write("f/new", unix.O_CREAT, "in the exchanged dir\n")
+		}},
+		{"whiteout", func(w *view) { w.ok(w.v.Rename(w.c, w.c.Cwd, "g", w.c.Cwd, "e/g", unix.RENAME_WHITEOUT)) }},
+		{"chain of renames over each other", func(w *view) {
+			w.ok(w.v.Rename(w.c, w.c.Cwd, "f", w.c.Cwd, "g", 0))
+			w.ok(w.v.Rename(w.c, w.c.Cwd, "g", w.c.Cwd, "d/x", 0))
+			w.write("f", unix.O_CREAT, "f again\n")
+			w.ok(w.v.Rename(w.c, w.c.Cwd, "d/x", w.c.Cwd, "f", 0))
+		}},
+		{"times and modes", func(w *view) {
+			w.ok(w.v.Utimens(w.c, w.c.Cwd, "f", &[2]unix.Timespec{{Sec: 5}, {Sec: 6}}, 0))
+			w.ok(w.v.Chmod(w.c, w.c.Cwd, "linked", 0o600, 0))
+			w.ok(w.v.Chown(w.c, w.c.Cwd, "sl", 7, 8, unix.AT_SYMLINK_NOFOLLOW))
+			w.ok(w.v.Mkdir(w.c, w.c.Cwd, "nd", 0o755))
+			w.write("nd/a", unix.O_CREAT, "a")
+			w.ok(w.v.Utimens(w.c, w.c.Cwd, "nd", &[2]unix.Timespec{{Sec: 7}, {Sec: 8}}, 0))
+		}},
+		{"hard-linked file written and touched", func(w *view) {
+			w.write("linked", unix.O_APPEND, "x")
+			w.ok(w.v.Utimens(w.c, w.c.Cwd, "d/linked2", &[2]unix.Timespec{{Sec: 9}, {Sec: 10}}, 0))
+			w.write("linked", unix.O_APPEND, "y")
+		}},
+		{"fifo used in the view", func(w *view) {
+			fd, err := w.v.Open(w.c, w.c.Cwd, "fifo", vfs.OpenHow{Flags: unix.O_RDWR})
+			w.ok(err)
+			_, err = unix.Write(fd, []byte("x"))
+			w.ok(err)
+			unix.Close(fd)
+		}},
+		{"O_TMPFILE given a name", func(w *view) {
+			fd, err := w.v.Open(w.c, w.c.Cwd, "e", vfs.OpenHow{Flags: unix.O_TMPFILE | unix.O_WRONLY, Mode: 0o640})
+			w.ok(err)
+			defer unix.Close(fd)
+			_, err = unix.Write(fd, []byte("anonymous\n"))
+			w.ok(err)
+			dup, err := unix.Dup(fd)
+			w.ok(err)
+			h, err := w.v.HandleOf(w.c, dup)
+			w.ok(err)
+			defer h.Release()
+			w.ok(w.v.Link(w.c, h, "", w.c.Cwd, "e/named", unix.AT_EMPTY_PATH))
+			w.ok(w.v.Link(w.c, h, "", w.c.Cwd, "named2", unix.AT_EMPTY_PATH))
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newView(t)
+			tt.do(w)
+			seen := w.manifest()
+			require.NoError(t, w.v.Validate())
+			require.NoError(t, txn.Apply(w.v.Journal(), txn.ApplyOptions{
+				Skipped: func(i int, op store.RedoOp, why string) {
+					t.Errorf("op %d (%s %s) skipped: %s", i, op.Kind, op.Path, why)
+				},
+			}))
+			// The committer drops the staging area after the write-through
+			// (extra names of staged objects live there).
+			require.NoError(t, os.RemoveAll(w.staging))
+			assert.Equal(t, seen, hostManifest(t, w.dir))
+		})
+	}
+}

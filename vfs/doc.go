@@ -1,0 +1,39 @@
+// Package vfs is the file-system namespace supervised processes see: the
+// host itself (Host: passthrough, --passthrough and processes outside any
+// transaction) or a transaction's private view (Tx). It resolves paths as
+// Linux does, checks permissions for the caller's credentials, keeps the
+// transaction's changes in backing objects and its read set for validation,
+// and writes the redo journal that commit applies. It must not import
+// interpose, syscalls or txn, and knows no SQL.
+//
+// Linux analogues. A Node is loosely an inode with its dentry: its data
+// lives in a backing object — the host original, never opened writable,
+// or a staged object in the transaction's staging area (copy-up on first
+// modification; everything the transaction creates). A directory keeps the
+// entries the transaction changed over its host directory's (nil is a
+// whiteout; an opaque directory never shows a host directory's children).
+// walk.go is namei: search permission, ".", "..", symlinks (at most 40),
+// trailing slashes, openat2's RESOLVE_* restrictions, mount crossings, and
+// the caller's own /proc magic links, which resolve to view objects.
+//
+// Invariants.
+//   - The host is read, never written, until commit: host originals are
+//     opened read-only with O_NOATIME, through a private noatime clone of
+//     the mount tree (openRoot) so that even readlink leaves atimes alone.
+//   - A host directory keeps its identity in the view (inode, size,
+//     descriptors on it); a staged copy of it only carries the attributes
+//     the transaction changed. Every other copied-up object shows its
+//     staged object, whose link count is kept equal to the view's.
+//   - Directory listings of the view are always served by Listing, in the
+//     host's order with stable per-name cookies (passthrough directories
+//     excepted).
+//   - The journal names host paths as they are at that point of the
+//     replay; every op carries the inode it expects there (replayIno).
+//     Objects that keep their identity at commit (directories, hard-linked
+//     files, FIFOs) are changed in place (inPlace: setattr, copydata);
+//     others are replaced by their staged object (rename).
+//
+// Lock order: Tx.mu is the only lock, held for every operation and
+// released before anything that may block (opening a FIFO, a passthrough
+// call).
+package vfs
