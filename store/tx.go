@@ -220,7 +220,8 @@ func insertOps(tx *sql.Tx, id int64, ops []RedoOp) error {
 		return nil
 	}
 	st, err := tx.Prepare(`INSERT INTO redo (tx_id, n, kind, path, src, ino, ino2, attrs, mode, uid, gid,
-		atime_sec, atime_nsec, mtime_sec, mtime_nsec) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		atime_sec, atime_nsec, mtime_sec, mtime_nsec, xattr_name, xattr_value)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -228,7 +229,7 @@ func insertOps(tx *sql.Tx, id int64, ops []RedoOp) error {
 	for n, op := range ops {
 		if _, err := st.Exec(id, n, string(op.Kind), op.Path, op.Src, int64(op.Ino), int64(op.Ino2), int64(op.Attrs),
 			int64(op.Mode), int64(op.UID), int64(op.GID),
-			op.Atime.Sec, op.Atime.Nsec, op.Mtime.Sec, op.Mtime.Nsec); err != nil {
+			op.Atime.Sec, op.Atime.Nsec, op.Mtime.Sec, op.Mtime.Nsec, op.XattrName, op.XattrValue); err != nil {
 			return err
 		}
 	}
@@ -314,7 +315,7 @@ func loadGranules(q querier, id int64) ([]Granule, error) {
 
 func loadOps(q querier, id int64) ([]RedoOp, error) {
 	rows, err := q.Query(`SELECT kind, path, src, ino, ino2, attrs, mode, uid, gid,
-		atime_sec, atime_nsec, mtime_sec, mtime_nsec FROM redo WHERE tx_id = ? ORDER BY n`, id)
+		atime_sec, atime_nsec, mtime_sec, mtime_nsec, xattr_name, xattr_value FROM redo WHERE tx_id = ? ORDER BY n`, id)
 	if err != nil {
 		return nil, err
 	}
@@ -325,7 +326,7 @@ func loadOps(q querier, id int64) ([]RedoOp, error) {
 		var kind string
 		var ino, ino2, attrs, mode, uid, gid int64
 		if err := rows.Scan(&kind, &op.Path, &op.Src, &ino, &ino2, &attrs, &mode, &uid, &gid,
-			&op.Atime.Sec, &op.Atime.Nsec, &op.Mtime.Sec, &op.Mtime.Nsec); err != nil {
+			&op.Atime.Sec, &op.Atime.Nsec, &op.Mtime.Sec, &op.Mtime.Nsec, &op.XattrName, &op.XattrValue); err != nil {
 			return nil, err
 		}
 		op.Kind = OpKind(kind)

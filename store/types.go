@@ -93,6 +93,15 @@ const (
 	// file Path (inode Ino), keeping Path's inode: for files with several
 	// hard links. Follow it with OpSetattr for the mtime.
 	OpCopyData OpKind = "copydata"
+	// OpSetxattr sets the extended attribute XattrName of Path (inode Ino,
+	// not followed if a symlink) to XattrValue: for host objects that keep
+	// their identity at commit (directories, files with several links),
+	// whose staged copy cannot replace them. Only the transaction's own
+	// change is applied, so attributes others set meanwhile survive.
+	OpSetxattr OpKind = "setxattr"
+	// OpRemovexattr removes the extended attribute XattrName of Path
+	// (inode Ino, not followed); already absent is done.
+	OpRemovexattr OpKind = "removexattr"
 	// OpFsyncDir asks for directory Path to be fsynced at the end (when
 	// durable). The applier already does so for every directory it changes.
 	OpFsyncDir OpKind = "fsyncdir"
@@ -134,6 +143,10 @@ type RedoOp struct {
 	GID   uint32
 	Atime Timespec
 	Mtime Timespec
+	// XattrName and XattrValue are the extended attribute of OpSetxattr
+	// and OpRemovexattr (a value is at most 64 KiB: XATTR_SIZE_MAX).
+	XattrName  string
+	XattrValue []byte
 }
 
 // ReadRecord is what a transaction observed of one host path: whether it

@@ -79,7 +79,12 @@ func (k *Kernel) caller(c *interpose.Call) (*vfs.Caller, func(), error) {
 // AT_FDCWD, else the directory (or, with AT_EMPTY_PATH, any file) the
 // descriptor refers to. Linux ignores dirfd for absolute paths.
 func (k *Kernel) at(c *interpose.Call, cl *vfs.Caller, dirfd int32, path string) (*vfs.Handle, func(), error) {
-	if dirfd == unix.AT_FDCWD || strings.HasPrefix(path, "/") {
+	return k.atWalk(c, cl, dirfd, strings.HasPrefix(path, "/"))
+}
+
+// atWalk is at, where ignoreDirfd says the walk does not start at dirfd.
+func (k *Kernel) atWalk(c *interpose.Call, cl *vfs.Caller, dirfd int32, ignoreDirfd bool) (*vfs.Handle, func(), error) {
+	if dirfd == unix.AT_FDCWD || ignoreDirfd {
 		return cl.Cwd, func() {}, nil
 	}
 	if dirfd < 0 {
@@ -159,6 +164,16 @@ func (k *Kernel) resolvedCall(c *interpose.Call, dirfd int32, path string, fn fu
 // notification is still valid (the pid may otherwise have been recycled),
 // sample the caller, and find the handle relative paths start from.
 func (k *Kernel) enter(c *interpose.Call, dirfd int32, path string) (*vfs.Caller, *vfs.Handle, func(), error) {
+	return k.enterWalk(c, dirfd, strings.HasPrefix(path, "/"))
+}
+
+// enterScoped is enter for openat2's RESOLVE_BENEATH and RESOLVE_IN_ROOT
+// walks, which start at dirfd even for an absolute path.
+func (k *Kernel) enterScoped(c *interpose.Call, dirfd int32, _ string) (*vfs.Caller, *vfs.Handle, func(), error) {
+	return k.enterWalk(c, dirfd, false)
+}
+
+func (k *Kernel) enterWalk(c *interpose.Call, dirfd int32, ignoreDirfd bool) (*vfs.Caller, *vfs.Handle, func(), error) {
 	if err := c.Valid(); err != nil {
 		return nil, nil, nil, err
 	}
@@ -166,10 +181,10 @@ func (k *Kernel) enter(c *interpose.Call, dirfd int32, path string) (*vfs.Caller
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if dirfd == unix.AT_FDCWD || strings.HasPrefix(path, "/") {
-		return cl, cl.Cwd, release, nil // as k.at, without a closure
+	if dirfd == unix.AT_FDCWD || ignoreDirfd {
+		return cl, cl.Cwd, release, nil // as k.atWalk, without a closure
 	}
-	at, done, err := k.at(c, cl, dirfd, path)
+	at, done, err := k.atWalk(c, cl, dirfd, ignoreDirfd)
 	if err != nil {
 		release()
 		return nil, nil, nil, err

@@ -73,7 +73,11 @@ func openat(k *Kernel, c *interpose.Call, dirfd int32, pathAddr uintptr, how vfs
 	if err != nil {
 		return k.reply(c, 0, err)
 	}
-	cl, at, leave, err := k.enter(c, dirfd, path)
+	enter := k.enter
+	if how.Resolve&(unix.RESOLVE_BENEATH|unix.RESOLVE_IN_ROOT) != 0 {
+		enter = k.enterScoped
+	}
+	cl, at, leave, err := enter(c, dirfd, path)
 	if err != nil {
 		return k.reply(c, 0, err)
 	}

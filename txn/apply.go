@@ -50,6 +50,10 @@ func checkOp(op store.RedoOp) error {
 	case store.OpRename, store.OpExchange, store.OpLink, store.OpCopyData:
 		needSrc = true
 	case store.OpUnlink, store.OpRmdir, store.OpSetattr, store.OpFsyncDir:
+	case store.OpSetxattr, store.OpRemovexattr:
+		if op.XattrName == "" {
+			return errors.New("no extended attribute name")
+		}
 	default:
 		return errors.New("unknown kind")
 	}
@@ -75,6 +79,9 @@ func checkOp(op store.RedoOp) error {
 	}
 	if op.Attrs != 0 && op.Kind != store.OpSetattr {
 		return errors.New("attributes on an op that sets none")
+	}
+	if op.XattrName != "" && op.Kind != store.OpSetxattr && op.Kind != store.OpRemovexattr {
+		return errors.New("extended attribute on an op that sets none")
 	}
 	return nil
 }
@@ -151,6 +158,8 @@ func (a *applier) apply(op store.RedoOp) (skipped string, err error) {
 		return a.setattr(op)
 	case store.OpCopyData:
 		return a.copyData(op)
+	case store.OpSetxattr, store.OpRemovexattr:
+		return a.xattr(op)
 	case store.OpFsyncDir:
 		return a.fsyncDir(op)
 	}
@@ -266,6 +275,28 @@ func (a *applier) remove(op store.RedoOp) (string, error) {
 		return "", &os.PathError{Op: verb, Path: op.Path, Err: err}
 	}
 	a.syncLater(filepath.Dir(op.Path), 0)
+	return "", nil
+}
+
+// xattr sets or removes one extended attribute, not following a symlink.
+// Setting is idempotent; removing one already gone is done.
+func (a *applier) xattr(op store.RedoOp) (string, error) {
+	if _, why, err := expect(op.Path, op.Ino); why != "" || err != nil {
+		return why, err
+	}
+	var err error
+	if op.Kind == store.OpSetxattr {
+		err = sysx.Retry(func() error { return unix.Lsetxattr(op.Path, op.XattrName, op.XattrValue, 0) })
+	} else {
+		err = sysx.Retry(func() error { return unix.Lremovexattr(op.Path, op.XattrName) })
+		if err == unix.ENODATA {
+			err = nil
+		}
+	}
+	if err != nil {
+		return "", &os.PathError{Op: string(op.Kind) + " " + op.XattrName, Path: op.Path, Err: err}
+	}
+	a.syncLater(op.Path, op.Ino)
 	return "", nil
 }
 

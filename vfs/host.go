@@ -122,6 +122,12 @@ func (h *Host) Open(c *Caller, at *Handle, path string, how OpenHow) (int, error
 		how.Mode &^= c.Umask
 	}
 	dirfd, p := hostPath(c, at, path, how.Flags&unix.O_NOFOLLOW == 0)
+	if how.Resolve&(unix.RESOLVE_BENEATH|unix.RESOLVE_IN_ROOT) != 0 {
+		// A scoped walk starts at dirfd even for an absolute path
+		// (RESOLVE_IN_ROOT) or refuses it (RESOLVE_BENEATH): the kernel
+		// must see the caller's dirfd and the path as given.
+		dirfd, p = at.fd, path
+	}
 	if how.Flags&unix.O_PATH != 0 {
 		return h.openPath(c, dirfd, p, how)
 	}

@@ -183,10 +183,16 @@ func (v *Tx) Setxattr(c *Caller, at *Handle, path string, op XattrOp, name strin
 			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
 			}
+			var err error
 			if p, nofollow := v.objPath(n); nofollow == 0 {
-				return unix.Setxattr(p, name, value, flags)
+				err = unix.Setxattr(p, name, value, flags)
+			} else {
+				err = unix.Lsetxattr(v.stagedPath(n.staged), name, value, flags)
 			}
-			return unix.Lsetxattr(v.stagedPath(n.staged), name, value, flags)
+			if err == nil {
+				v.journalXattrLocked(n, vpath, store.OpSetxattr, name, value)
+			}
+			return err
 		})
 }
 
@@ -201,20 +207,35 @@ func (v *Tx) Removexattr(c *Caller, at *Handle, path string, op XattrOp, name st
 			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
 			}
+			var err error
 			if p, nofollow := v.objPath(n); nofollow == 0 {
-				return unix.Removexattr(p, name)
+				err = unix.Removexattr(p, name)
+			} else {
+				err = unix.Lremovexattr(v.stagedPath(n.staged), name)
 			}
-			return unix.Lremovexattr(v.stagedPath(n.staged), name)
+			if err == nil {
+				v.journalXattrLocked(n, vpath, store.OpRemovexattr, name, nil)
+			}
+			return err
 		})
 }
 
-func (v *Tx) xattrWritePermLocked(c *Caller, n *Node, a attrs, name string) error {
-	if n.inPlace && n.host != (FileID{}) {
-		// A host original that keeps its identity at commit: no redo
-		// record carries extended attributes yet. (Objects made in the
-		// transaction carry theirs in their staged object.)
-		return unix.ENOTSUP
+// journalXattrLocked journals an extended attribute change of a host
+// original that keeps its identity at commit (a directory, a file with
+// several links): its staged copy never replaces it, so the change itself
+// is replayed on it. Other objects carry their attributes in the staged
+// object that replaces them.
+//
+// Preconditions: v.mu held.
+func (v *Tx) journalXattrLocked(n *Node, path string, kind store.OpKind, name string, value []byte) {
+	if !n.inPlace || n.host == (FileID{}) {
+		return
 	}
+	v.journalLocked(store.RedoOp{Kind: kind, Path: path, Ino: n.replayIno, XattrName: name,
+		XattrValue: append([]byte(nil), value...)})
+}
+
+func (v *Tx) xattrWritePermLocked(c *Caller, n *Node, a attrs, name string) error {
 	switch {
 	case len(name) > 5 && name[:5] == "user.":
 		if n.typ != unix.S_IFREG && n.typ != unix.S_IFDIR {

@@ -150,6 +150,10 @@ func describeOps(ops []store.RedoOp, reads []store.ReadRecord, staging string) (
 			} else if op.Attrs&store.AttrAtime != 0 {
 				add(op.Path, "set atime %s", op.Path)
 			}
+		case store.OpSetxattr:
+			add(op.Path, "setxattr %s (%d bytes) %s", op.XattrName, len(op.XattrValue), op.Path)
+		case store.OpRemovexattr:
+			add(op.Path, "removexattr %s %s", op.XattrName, op.Path)
 		case store.OpFsyncDir:
 			// Durability only: not a change.
 		default:
