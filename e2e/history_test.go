@@ -19,8 +19,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -57,7 +59,7 @@ func (s txState) env(extra ...string) []string {
 func (s txState) cmd(cwd string, env []string, args ...string) *exec.Cmd {
 	c := exec.Command(txexecBin, args...)
 	c.Dir = cwd
-	c.Env = s.env(env...)
+	c.Env = append(s.env(env...), "GOTRACEBACK=all")
 	return c
 }
 
@@ -67,8 +69,29 @@ func (s txState) run(t testing.TB, cwd string, env []string, args ...string) txR
 	c := s.cmd(cwd, env, args...)
 	var out, errb bytes.Buffer
 	c.Stdout, c.Stderr = &out, &errb
-	return finished(t, c, c.Run(), &out, &errb)
+	if err := c.Start(); err != nil {
+		t.Fatalf("start %q: %v", c.Args, err)
+	}
+	// A txexec that hangs would hold the whole suite until go test's
+	// timeout, which names the test but not where txexec is: SIGABRT
+	// (txexec catches SIGQUIT for its command) makes the Go runtime print
+	// every goroutine's stack on its stderr (GOTRACEBACK=all).
+	var hung atomic.Bool
+	watchdog := time.AfterFunc(txexecRunLimit, func() {
+		hung.Store(true)
+		c.Process.Signal(syscall.SIGABRT)
+	})
+	err := c.Wait()
+	watchdog.Stop()
+	if hung.Load() {
+		t.Fatalf("txexec %q did not finish within %v; its stacks:\n%s", c.Args, txexecRunLimit, errb.String())
+	}
+	return finished(t, c, err, &out, &errb)
 }
+
+// txexecRunLimit bounds one txexec run of the e2e tests: each takes
+// seconds.
+const txexecRunLimit = 2 * time.Minute
 
 // finished turns the outcome of c into a txResult.
 func finished(t testing.TB, c *exec.Cmd, err error, out, errb *bytes.Buffer) txResult {
