@@ -306,12 +306,12 @@ func (l *listener) spawn() {
 }
 
 // claimReceiver makes the calling worker the receiver unless another one is.
+// It must be a compare-and-swap: an add-then-undo lets two workers that
+// claim at once both see the other's transient count and both go to
+// standby, and with the receiver of the moment gone to serve its call
+// nobody receives any more — the tree then waits for ever.
 func (l *listener) claimReceiver() bool {
-	if l.receivers.Add(1) == 1 {
-		return true
-	}
-	l.receivers.Add(-1)
-	return false
+	return l.receivers.CompareAndSwap(0, 1)
 }
 
 // worker receives and answers notifications on its own locked thread, so
@@ -465,7 +465,10 @@ func (l *listener) watch() {
 			return
 		}
 		served := l.served.Load()
-		if served == last && l.busy.Load() > 0 && l.receivers.Load() == 0 {
+		// A busy worker may be blocked; and every worker in standby
+		// would leave nobody receiving (which claimReceiver rules out,
+		// but a lost receiver must never hang the tree).
+		if served == last && l.receivers.Load() == 0 && (l.busy.Load() > 0 || l.standbyN.Load() == l.total.Load()) {
 			l.addReceiver()
 		}
 		if served == last && l.busy.Load() == 0 {
@@ -482,7 +485,7 @@ func (l *listener) watch() {
 		if quiet >= watchQuietTicks {
 			// Nothing to watch: sleep until a worker takes a call.
 			l.watchParked.Store(true)
-			if l.busy.Load() == 0 {
+			if l.busy.Load() == 0 && l.receivers.Load() > 0 {
 				select {
 				case <-l.watchWake:
 				case <-l.quit:
