@@ -428,3 +428,47 @@ func TestHostSwapToSymlinkDooms(t *testing.T) {
 		})
 	}
 }
+
+// TestXattrPermissions: the supervisor sets extended attributes with its own
+// privileges, so it must refuse, as Linux does, the namespaces an
+// unprivileged owner may not write — file capabilities above all, which
+// would otherwise let a user give a program of theirs root powers at commit.
+func TestXattrPermissions(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "mine"), []byte("x"), 0o755))
+		require.NoError(t, os.Chown(filepath.Join(dir, "mine"), 1000, 1000))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "theirs"), []byte("x"), 0o644))
+		require.NoError(t, os.Chmod(filepath.Join(dir, "theirs"), 0o666)) // past the umask
+	})
+	user := e.as(1000, 1000)
+	capV3 := make([]byte, 24) // a vfs_ns_cap_data: version 3, no capabilities
+	capV3[3] = 3
+	tests := []struct {
+		name, file, attr string
+		c                *Caller
+		want             error
+	}{
+		{"user namespace, owner", "mine", "user.k", user, nil},
+		{"user namespace, writable by all", "theirs", "user.k", user, nil},
+		{"file capabilities need CAP_SETFCAP", "mine", "security.capability", user, unix.EPERM},
+		{"other security attributes need CAP_SYS_ADMIN", "mine", "security.evm", user, unix.EPERM},
+		{"trusted needs CAP_SYS_ADMIN", "mine", "trusted.k", user, unix.EPERM},
+		{"ACL of another's file", "theirs", "system.posix_acl_access", user, unix.EPERM},
+		{"unknown namespace", "mine", "bogus.k", user, unix.EOPNOTSUPP},
+		{"root sets trusted", "mine", "trusted.k", e.c, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			value := []byte("v")
+			if tt.attr == "security.capability" {
+				value = capV3
+			}
+			err := e.v.Setxattr(tt.c, e.c.Cwd, tt.file, XattrOp{}, tt.attr, value, 0)
+			if tt.want == nil {
+				assert.NoError(t, err)
+			} else {
+				assert.ErrorIs(t, err, tt.want)
+			}
+		})
+	}
+}

@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -167,9 +168,9 @@ func (v *Tx) Truncate(c *Caller, at *Handle, path string, size int64) error {
 		})
 }
 
-// Setxattr implements View. Changing the attributes of a host original that
-// keeps its identity at commit (a directory, a multiply-linked file) is not
-// supported inside a transaction: there is no redo record for it yet.
+// Setxattr implements View. On a host original that keeps its identity at
+// commit (a directory, a multiply-linked file) the change is journaled as
+// its own redo record (journalXattrLocked).
 func (v *Tx) Setxattr(c *Caller, at *Handle, path string, op XattrOp, name string, value []byte, flags int) error {
 	// AttrMode: setting system.posix_acl_access sets the mode too (cp -a
 	// gives a new directory its mode that way), and a setattr journaled
@@ -235,17 +236,38 @@ func (v *Tx) journalXattrLocked(n *Node, path string, kind store.OpKind, name st
 		XattrValue: append([]byte(nil), value...)})
 }
 
+// xattrWritePermLocked checks setting or removing extended attribute name
+// of n for c, as Linux's xattr_permission and the capability module's
+// cap_inode_setxattr/cap_inode_removexattr do (no other security module):
+// the supervisor then performs the change with its own privileges, so
+// every namespace that needs a capability must be checked here.
 func (v *Tx) xattrWritePermLocked(c *Caller, n *Node, a attrs, name string) error {
 	switch {
-	case len(name) > 5 && name[:5] == "user.":
+	case strings.HasPrefix(name, "user."):
 		if n.typ != unix.S_IFREG && n.typ != unix.S_IFDIR {
 			return unix.EPERM
 		}
 		return permission(c, a, mayWrite)
-	case len(name) > 8 && name[:8] == "trusted.", len(name) > 9 && name[:9] == "security.":
-		if !c.Cred.HasCap(unix.CAP_SYS_ADMIN) && !(name[:9] == "security." && isOwner(c, a)) {
+	case strings.HasPrefix(name, "trusted."):
+		if !c.Cred.HasCap(unix.CAP_SYS_ADMIN) {
 			return unix.EPERM
 		}
+	case name == "security.capability":
+		// File capabilities: CAP_SETFCAP (cap_convert_nscap).
+		if !c.Cred.HasCap(unix.CAP_SETFCAP) {
+			return unix.EPERM
+		}
+	case strings.HasPrefix(name, "security."):
+		if !c.Cred.HasCap(unix.CAP_SYS_ADMIN) {
+			return unix.EPERM
+		}
+	case name == "system.posix_acl_access", name == "system.posix_acl_default":
+		// posix_acl_xattr_set: the owner, or CAP_FOWNER.
+		if !isOwner(c, a) {
+			return unix.EPERM
+		}
+	default:
+		return unix.EOPNOTSUPP
 	}
 	return nil
 }

@@ -337,6 +337,18 @@ func (v *Tx) Statfs(c *Caller, at *Handle, path string) (unix.Statfs_t, error) {
 		})
 }
 
+// openHostOriginal opens a host object read-only. O_NOATIME needs
+// ownership or CAP_FOWNER, which an unprivileged supervisor lacks for
+// others' files: without it the read sets atime as the caller's own read
+// would (docs/semantics.md).
+func openHostOriginal(dirfd int, name string, flags int) (int, error) {
+	fd, err := unix.Openat(dirfd, name, flags, 0)
+	if err == unix.EPERM && flags&unix.O_NOATIME != 0 {
+		fd, err = unix.Openat(dirfd, name, flags&^unix.O_NOATIME, 0)
+	}
+	return fd, err
+}
+
 // openBackingLocked opens n's backing object (never writable for a host
 // original).
 func (v *Tx) openBackingLocked(n *Node, flags int) (int, error) {
@@ -350,14 +362,14 @@ func (v *Tx) openBackingLocked(n *Node, flags int) (int, error) {
 		// A host directory, even one with a staged copy of its
 		// attributes: its entries are the host's (DESIGN §4.2: names are
 		// virtual; getdents of it is merged when the view changed them).
-		fd, err = unix.Openat(n.hostFd, ".", flags&^unix.O_NOFOLLOW, 0)
+		fd, err = openHostOriginal(n.hostFd, ".", flags&^unix.O_NOFOLLOW)
 	case n.staged != "":
 		fd, err = unix.Openat(v.stagingFd, n.staged, flags, 0)
 	case n.hostParent != nil:
 		if flags&unix.O_ACCMODE != unix.O_RDONLY {
 			panic("vfs: host original opened writable")
 		}
-		fd, err = unix.Openat(n.hostParent.hostFd, n.hostName, flags, 0)
+		fd, err = openHostOriginal(n.hostParent.hostFd, n.hostName, flags)
 		if err != nil {
 			// The view found the object under this name: the host
 			// changed it since (ELOOP: a symlink now stands there).
@@ -616,7 +628,7 @@ func readHostDir(pathFd int) ([]Dirent, error) {
 // readHostDirAll lists a host directory in the kernel's order, "." and ".."
 // included where the kernel puts them.
 func readHostDirAll(pathFd int) ([]Dirent, error) {
-	fd, err := unix.Openat(pathFd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOATIME, 0)
+	fd, err := openHostOriginal(pathFd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOATIME)
 	if err != nil {
 		return nil, err
 	}
