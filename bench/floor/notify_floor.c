@@ -453,7 +453,10 @@ int main(int argc, char **argv) {
 	}
 
 	double ns = -1;
-	ssize_t got = read(sock, &ns, sizeof(ns));
+	ssize_t got;
+	do // EINTR: a handler's signal (SIGCHLD when the child exits) may land here
+		got = read(sock, &ns, sizeof(ns));
+	while (got < 0 && errno == EINTR);
 	int status;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
@@ -467,8 +470,11 @@ int main(int argc, char **argv) {
 			        WEXITSTATUS(status));
 		return 2;
 	}
-	if (got != (ssize_t)sizeof(ns) || ns <= 0)
-		fail("child did not report a result");
+	if (got != (ssize_t)sizeof(ns) || ns <= 0) {
+		fprintf(stderr, "notify_floor: child did not report a result (read %zd bytes, errno %d, value %g; served %ld, passed on %ld)\n",
+		        got, got < 0 ? errno : 0, ns, served, other);
+		return 2;
+	}
 	if (!done)
 		fail("supervisor never saw the end-of-run sentinel");
 	if (served != n + WARMUP) {
