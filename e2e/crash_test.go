@@ -274,7 +274,7 @@ func crashTrialN() int {
 	if testing.Short() {
 		return 20
 	}
-	return 120
+	return 200
 }
 
 // maxKillDelay bounds the random delay before the kill.
