@@ -85,9 +85,9 @@ func Entries() []Entry {
 
 		// ---- Directories and the per-process namespace state.
 		partial(unix.SYS_GETDENTS, "getdents", Getdents,
-			"merged listings of changed directories are returned in a stable hash order", ArgFD, ArgPtr, ArgUint),
+			"listed by txexec: host entries in the host's order, then names the transaction created", ArgFD, ArgPtr, ArgUint),
 		partial(unix.SYS_GETDENTS64, "getdents64", Getdents64,
-			"merged listings of changed directories are returned in a stable hash order", ArgFD, ArgPtr, ArgUint),
+			"listed by txexec: host entries in the host's order, then names the transaction created", ArgFD, ArgPtr, ArgUint),
 		emulated(unix.SYS_GETCWD, "getcwd", Getcwd, ArgPtr, ArgUint),
 		emulated(unix.SYS_CHDIR, "chdir", Chdir, ArgPath),
 		emulated(unix.SYS_FCHDIR, "fchdir", Fchdir, ArgFD),
