@@ -277,15 +277,8 @@ func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
 		}
 	case n.staged != "":
 		err = unix.Fstatat(v.stagingFd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW)
-	case n.hostFd >= 0:
-		err = unix.Fstat(n.hostFd, &st)
-	case n.hostParent != nil:
-		err = unix.Fstatat(n.hostParent.hostFd, n.hostName, &st, unix.AT_SYMLINK_NOFOLLOW)
-		if err == nil && !n.isHostObject(&st) {
-			err = unix.ESTALE
-		}
 	default:
-		err = unix.ESTALE
+		st, err = v.hostStatLocked(n)
 	}
 	if err != nil {
 		return st, v.hostChanged(n.hostPath, err)
