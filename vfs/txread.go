@@ -349,6 +349,23 @@ func openHostOriginal(dirfd int, name string, flags int) (int, error) {
 	return fd, err
 }
 
+// openHostObject opens host original n as name in dirfd (read-only) and
+// checks it is still the object the view found: any failure means the host
+// changed it since (ELOOP: a symlink now stands there), which dooms the
+// transaction.
+func (v *Tx) openHostObject(n *Node, dirfd int, name string, flags int) (int, error) {
+	fd, err := openHostOriginal(dirfd, name, flags)
+	if err != nil {
+		return -1, v.hostChanged(n.hostPath, err)
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || !n.isHostObject(&st) {
+		unix.Close(fd)
+		return -1, v.hostChanged(n.hostPath, unix.ESTALE)
+	}
+	return fd, nil
+}
+
 // openBackingLocked opens n's backing object (never writable for a host
 // original).
 func (v *Tx) openBackingLocked(n *Node, flags int) (int, error) {
@@ -369,17 +386,7 @@ func (v *Tx) openBackingLocked(n *Node, flags int) (int, error) {
 		if flags&unix.O_ACCMODE != unix.O_RDONLY {
 			panic("vfs: host original opened writable")
 		}
-		fd, err = openHostOriginal(n.hostParent.hostFd, n.hostName, flags)
-		if err != nil {
-			// The view found the object under this name: the host
-			// changed it since (ELOOP: a symlink now stands there).
-			return -1, v.hostChanged(n.hostPath, err)
-		}
-		var st unix.Stat_t
-		if unix.Fstat(fd, &st) != nil || !n.isHostObject(&st) {
-			unix.Close(fd)
-			return -1, v.hostChanged(n.hostPath, unix.ESTALE)
-		}
+		return v.openHostObject(n, n.hostParent.hostFd, n.hostName, flags)
 	default:
 		return -1, unix.ESTALE
 	}

@@ -361,16 +361,7 @@ func (v *Tx) openSpecialLocked(n *Node) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	fd, err := unix.Openat(root, "."+n.hostPath, flags, 0)
-	if err != nil {
-		return -1, v.hostChanged(n.hostPath, err)
-	}
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || !n.isHostObject(&st) {
-		unix.Close(fd)
-		return -1, v.hostChanged(n.hostPath, unix.ESTALE)
-	}
-	return fd, nil
+	return v.openHostObject(n, root, "."+n.hostPath, flags)
 }
 
 // reopenSpecial opens the FIFO or device an O_PATH descriptor refers to,
