@@ -3,6 +3,7 @@ package signals
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -100,12 +101,27 @@ func mayKill(s Sender, t Task, sig int, session func(tid int) (int, error)) erro
 		return nil
 	}
 	if sig == int(unix.SIGCONT) {
-		if own, err := session(s.Tid); err == nil && own == t.Session && own != 0 {
+		if own, err := session(s.Tid); err == nil && own == t.Session && (own != 0 || sessionZeroIsReal()) {
 			return nil
 		}
 	}
 	return unix.EPERM
 }
+
+// initPidNSInode is PROC_PID_INIT_INO (include/linux/proc_ns.h), the inode
+// number /proc/self/ns/pid has in the initial pid namespace.
+const initPidNSInode = 0xEFFFFFFC
+
+// sessionZeroIsReal says whether session id 0 names one session. In the
+// initial pid namespace it does: processes descended from init that never
+// called setsid share init's session, whose id is 0. In a nested pid
+// namespace 0 only says "the session leader is not visible here", which two
+// different sessions can both show, so equal zeros prove nothing and
+// SIGCONT across them is refused (docs/semantics.md lists this).
+var sessionZeroIsReal = sync.OnceValue(func() bool {
+	var st unix.Stat_t
+	return unix.Stat("/proc/self/ns/pid", &st) == nil && st.Ino == initPidNSInode
+})
 
 // SigInfoSize is sizeof(siginfo_t).
 const SigInfoSize = 128
