@@ -170,15 +170,25 @@ func (s *Session) startStub(prog []unix.SockFilter) error {
 	if err != nil {
 		return fmt.Errorf("find own executable: %w", err)
 	}
-	files := []*os.File{s.cfg.Files[0], s.cfg.Files[1], s.cfg.Files[2], theirs}
-	for i := 0; i < 3; i++ {
-		if files[i] == nil {
-			files[i] = []*os.File{os.Stdin, os.Stdout, os.Stderr}[i]
+	// Descriptors as raw numbers: os.File.Fd would put a non-blocking
+	// inherited descriptor into blocking mode, for the parent too.
+	files := make([]uintptr, 3, 4)
+	for i := range 3 {
+		files[i] = uintptr(i)
+		if f := s.cfg.Files[i]; f != nil {
+			files[i] = f.Fd()
 		}
 	}
-	proc, err := os.StartProcess(exe, append([]string{"txexec", s.cfg.Path}, s.cfg.Argv...), &os.ProcAttr{
-		Dir:   s.cfg.Dir,
-		Env:   append(append([]string{}, s.cfg.Env...), StubEnv+"=1", fmt.Sprintf("%s=%o", stubUmaskEnv, s.cfg.Umask)),
+	// The control socket goes above every descriptor txexec inherited,
+	// which keep their numbers: `exec 3<dir; txexec -- cmd` gives cmd its
+	// descriptor 3.
+	files = append(files, InheritedFDs()...)
+	sockFD := len(files)
+	files = append(files, theirs.Fd())
+	pid, _, err := syscall.StartProcess(exe, append([]string{"txexec", s.cfg.Path}, s.cfg.Argv...), &syscall.ProcAttr{
+		Dir: s.cfg.Dir,
+		Env: append(append([]string{}, s.cfg.Env...), StubEnv+"=1", fmt.Sprintf("%s=%o", stubUmaskEnv, s.cfg.Umask),
+			fmt.Sprintf("%s=%d", stubSockEnv, sockFD)),
 		Files: files,
 		// The tree dies with us: the stub by Pdeathsig until it is
 		// traced, then every tracee by PTRACE_O_EXITKILL.
@@ -188,8 +198,8 @@ func (s *Session) startStub(prog []unix.SockFilter) error {
 	if err != nil {
 		return fmt.Errorf("start stub: %w", err)
 	}
-	s.pid = proc.Pid
-	proc.Release() // reaped by the tracer's wait loop, never by os.Process
+	// Reaped by the tracer's wait loop.
+	s.pid = pid
 	fail := func(err error) error {
 		unix.Kill(s.pid, unix.SIGKILL)
 		var ws unix.WaitStatus

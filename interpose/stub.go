@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -18,8 +19,41 @@ const StubEnv = "_TXEXEC_STUB"
 // stubUmaskEnv carries the command's umask to the stub.
 const stubUmaskEnv = "_TXEXEC_UMASK"
 
-// The stub inherits the control socket as descriptor 3.
-const stubSockFD = 3
+// stubSockEnv carries the number of the stub's control socket descriptor,
+// the first above the descriptors the command inherits.
+const stubSockEnv = "_TXEXEC_SOCK"
+
+// InheritedFDs are the descriptors from 3 up that txexec itself inherited
+// and passes on to the command: the ones open without FD_CLOEXEC (everything txexec opens
+// has it), indexed from 3 for syscall.ProcAttr.Files, with -1 where a
+// number is free or close-on-exec (closed in the stub, as exec would).
+func InheritedFDs() []uintptr {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil
+	}
+	var fds []int
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil || fd < 3 {
+			continue
+		}
+		flags, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0)
+		if err != nil || flags&unix.FD_CLOEXEC != 0 {
+			continue
+		}
+		fds = append(fds, fd)
+	}
+	slices.Sort(fds)
+	var out []uintptr
+	for _, fd := range fds {
+		for len(out) < fd-3 {
+			out = append(out, ^uintptr(0))
+		}
+		out = append(out, uintptr(fd))
+	}
+	return out
+}
 
 // RunStubIfRequested turns the process into the stub when it was started as
 // one, and never returns in that case.
@@ -49,7 +83,12 @@ func stubMain() error {
 		unix.Umask(int(m))
 	}
 	os.Unsetenv(stubUmaskEnv)
-	sock := os.NewFile(stubSockFD, "txexec-control")
+	stubSockFD, err := strconv.Atoi(os.Getenv(stubSockEnv))
+	if err != nil || stubSockFD < 3 {
+		return fmt.Errorf("stub: no control socket")
+	}
+	os.Unsetenv(stubSockEnv)
+	sock := os.NewFile(uintptr(stubSockFD), "txexec-control")
 	msg := make([]byte, 1<<20)
 	n, err := sock.Read(msg)
 	if err != nil {

@@ -19,6 +19,9 @@ type Manager struct {
 	Durable bool
 	// Excludes are --exclude paths: not transactional.
 	Excludes []string
+	// Outputs are the files the command writes through inherited
+	// descriptors (vfs.Tx.SetOutputs).
+	Outputs []vfs.FileID
 }
 
 // DefaultPriorityAfterN is how many conflicts a command may lose before
@@ -50,6 +53,7 @@ func (m *Manager) Begin(command []string, cwd string) (*Transaction, error) {
 		m.Store.RemoveStaging(t.ID)
 		return nil, err
 	}
+	v.SetOutputs(m.Outputs)
 	return &Transaction{ID: t.ID, StartSeq: t.StartSeq, View: v, m: m}, nil
 }
 

@@ -38,6 +38,9 @@ type Tx struct {
 	roRootFd int
 	// passthrough are host paths whose subtrees are not transactional.
 	passthrough []string
+	// outputs are the files the command's inherited descriptors write to
+	// (see SetOutputs).
+	outputs map[FileID]bool
 	// Now is the clock for directory times (tests and deterministic runs
 	// replace it).
 	Now func() time.Time

@@ -176,7 +176,7 @@ func (v *Tx) Validate() error {
 			if st.Mode != r.mode || st.Uid != r.uid || st.Gid != r.gid {
 				return &ConflictError{p, "its mode or owner was changed by another process after it was read"}
 			}
-			if r.typ != unix.S_IFDIR && (st.Size != r.size || st.Mtim != r.mtime || st.Ctim != r.ctime) {
+			if r.typ != unix.S_IFDIR && !v.outputs[r.id] && (st.Size != r.size || st.Mtim != r.mtime || st.Ctim != r.ctime) {
 				return &ConflictError{p, "modified by another process after it was read"}
 			}
 		}
@@ -193,6 +193,36 @@ func (v *Tx) Validate() error {
 		}
 	}
 	return nil
+}
+
+// SetOutputs names the files the command writes through descriptors it
+// inherited from outside txexec (`txexec -- ls -l > out.txt`): those
+// writes go straight to the host and are outside the transaction, so a
+// change of such a file's data after the transaction read it is its own
+// doing, not a conflict. Its identity, mode and owner are still validated.
+func (v *Tx) SetOutputs(ids []FileID) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.outputs = map[FileID]bool{}
+	for _, id := range ids {
+		v.outputs[id] = true
+	}
+}
+
+// OutputsOf returns the regular files that fds (the descriptors the
+// command will inherit) are open for writing.
+func OutputsOf(fds []int) []FileID {
+	var out []FileID
+	for _, fd := range fds {
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			continue
+		}
+		if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err == nil && fl&unix.O_ACCMODE != unix.O_RDONLY {
+			out = append(out, idOf(&st))
+		}
+	}
+	return out
 }
 
 // SyncStaged makes the staged data durable before the commit point: one

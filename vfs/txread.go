@@ -32,8 +32,7 @@ func (v *Tx) OpenDir(path string) (*Handle, error) {
 }
 
 // HandleOf implements View: a descriptor is known by the object it refers
-// to (DESIGN §4.3). One the view did not hand out (inherited from outside,
-// or into a passthrough subtree) is served by the host view.
+// to (DESIGN §4.3); see nodeOfFDLocked.
 func (v *Tx) HandleOf(c *Caller, fd int) (*Handle, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
@@ -41,7 +40,44 @@ func (v *Tx) HandleOf(c *Caller, fd int) (*Handle, error) {
 	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	return NewHandle(fd, v.nodes[idOf(&st)]), nil
+	return NewHandle(fd, v.nodeOfFDLocked(fd, &st)), nil
+}
+
+// nodeOfFDLocked returns the view object behind fd, a supervisor
+// descriptor for the object a caller's descriptor refers to (st is its
+// fstat), or nil if the host must serve it.
+//
+// A descriptor the view did not hand out — inherited from txexec's parent
+// (`cd dir && txexec …` keeps no such descriptor, but `exec 3<dir` before
+// txexec does) or received from an outside process — still refers to a
+// host object the transaction may change: walking from it on the host would
+// bypass the transaction. So it is looked up in the view by the path the
+// kernel keeps for it, and taken as that object only if the path still
+// names it. What remains for the host: descriptors into passthrough
+// subtrees (where the host serves names anyway), the command's output files
+// (SetOutputs), and descriptors whose object no path reaches any more
+// (unlinked, or replaced since) — docs/semantics.md lists these.
+//
+// Preconditions: v.mu held.
+func (v *Tx) nodeOfFDLocked(fd int, st *unix.Stat_t) *Node {
+	if n := v.nodes[idOf(st)]; n != nil {
+		return n
+	}
+	if v.outputs[idOf(st)] {
+		// Written straight through inherited descriptors: outside the
+		// transaction (SetOutputs), so served by the host too — a staged
+		// copy would lose those writes at commit.
+		return nil
+	}
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil || !strings.HasPrefix(p, "/") || strings.HasSuffix(p, " (deleted)") {
+		return nil // a pipe, socket or anonymous inode; or unlinked
+	}
+	r, err := v.walkLocked(&Caller{Cred: rootCred}, v.root, p, false, &walkState{})
+	if err != nil || r.pass || r.node == nil || !r.node.isHostObject(st) {
+		return nil
+	}
+	return r.node
 }
 
 // Stat implements View.

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -212,6 +213,9 @@ func (v *Tx) passLocked(c *Caller, dir *Node, rest []string, slash, followFinal 
 		if r, ok, err := v.magicLocked(c, p, rest[i+1:], slash, followFinal, ws); ok || err != nil {
 			return r, err
 		}
+		if r, ok, err := v.passSymlinkLocked(c, p, rest[i+1:], slash, followFinal, ws); ok || err != nil {
+			return r, err
+		}
 	}
 	full := filepath.Clean(dir.hostPath + "/" + strings.Join(rest, "/"))
 	if full != dir.hostPath && !strings.HasPrefix(full, dir.hostPath+"/") {
@@ -227,6 +231,51 @@ func (v *Tx) passLocked(c *Caller, dir *Node, rest []string, slash, followFinal 
 		full += "/"
 	}
 	return resolved{pass: true, passPath: full}, nil
+}
+
+// passSymlinkLocked follows a symlink met in a passthrough subtree outside
+// /proc, whose target may lead back into the view: /dev/fd → /proc/self/fd,
+// /dev/stdout → /proc/self/fd/1. Left to the host, `echo x > /dev/fd/3/f`
+// would write f on the host behind the transaction's back. ok is false when
+// p is not such a symlink (or is the final component, not followed).
+// /proc's own links are the caller's (self, thread-self) or magic, and are
+// left to magicLocked and the host: the supervisor's readlink would answer
+// for the supervisor.
+//
+// Preconditions: v.mu held.
+func (v *Tx) passSymlinkLocked(c *Caller, p string, tail []string, slash, followFinal bool, ws *walkState) (resolved, bool, error) {
+	if p == "/proc" || strings.HasPrefix(p, "/proc/") || (len(tail) == 0 && !followFinal && !slash) {
+		return resolved{}, false, nil
+	}
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return resolved{}, false, nil
+	}
+	target, err := os.Readlink(p)
+	if err != nil {
+		return resolved{}, false, nil
+	}
+	if ws.has(unix.RESOLVE_NO_SYMLINKS) {
+		return resolved{}, true, unix.ELOOP
+	}
+	ws.links++
+	if ws.links > maxSymlinks {
+		return resolved{}, true, unix.ELOOP
+	}
+	if !strings.HasPrefix(target, "/") {
+		target = filepath.Dir(p) + "/" + target
+	}
+	// The target is resolved before the tail is: "/dev/fd/.." is the
+	// caller's /proc/PID, not the symlink /proc/self.
+	target = procSelf(c, target, true)
+	if len(tail) > 0 {
+		target += "/" + strings.Join(tail, "/")
+	}
+	if slash {
+		target += "/"
+	}
+	r, err := v.walkLocked(c, v.root, target, followFinal, ws)
+	return r, true, err
 }
 
 func (v *Tx) rootOf(c *Caller) *Node {
@@ -409,5 +458,5 @@ func (v *Tx) nodeOfCallerFDLocked(c *Caller, fd int) *Node {
 	if unix.Fstat(ours, &st) != nil {
 		return nil
 	}
-	return v.nodes[idOf(&st)]
+	return v.nodeOfFDLocked(ours, &st)
 }

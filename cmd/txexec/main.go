@@ -109,6 +109,17 @@ func unwrapPathErr(err error) error {
 	return err
 }
 
+// commandFDs are the descriptors the command inherits from txexec.
+func commandFDs() []int {
+	fds := []int{0, 1, 2}
+	for _, fd := range interpose.InheritedFDs() {
+		if fd != ^uintptr(0) {
+			fds = append(fds, int(fd))
+		}
+	}
+	return fds
+}
+
 // runCommand runs the command tree and returns txexec's exit status.
 func runCommand(o *options) (int, error) {
 	path, err := lookCommand(o.argv[0])
@@ -169,7 +180,7 @@ func runCommand(o *options) (int, error) {
 		return 0, err
 	}
 	defer st.Close()
-	m := &txn.Manager{Store: st, Host: host, Durable: o.durable, Excludes: o.excludes}
+	m := &txn.Manager{Store: st, Host: host, Durable: o.durable, Excludes: o.excludes, Outputs: vfs.OutputsOf(commandFDs())}
 	cwd, _ := os.Getwd()
 	for attempt := 0; ; attempt++ {
 		t, err := beginAttempt(m, o.argv, cwd, attempt)

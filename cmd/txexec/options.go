@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
@@ -99,7 +100,9 @@ func parseRun(args []string) (*options, error) {
 		case "exclude":
 			var v string
 			if v, err = needVal(); err == nil {
-				o.excludes = append(o.excludes, v)
+				if err = checkExclude(v); err == nil {
+					o.excludes = append(o.excludes, v)
+				}
 			}
 		case "passthrough":
 			o.passthrough = true
@@ -120,4 +123,20 @@ func parseRun(args []string) (*options, error) {
 	}
 	o.argv = args
 	return o, nil
+}
+
+// checkExclude refuses an --exclude the view could not honour: it excludes
+// directory subtrees, named by a path whose last component is not a
+// symlink, that exist when the transaction begins.
+func checkExclude(p string) error {
+	fi, err := os.Lstat(p)
+	switch {
+	case err != nil:
+		return fmt.Errorf("--exclude %s: %w", p, unwrapPathErr(err))
+	case fi.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("--exclude %s: a symlink; name the directory it points to", p)
+	case !fi.IsDir():
+		return fmt.Errorf("--exclude %s: not a directory (only directory subtrees can be excluded)", p)
+	}
+	return nil
 }

@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestInheritedDirFD: a directory descriptor txexec's parent opened before
+// txexec started (so the view never handed it out) is still a name in the
+// transaction: openat, mkdirat and /dev/fd/N/… paths through it are staged
+// like any other change, committed on success and dropped on abort.
+func TestInheritedDirFD(t *testing.T) {
+	requireTools(t, "python3")
+	const script = `
+import os
+fd = os.open("new.txt", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644, dir_fd=3)
+os.write(fd, b"through the descriptor\n")
+os.close(fd)
+os.mkdir("newdir", 0o755, dir_fd=3)
+os.unlink("old.txt", dir_fd=3)
+with open("/dev/fd/3/magic.txt", "w") as f:
+    f.write("through the magic link\n")
+print(sorted(os.listdir("/dev/fd/3")))
+`
+	for _, tc := range []struct {
+		name   string
+		txArgs []string
+		commit bool
+	}{
+		{"commit", nil, true},
+		{"abort", []string{"--on-exit=abort"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "old.txt"), []byte("old\n"), 0o644))
+			d, err := os.Open(dir)
+			require.NoError(t, err)
+			defer d.Close()
+
+			ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+			defer cancel()
+			cmd := newCmd(ctx, t, transaction, command{Argv: []string{"python3", "-c", script}, Dir: t.TempDir(), TxArgs: tc.txArgs})
+			cmd.ExtraFiles = []*os.File{d} // descriptor 3
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			_ = cmd.Run()
+			require.Equal(t, 0, statusOf(cmd.ProcessState), "stderr:\n%s", stderr.String())
+			assert.Equal(t, "['magic.txt', 'new.txt', 'newdir']\n", stdout.String(), "the transaction sees its own changes")
+
+			names := func() []string {
+				ents, err := os.ReadDir(dir)
+				require.NoError(t, err)
+				var out []string
+				for _, e := range ents {
+					out = append(out, e.Name())
+				}
+				return out
+			}
+			if tc.commit {
+				assert.Equal(t, []string{"magic.txt", "new.txt", "newdir"}, names(), "committed")
+				b, err := os.ReadFile(filepath.Join(dir, "new.txt"))
+				require.NoError(t, err)
+				assert.Equal(t, "through the descriptor\n", string(b))
+			} else {
+				assert.Equal(t, []string{"old.txt"}, names(), "an abort leaves the directory as it was; stderr:\n%s", stderr.String())
+			}
+		})
+	}
+}
+
+// TestDevFDPathsStayInTransaction: /dev/fd/N, /dev/stdin and the like are
+// symlinks into /proc/self on devtmpfs; a path through them reaches the
+// object behind the caller's descriptor in the view, not the host.
+func TestDevFDPathsStayInTransaction(t *testing.T) {
+	dir := t.TempDir()
+	script := `exec 4<` + dir + `; echo x > /dev/fd/4/via-dev-fd; mkdir /dev/fd/4/sub; ls /dev/fd/4; cat /dev/stdin`
+	got := run(t, transaction, command{Argv: []string{"sh", "-c", script}, Dir: t.TempDir(), TxArgs: []string{"--on-exit=abort"},
+		Stdin: bytes.NewBufferString("from stdin\n")})
+	assert.Equal(t, 0, got.Status, "stderr:\n%s", got.Stderr)
+	assert.Equal(t, "sub\nvia-dev-fd\nfrom stdin\n", got.Stdout)
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "an abort leaves nothing behind")
+}
+
+// TestOutputFileIsNotAConflict: a command whose stdout is a file in a
+// directory it lists (`txexec -- ls -l > out.txt`) writes that file
+// straight through the inherited descriptor; the transaction read its size
+// and times, and finding them changed by its own output at commit is no
+// conflict.
+func TestOutputFileIsNotAConflict(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a"), nil, 0o644))
+	out, err := os.Create(filepath.Join(dir, "out.txt"))
+	require.NoError(t, err)
+	defer out.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := newCmd(ctx, t, transaction, command{Argv: []string{"sh", "-c", "ls -l; touch b"}, Dir: dir})
+	var stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = out, &stderr
+	_ = cmd.Run()
+	require.Equal(t, 0, statusOf(cmd.ProcessState), "stderr:\n%s", stderr.String())
+	b, err := os.ReadFile(filepath.Join(dir, "out.txt"))
+	require.NoError(t, err)
+	assert.Contains(t, string(b), " out.txt\n")
+	assert.FileExists(t, filepath.Join(dir, "b"), "committed")
+}
