@@ -123,6 +123,10 @@ func (k *Kernel) reply(c *interpose.Call, val int64, err error) interpose.Reply 
 	if ent := k.Table.Lookup(c.Nr); ent != nil {
 		name = ent.Name
 	}
+	var un *vfs.Unsupported
+	if errors.As(err, &un) {
+		return k.refuse(c, &UnsupportedError{Call: name, Pid: c.Tid, Detail: un.Error()}, false)
+	}
 	k.Logf("txexec: internal error in %s of pid %d: %v", name, c.Tid, err)
 	if k.OnInternalError != nil {
 		k.OnInternalError(fmt.Errorf("%s of pid %d: %w", name, c.Tid, err))
@@ -202,20 +206,31 @@ func (k *Kernel) fdCall(c *interpose.Call, fd int32, fn func(cl *vfs.Caller, h *
 
 // unsupportedCall serves NoTxMeaning entries according to --unsupported.
 func unsupportedCall(k *Kernel, c *interpose.Call) interpose.Reply {
-	name := k.Table.Lookup(c.Nr).Name
 	if _, isHost := k.View.(*vfs.Host); isHost {
 		// Outside a transaction there is nothing to protect.
 		return interpose.Continue()
 	}
+	return k.refuse(c, &UnsupportedError{Call: k.Table.Lookup(c.Nr).Name, Pid: c.Tid}, true)
+}
+
+// refuse answers a call the transaction cannot carry out, as --unsupported
+// says: run it anyway (allow; only a call that canRun natively, else it
+// fails as under error), fail it with ENOTSUP (error), or fail it and
+// abort the transaction (abort).
+func (k *Kernel) refuse(c *interpose.Call, e *UnsupportedError, canRun bool) interpose.Reply {
 	switch k.Unsupported {
 	case PolicyAllow:
-		k.Logf("txexec: warning: pid %d called %s, which has no transactional meaning; running it anyway (--unsupported=allow)", c.Tid, name)
-		return interpose.Continue()
+		if canRun {
+			k.Logf("txexec: warning: %s; running it anyway (--unsupported=allow)", e.what())
+			return interpose.Continue()
+		}
+		k.Logf("txexec: warning: %s; it fails with ENOTSUP (--unsupported=allow cannot run it)", e.what())
+		return interpose.Fail(unix.ENOTSUP)
 	case PolicyError:
 		return interpose.Fail(unix.ENOTSUP)
 	}
 	if k.OnInternalError != nil {
-		k.OnInternalError(&UnsupportedError{Call: name, Pid: c.Tid})
+		k.OnInternalError(e)
 	}
 	return interpose.Fail(unix.ENOTSUP)
 }
@@ -224,8 +239,16 @@ func unsupportedCall(k *Kernel, c *interpose.Call) interpose.Reply {
 type UnsupportedError struct {
 	Call string
 	Pid  int
+	// Detail says what the call would have done that the transaction
+	// cannot; empty for a call that has no transactional meaning at all.
+	Detail string
 }
 
-func (e *UnsupportedError) Error() string {
-	return fmt.Sprintf("pid %d called %s, which has no transactional meaning (see --unsupported)", e.Pid, e.Call)
+func (e *UnsupportedError) what() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("pid %d called %s: %s", e.Pid, e.Call, e.Detail)
+	}
+	return fmt.Sprintf("pid %d called %s, which has no transactional meaning", e.Pid, e.Call)
 }
+
+func (e *UnsupportedError) Error() string { return e.what() + " (see --unsupported)" }

@@ -51,6 +51,13 @@ func (v *Tx) copyUpLocked(n *Node, path string) error {
 		return v.hostChanged(n.hostPath, unix.ESTALE)
 	}
 	v.recordMetaLocked(n, &st)
+	if !n.isDir() && !n.inPlace && n.hostParent != nil &&
+		v.hostFlagsLocked(n.hostParent)&(unix.STATX_ATTR_IMMUTABLE|unix.STATX_ATTR_APPEND) != 0 {
+		// Its directory forbids replacing it (chattr +i or +a), as
+		// write-through by rename would: it is written back in place,
+		// like a hard-linked file.
+		n.inPlace = true
+	}
 	if !n.nlinkSet {
 		// The staged copy has one link; the view keeps the original's.
 		n.nlink, n.nlinkSet = st.Nlink, true

@@ -26,6 +26,13 @@ func (v *Tx) modify(c *Caller, at *Handle, path string, follow, emptyOK bool, ma
 		if err := v.roCheckLocked(n); err != nil {
 			return err
 		}
+		// notify_change: mode, owner and extended attributes never
+		// change on an append-only file (times: see Utimens).
+		if mask&^(store.AttrAtime|store.AttrMtime) != 0 {
+			if err := v.appendOnlyLocked(n, false, ""); err != nil {
+				return err
+			}
+		}
 		vpath, err := v.pathOfLocked(t)
 		if err != nil && !n.anon && (n.staged == "" || n.inPlace) {
 			// Reached by a descriptor whose name the view no longer
@@ -111,6 +118,9 @@ func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, f
 					return err
 				}
 			}
+			if err := v.appendOnlyLocked(n, toNow, "setting the times of"); err != nil {
+				return err
+			}
 			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
 			}
@@ -154,6 +164,9 @@ func (v *Tx) Truncate(c *Caller, at *Handle, path string, size int64) error {
 				return err
 			}
 			if err := v.roCheckLocked(n); err != nil {
+				return err
+			}
+			if err := v.appendOnlyLocked(n, false, ""); err != nil {
 				return err
 			}
 			vpath, err := v.pathOfLocked(t)

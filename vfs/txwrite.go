@@ -266,6 +266,9 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 		if err := v.roCheckLocked(n); err != nil {
 			return -1, err
 		}
+		if err := v.appendOnlyLocked(n, flags&unix.O_APPEND != 0 && flags&unix.O_TRUNC == 0, "open for appending"); err != nil {
+			return -1, err
+		}
 		path, err := v.pathOfLocked(t)
 		if err != nil {
 			return -1, err
@@ -446,11 +449,15 @@ func (v *Tx) mayCreateLocked(c *Caller, dir *Node, name string) error {
 	return v.roCheckLocked(dir)
 }
 
-// roCheckLocked fails writes to objects on read-only mounts.
+// roCheckLocked fails writes to objects on read-only mounts, and to
+// immutable ones (chattr +i), as inode_permission does for MAY_WRITE.
 func (v *Tx) roCheckLocked(n *Node) error {
 	fd := n.hostFd
 	if n.staged != "" || n.host == (FileID{}) {
 		return nil
+	}
+	if v.hostFlagsLocked(n)&unix.STATX_ATTR_IMMUTABLE != 0 {
+		return unix.EPERM
 	}
 	if fd < 0 && n.hostParent != nil {
 		fd = n.hostParent.hostFd
@@ -461,6 +468,55 @@ func (v *Tx) roCheckLocked(n *Node) error {
 	}
 	return nil
 }
+
+// hostFlagsLocked returns the immutable and append-only attributes
+// (STATX_ATTR_IMMUTABLE, STATX_ATTR_APPEND) of n's host original; 0 for
+// objects the transaction staged or made, which carry none.
+//
+// Preconditions: v.mu held.
+func (v *Tx) hostFlagsLocked(n *Node) uint64 {
+	if n.staged != "" || n.anon || n.host == (FileID{}) {
+		return 0
+	}
+	var stx unix.Statx_t
+	var err error
+	switch {
+	case n.hostFd >= 0:
+		err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, 0, &stx)
+	case n.hostParent != nil && n.hostParent.hostFd >= 0:
+		err = unix.Statx(n.hostParent.hostFd, n.hostName, unix.AT_SYMLINK_NOFOLLOW, 0, &stx)
+	default:
+		return 0
+	}
+	if err != nil {
+		return 0
+	}
+	return stx.Attributes & stx.Attributes_mask & (unix.STATX_ATTR_IMMUTABLE | unix.STATX_ATTR_APPEND)
+}
+
+// appendOnlyLocked checks a change of host original n against its
+// append-only attribute (chattr +a). Linux allows only appending (and
+// touching the times to now) and answers EPERM to everything else; what it
+// allows, a transaction cannot commit — write-through replaces the file,
+// which an append-only file forbids — so that is refused loudly
+// (Unsupported) instead of failing after the commit point.
+//
+// Preconditions: v.mu held.
+func (v *Tx) appendOnlyLocked(n *Node, linuxAllows bool, what string) error {
+	if v.hostFlagsLocked(n)&unix.STATX_ATTR_APPEND == 0 || n.isDir() {
+		return nil
+	}
+	if !linuxAllows {
+		return unix.EPERM
+	}
+	return &Unsupported{What: what + " the append-only file " + n.hostPath}
+}
+
+// Unsupported is a call the transaction cannot carry out although Linux
+// would: the --unsupported policy decides what the caller gets.
+type Unsupported struct{ What string }
+
+func (e *Unsupported) Error() string { return e.What + " is not supported in a transaction" }
 
 // Mkdir implements View.
 func (v *Tx) Mkdir(c *Caller, at *Handle, path string, mode uint32) error {
@@ -594,7 +650,16 @@ func (v *Tx) mayDeleteLocked(c *Caller, dir, victim *Node) error {
 	if err := mayDelete(c, da, va); err != nil {
 		return err
 	}
-	return v.roCheckLocked(dir)
+	if err := v.roCheckLocked(dir); err != nil {
+		return err
+	}
+	// may_delete: nothing leaves an append-only directory, and an
+	// append-only or immutable object cannot be removed or replaced.
+	if v.hostFlagsLocked(dir)&unix.STATX_ATTR_APPEND != 0 ||
+		v.hostFlagsLocked(victim)&(unix.STATX_ATTR_APPEND|unix.STATX_ATTR_IMMUTABLE) != 0 {
+		return unix.EPERM
+	}
+	return nil
 }
 
 // removableDirLocked checks that directory n can be removed: empty in the
@@ -744,6 +809,9 @@ func (v *Tx) magicLinkatRefusedLocked() bool {
 // file may link it only if it is a regular, non-set-ID file they can read
 // and write.
 func (v *Tx) mayLinkLocked(c *Caller, n *Node) error {
+	if v.hostFlagsLocked(n)&(unix.STATX_ATTR_APPEND|unix.STATX_ATTR_IMMUTABLE) != 0 {
+		return unix.EPERM // vfs_link
+	}
 	if !protectedHardlinks() {
 		return nil
 	}

@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// inodeFlagsProbe tries every kind of change on immutable (chattr +i) and
+// append-only (chattr +a) files and directories and prints what it got.
+const inodeFlagsProbe = `
+import errno, os, sys
+def probe(what, fn):
+    try:
+        fn()
+        r = "ok"
+    except OSError as e:
+        r = errno.errorcode[e.errno]
+    print(what + ": " + r)
+def opener(path, flags):
+    return lambda: os.close(os.open(path, flags))
+for f in ("imm", "app"):
+    probe(f + " read", opener(f, os.O_RDONLY))
+    probe(f + " write", opener(f, os.O_WRONLY))
+    probe(f + " append+trunc", opener(f, os.O_WRONLY | os.O_APPEND | os.O_TRUNC))
+    probe(f + " truncate", lambda: os.truncate(f, 0))
+    probe(f + " chmod", lambda: os.chmod(f, 0o600))
+    probe(f + " chown", lambda: os.chown(f, 1, 1))
+    probe(f + " explicit times", lambda: os.utime(f, (1, 1)))
+    probe(f + " setxattr", lambda: os.setxattr(f, "user.k", b"v"))
+    probe(f + " link", lambda: os.link(f, f + ".link"))
+    probe(f + " rename", lambda: os.rename(f, f + ".moved"))
+    probe(f + " replace", lambda: os.rename("plain", f))
+    probe(f + " unlink", lambda: os.unlink(f))
+probe("imm touch", lambda: os.utime("imm", None))
+probe("immdir create", opener("immdir/new", os.O_WRONLY | os.O_CREAT))
+probe("immdir mkdir", lambda: os.mkdir("immdir/sub"))
+probe("immdir unlink", lambda: os.unlink("immdir/inside"))
+def rewrite(path):
+    def fn():
+        with open(path, "w") as f:
+            f.write("rewritten\n")
+    return fn
+probe("immdir write inside", rewrite("immdir/inside"))
+probe("appdir write inside", rewrite("appdir/inside"))
+probe("appdir create", opener("appdir/new", os.O_WRONLY | os.O_CREAT))
+probe("appdir unlink", lambda: os.unlink("appdir/inside"))
+probe("appdir rename out", lambda: os.rename("appdir/inside", "out"))
+`
+
+// setupInodeFlags makes the probe's fixture in dir and removes the flags
+// again when the test ends (or the directory could not be removed).
+func setupInodeFlags(t *testing.T, dir string) {
+	writeFiles(t, dir, map[string]string{
+		"imm": "immutable\n", "app": "append-only\n", "plain": "plain\n",
+		"immdir/inside": "in immutable dir\n", "appdir/inside": "in append-only dir\n",
+	})
+	chattr := func(args ...string) {
+		out, err := exec.Command("chattr", args...).CombinedOutput()
+		if err != nil {
+			skipOrFail(t, "chattr %v: %v: %s (the file system must support inode flags)", args, err, out)
+		}
+	}
+	t.Cleanup(func() {
+		exec.Command("chattr", "-R", "-i", "-a", dir).Run()
+	})
+	chattr("+i", filepath.Join(dir, "imm"), filepath.Join(dir, "immdir"))
+	chattr("+a", filepath.Join(dir, "app"), filepath.Join(dir, "appdir"))
+}
+
+// TestInodeFlags: immutable and append-only files and directories refuse
+// the same changes, with the same errno, inside a transaction as natively
+// (the transaction's checks are the kernel's: the host originals are never
+// written, so nothing else would stop them), and the transaction changes
+// nothing that a commit would then fail to write through.
+func TestInodeFlags(t *testing.T) {
+	needRoot(t)
+	requireTools(t, "python3", "chattr")
+	var outs [2]string
+	for i, m := range []mode{native, transaction} {
+		dir := filepath.Join(t.TempDir(), "work")
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		setupInodeFlags(t, dir)
+		got := run(t, m, command{Argv: []string{"python3", "-c", inodeFlagsProbe}, Dir: dir})
+		require.Equal(t, 0, got.Status, "%s: stderr:\n%s", m, got.Stderr)
+		assert.Empty(t, got.Stderr, "%s", m)
+		outs[i] = got.Stdout
+		for _, f := range []string{"immdir/inside", "appdir/inside"} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			require.NoError(t, err)
+			assert.Equal(t, "rewritten\n", string(b), "%s: %s is written back in place", m, f)
+		}
+	}
+	assert.Contains(t, outs[0], "imm write: EPERM\n", "native sanity: the flags are in force")
+	assert.Equal(t, outs[0], outs[1], "the same answers in a transaction")
+}
+
+// TestAppendOnlyAppendUnsupported: appending to an append-only file, which
+// Linux allows, cannot be committed (write-through replaces the file), so
+// a transaction refuses it by --unsupported rather than fail after its
+// commit point.
+func TestAppendOnlyAppendUnsupported(t *testing.T) {
+	needRoot(t)
+	requireTools(t, "chattr")
+	dir := filepath.Join(t.TempDir(), "work")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	setupInodeFlags(t, dir)
+	script := `echo more >> app; echo "status $?"`
+
+	native := run(t, native, command{Argv: []string{"sh", "-c", script}, Dir: dir})
+	assert.Equal(t, "status 0\n", native.Stdout)
+
+	dir2 := filepath.Join(t.TempDir(), "work")
+	require.NoError(t, os.Mkdir(dir2, 0o755))
+	setupInodeFlags(t, dir2)
+	got := run(t, transaction, command{Argv: []string{"sh", "-c", script}, Dir: dir2})
+	assert.NotEqual(t, 0, got.Status, "the transaction aborts; stderr:\n%s", got.Stderr)
+	assert.Contains(t, got.Stderr, "the append-only file "+filepath.Join(dir2, "app")+" is not supported in a transaction")
+	b, err := os.ReadFile(filepath.Join(dir2, "app"))
+	require.NoError(t, err)
+	assert.Equal(t, "append-only\n", string(b), "nothing written")
+
+	got = run(t, transaction, command{Argv: []string{"sh", "-c", script}, Dir: dir2, TxArgs: []string{"--unsupported=error"}})
+	assert.Equal(t, 0, got.Status, "stderr:\n%s", got.Stderr)
+	assert.NotEqual(t, "status 0\n", got.Stdout, "the open fails and the shell goes on")
+	assert.Contains(t, got.Stderr, "Operation not supported")
+}
