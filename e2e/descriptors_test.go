@@ -112,3 +112,18 @@ func TestOutputFileIsNotAConflict(t *testing.T) {
 	assert.Contains(t, string(b), " out.txt\n")
 	assert.FileExists(t, filepath.Join(dir, "b"), "committed")
 }
+
+// TestCwdInPassthroughSubtree: txexec started in a directory of a
+// passthrough subtree (/dev/shm) runs the command there; files made there
+// are the host's at once, as for any path in the subtree.
+func TestCwdInPassthroughSubtree(t *testing.T) {
+	dir, err := os.MkdirTemp("/dev/shm", "txexec-e2e-")
+	if err != nil {
+		skipOrFail(t, "no /dev/shm: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	got := run(t, transaction, command{Argv: []string{"sh", "-c", "pwd; echo x > f; cat f"}, Dir: dir, TxArgs: []string{"--on-exit=abort"}})
+	assert.Equal(t, 0, got.Status, "stderr:\n%s", got.Stderr)
+	assert.Equal(t, dir+"\nx\n", got.Stdout)
+	assert.FileExists(t, filepath.Join(dir, "f"), "passthrough: not rolled back")
+}

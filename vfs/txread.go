@@ -25,7 +25,11 @@ func (v *Tx) OpenDir(path string) (*Handle, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	if r.pass || r.node == nil || !r.node.isDir() {
+	if r.pass {
+		// In a passthrough subtree (a cwd in /dev/shm): the host's.
+		return v.host.OpenDir(r.passPath)
+	}
+	if r.node == nil || !r.node.isDir() {
 		return nil, &os.PathError{Op: "open", Path: path, Err: unix.ENOTDIR}
 	}
 	return NewHandle(-1, r.node), nil
