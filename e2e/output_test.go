@@ -147,3 +147,23 @@ func TestOutputDeferSameFile(t *testing.T) {
 		assert.Equal(t, "1\n2\n3\n4\n", readString(t, filepath.Join(dir, "out")), "%s", m)
 	}
 }
+
+// TestOutputBeforeSignalToTxexec: a command that signals its parent —
+// txexec — has that signal held like any signal out of the transaction;
+// at commit txexec first releases the deferred output, then takes the
+// signal (and dies of it, as the command asked).
+func TestOutputBeforeSignalToTxexec(t *testing.T) {
+	out, err := os.Create(filepath.Join(t.TempDir(), "stdout"))
+	require.NoError(t, err)
+	defer out.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := newCmd(ctx, t, transaction, command{Argv: []string{"sh", "-c", `echo before; kill $PPID; echo after`}, Dir: t.TempDir(),
+		TxArgs: []string{"--output=defer"}})
+	cmd.Stdout = out
+	_ = cmd.Run()
+	assert.Equal(t, 128+int(syscall.SIGTERM), statusOf(cmd.ProcessState))
+	b, err := os.ReadFile(out.Name())
+	require.NoError(t, err)
+	assert.Equal(t, "before\nafter\n", string(b), "the output is released before the signal")
+}

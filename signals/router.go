@@ -2,6 +2,7 @@ package signals
 
 import (
 	"errors"
+	"os"
 	"sort"
 
 	"golang.org/x/sys/unix"
@@ -226,12 +227,13 @@ func (r *Router) Send(s Sender, sig Signal, p Plan) error {
 	return unix.EINVAL
 }
 
-// Commit delivers the queued signals, in order, after the transaction's
-// write-through. Deliveries that fail (the target exited meanwhile) are
-// reported through Logf; it returns how many were delivered.
-func (r *Router) Commit() int {
+// Commit sends the queued signals, in order — except those for txexec
+// itself (`kill $PPID` from the command), which wait until beforeSelf has
+// run: their default action would end txexec before it released the
+// transaction's held output. It returns how many were delivered.
+func (r *Router) Commit(beforeSelf func()) int {
 	n := 0
-	for _, d := range r.Queue.take() {
+	send := func(d *Delivery) {
 		if err := r.send(d); err != nil {
 			if !errors.Is(err, unix.ESRCH) {
 				r.Logf("txexec: could not deliver signal %d (%s) to pid %d at commit: %v", d.Sig, d.Call, d.Tid, err)
@@ -240,6 +242,20 @@ func (r *Router) Commit() int {
 			n++
 		}
 		d.close()
+	}
+	var self []*Delivery
+	for _, d := range r.Queue.take() {
+		if d.Tgid == os.Getpid() {
+			self = append(self, d)
+			continue
+		}
+		send(d)
+	}
+	if beforeSelf != nil {
+		beforeSelf()
+	}
+	for _, d := range self {
+		send(d)
 	}
 	return n
 }

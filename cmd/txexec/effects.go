@@ -167,16 +167,21 @@ func (a *runEffects) finished() {
 }
 
 // committed releases what was held: signals first (after write-through, as
-// the transaction's last effect on other processes), then the output.
+// the transaction's last effect on other processes), then the output, then
+// the signals the command sent txexec itself.
 func (a *runEffects) committed() {
-	if a.router != nil {
-		a.router.Commit()
-	}
-	if a.output != nil {
-		if err := a.output.Release(); err != nil {
-			fmt.Fprintf(os.Stderr, "txexec: %v\n", err)
+	release := func() {
+		if a.output != nil {
+			if err := a.output.Release(); err != nil {
+				fmt.Fprintf(os.Stderr, "txexec: %v\n", err)
+			}
 		}
 	}
+	if a.router == nil {
+		release()
+		return
+	}
+	a.router.Commit(release)
 }
 
 // dropped discards what was held, saying how much, for a transaction that
