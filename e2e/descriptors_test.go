@@ -127,3 +127,29 @@ func TestCwdInPassthroughSubtree(t *testing.T) {
 	assert.Equal(t, dir+"\nx\n", got.Stdout)
 	assert.FileExists(t, filepath.Join(dir, "f"), "passthrough: not rolled back")
 }
+
+// TestOutputFileOpenedByName: the command's output file opened by name
+// inside the transaction is the host file its descriptor writes to, not a
+// staged copy: the writes through both reach it, in order, as natively.
+func TestOutputFileOpenedByName(t *testing.T) {
+	script := `echo a; echo b >> log; echo c; echo d >> log`
+	var got [2]string
+	for i, m := range []mode{native, transaction} {
+		dir := t.TempDir()
+		out, err := os.OpenFile(filepath.Join(dir, "log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+		cmd := newCmd(ctx, t, m, command{Argv: []string{"sh", "-c", script}, Dir: dir})
+		var stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = out, &stderr
+		_ = cmd.Run()
+		cancel()
+		out.Close()
+		require.Equal(t, 0, statusOf(cmd.ProcessState), "%s: stderr:\n%s", m, stderr.String())
+		b, err := os.ReadFile(filepath.Join(dir, "log"))
+		require.NoError(t, err)
+		got[i] = string(b)
+	}
+	assert.Equal(t, "a\nb\nc\nd\n", got[0])
+	assert.Equal(t, got[0], got[1])
+}

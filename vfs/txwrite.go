@@ -262,6 +262,9 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 		o.special, o.flags, o.fifo = sp, passFlags, n.typ == unix.S_IFIFO
 		return -1, nil
 	}
+	if writes && n.staged == "" && v.outputs[n.host] {
+		return v.openOutputLocked(n, passFlags)
+	}
 	if writes {
 		if err := v.roCheckLocked(n); err != nil {
 			return -1, err
@@ -294,6 +297,26 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 	}
 	if n.locDir == nil {
 		n.locDir, n.locName = t.dir, t.name
+	}
+	return fd, nil
+}
+
+// openOutputLocked opens one of the command's output files (SetOutputs)
+// for writing, on the host: its inherited descriptors write there, so a
+// staged copy would lose their writes at commit (`txexec -- sh -c 'echo a;
+// echo b >> log' > log` appends both, as natively). The caller's
+// permission has been checked.
+//
+// Preconditions: v.mu held.
+func (v *Tx) openOutputLocked(n *Node, flags int) (int, error) {
+	fd, err := unix.Open(n.hostPath, flags|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return -1, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || !n.isHostObject(&st) {
+		unix.Close(fd)
+		return -1, v.hostChanged(n.hostPath, unix.ESTALE)
 	}
 	return fd, nil
 }
