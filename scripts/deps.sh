@@ -1,6 +1,7 @@
 #!/bin/sh
 # Install what building and testing txexec needs, when it is missing:
-# libseccomp headers (cgo), a C compiler, and the Go modules.
+# libseccomp headers (cgo), a C compiler, the tools the e2e suite runs, and
+# the Go modules.
 set -eu
 need=""
 [ -f /usr/include/seccomp.h ] || need="$need libseccomp-dev"
@@ -9,6 +10,12 @@ command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 command -v setpriv >/dev/null 2>&1 || need="$need util-linux"
 command -v dpkg-deb >/dev/null 2>&1 || need="$need dpkg"
 command -v strace >/dev/null 2>&1 || need="$need strace"
+command -v chattr >/dev/null 2>&1 || need="$need e2fsprogs"
+# Python's own file-system tests, which the e2e suite runs under txexec.
+if pyver=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) &&
+   ! /usr/bin/python3 -c 'import test.test_os' >/dev/null 2>&1; then
+  need="$need libpython$pyver-testsuite"
+fi
 if [ -n "$need" ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "txexec: missing packages:$need (run as root or install them)" >&2
