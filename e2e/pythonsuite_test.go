@@ -12,17 +12,12 @@ import (
 
 // pythonFSTests are the modules of CPython's own test suite that exercise
 // the file system: thousands of checks nobody here wrote, of stat, open,
-// rename, links, permissions, directory walks, temporary files and copies.
+// rename, links, permissions, sockets bound to paths, directory walks,
+// temporary files and copies.
 var pythonFSTests = []string{
 	"test_os", "test_shutil", "test_pathlib", "test_tempfile", "test_glob",
-	"test_posix", "test_fileio", "test_filecmp",
+	"test_posix", "test_stat", "test_fileio", "test_filecmp",
 }
-
-// pythonFSIgnored are the checks that bind AF_UNIX sockets to paths, which
-// the kernel resolves on the host (docs/semantics.md, "AF_UNIX socket
-// paths"). test_stat is left out for the same reason: importing it binds
-// one (socket_helper.skip_unless_bind_unix_socket).
-var pythonFSIgnored = []string{"test_is_socket_true"}
 
 // TestPythonFileSystemSuite runs CPython's file-system tests inside one
 // transaction: they pass there as natively, and leave nothing behind.
@@ -31,11 +26,7 @@ func TestPythonFileSystemSuite(t *testing.T) {
 	if err := exec.Command(py, "-c", "import test.test_os").Run(); err != nil {
 		skipOrFail(t, "%s has no test suite (libpythonX.Y-testsuite; scripts/deps.sh installs it): %v", py, err)
 	}
-	args := []string{py, "-m", "test"}
-	for _, ig := range pythonFSIgnored {
-		args = append(args, "-i", ig)
-	}
-	args = append(args, pythonFSTests...)
+	args := append([]string{py, "-m", "test"}, pythonFSTests...)
 	dir := t.TempDir()
 	got := run(t, transaction, command{Argv: args, Dir: dir, Env: []string{"TMPDIR=" + dir}})
 	require.Equal(t, 0, got.Status, "stdout:\n%s\nstderr:\n%s", got.Stdout, got.Stderr)

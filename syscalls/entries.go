@@ -212,13 +212,13 @@ func Entries() []Entry {
 		passthrough(unix.SYS_SIGNALFD, "signalfd", ArgFD, ArgPtr, ArgUint),
 		passthrough(unix.SYS_SIGNALFD4, "signalfd4", ArgFD, ArgPtr, ArgUint, ArgHex),
 
-		// ---- Sockets. AF_UNIX socket paths in sockaddr are resolved by
-		// the kernel in the host file system, not in the transaction's
-		// view (documented in docs/semantics.md).
+		// ---- Sockets. bind makes AF_UNIX socket files where the view
+		// says; connect's AF_UNIX paths are resolved by the kernel in the
+		// host file system (docs/semantics.md).
 		passthrough(unix.SYS_SOCKET, "socket", ArgInt, ArgHex, ArgInt),
 		passthrough(unix.SYS_SOCKETPAIR, "socketpair", ArgInt, ArgHex, ArgInt, ArgPtr),
-		passthroughNote(unix.SYS_BIND, "bind",
-			"an AF_UNIX path is resolved by the kernel in the host file system, and the socket file is created there, outside the transaction", ArgFD, ArgPtr, ArgUint),
+		partial(unix.SYS_BIND, "bind", Bind,
+			"performed by the supervisor on the caller's socket: an AF_UNIX path is resolved in the view and the socket file made on the host at once (staged if its directory is new), removed again at abort; other addresses are bound with the caller's credentials and capabilities", ArgFD, ArgPtr, ArgUint),
 		passthroughNote(unix.SYS_CONNECT, "connect",
 			"an AF_UNIX path is resolved by the kernel in the host file system, not in the transaction's view", ArgFD, ArgPtr, ArgUint),
 		passthrough(unix.SYS_LISTEN, "listen", ArgFD, ArgInt),

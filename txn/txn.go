@@ -124,7 +124,14 @@ func (t *Transaction) Commit() error {
 	if err != nil {
 		return err
 	}
-	return t.m.commit(t.ID, p, p, v.Validate, t.Priority())
+	err = t.m.commit(t.ID, p, p, v.Validate, t.Priority())
+	var ce *CommitError
+	if !errors.As(err, &ce) {
+		// Committed, even if its write-through failed (recovery
+		// finishes it): what it made on the host at once stays.
+		v.KeepHostEffects()
+	}
+	return err
 }
 
 // Keep ends the transaction without committing it: its redo ops, write set
@@ -142,6 +149,7 @@ func (t *Transaction) Keep() error {
 		t.m.abort(t.ID, "could not keep it: "+err.Error())
 		return &CommitError{Err: err}
 	}
+	t.View.KeepHostEffects()
 	return nil
 }
 

@@ -41,6 +41,12 @@ type Tx struct {
 	// outputs are the files the command's inherited descriptors write to
 	// (see SetOutputs).
 	outputs map[FileID]bool
+	// hostMade are the host entries the transaction made at once (bound
+	// sockets, txsocket.go), removed again unless it commits;
+	// madeAfterListing are those of them made in a host directory after
+	// the transaction listed it, by directory path.
+	hostMade         []hostMade
+	madeAfterListing map[string]map[string]bool
 	// Now is the clock for directory times (tests and deterministic runs
 	// replace it).
 	Now func() time.Time

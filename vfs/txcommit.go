@@ -3,6 +3,7 @@ package vfs
 import (
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 
 	"golang.org/x/sys/unix"
@@ -187,6 +188,9 @@ func (v *Tx) Validate() error {
 			}
 			ents, err := readHostDir(fd)
 			unix.Close(fd)
+			if mine := v.madeAfterListing[p]; len(mine) > 0 {
+				ents = slices.DeleteFunc(ents, func(e Dirent) bool { return mine[e.Name] })
+			}
 			if err != nil || listingChecksum(ents) != r.listingChecksum {
 				return &ConflictError{p, "an entry was created or removed by another process after the directory was listed"}
 			}
@@ -239,11 +243,13 @@ func (v *Tx) SyncStaged() error {
 	return nil
 }
 
-// Close releases the view's descriptors. The staging directory is the
-// caller's to remove.
+// Close releases the view's descriptors, and removes the host entries the
+// transaction made at once unless KeepHostEffects said it committed. The
+// staging directory is the caller's to remove.
 func (v *Tx) Close() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	v.undoHostEffectsLocked()
 	for _, n := range v.nodes {
 		if n.hostFd >= 0 {
 			unix.Close(n.hostFd)

@@ -108,6 +108,10 @@ type View interface {
 	// view changed, or ok=false when the kernel's own listing of the
 	// descriptor is right (getdents then runs natively).
 	Listing(c *Caller, dir *Handle) (ents []Dirent, ok bool, err error)
+	// BindUnix binds socket sock (a supervisor descriptor) to an AF_UNIX
+	// path; BindAddr to any other address, given as the caller's bytes.
+	BindUnix(c *Caller, at *Handle, path string, sock int) error
+	BindAddr(c *Caller, sock int, addr []byte) error
 }
 
 // Dirent is one directory entry of a merged listing.
