@@ -15,6 +15,13 @@ shared=${TXEXEC_SHARED:-$top/../shared}/conformance
 runner=$shared/run.sh
 [ -x "$runner" ] || { echo "conformance: $runner not found" >&2; exit 1; }
 export TXEXEC_STATE_DIR="${TXEXEC_STATE_DIR:-$(mktemp -d /var/tmp/txexec-state.XXXXXX)}"
+# The runner's work directory defaults to one fixed path, which two runs at
+# once on a shared machine (other worktrees) would trample: use our own.
+own_work=""
+if [ -z "${TXEXEC_CONFORMANCE_DIR:-}" ]; then
+  own_work=$(mktemp -d /tmp/txexec-conformance.XXXXXX)
+  export TXEXEC_CONFORMANCE_DIR="$own_work"
+fi
 wrap=$(mktemp /tmp/txexec-commit.XXXXXX)
 printf '#!/bin/sh\nexec %s --on-exit=commit "$@"\n' "$tx" > "$wrap"
 chmod +x "$wrap"
@@ -33,4 +40,5 @@ if [ -n "$commit" ]; then
   "$runner" "$wrap" $commit || rc=1
 fi
 rm -f "$wrap"
+[ -z "$own_work" ] || rm -rf "$own_work"
 exit $rc

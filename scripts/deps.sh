@@ -1,7 +1,8 @@
 #!/bin/sh
 # Install what building and testing txexec needs, when it is missing:
-# libseccomp headers (cgo), a C compiler, the tools the e2e suite runs, and
-# the Go modules.
+# libseccomp headers (cgo), a C compiler, the tools the tests use (mkfs.xfs
+# makes the reflink-capable file system of the copy-up test; CPython's test
+# suite is run under txexec), and the Go modules.
 set -eu
 need=""
 [ -f /usr/include/seccomp.h ] || need="$need libseccomp-dev"
@@ -16,6 +17,7 @@ if pyver=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2]
    ! /usr/bin/python3 -c 'import test.test_os' >/dev/null 2>&1; then
   need="$need libpython$pyver-testsuite"
 fi
+PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.xfs >/dev/null 2>&1 || need="$need xfsprogs"
 if [ -n "$need" ]; then
   if [ "$(id -u)" -ne 0 ]; then
     echo "txexec: missing packages:$need (run as root or install them)" >&2
@@ -25,6 +27,6 @@ if [ -n "$need" ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >/dev/null
   # shellcheck disable=SC2086
-  apt-get install -y -qq $need >/dev/null
+  apt-get install -y -qq -o DPkg::Lock::Timeout=300 $need >/dev/null
 fi
 go mod download

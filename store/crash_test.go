@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"testing"
@@ -20,6 +21,11 @@ import (
 const crashHelperEnv = "TXEXEC_STORE_CRASH_HELPER"
 
 const crashOpN, crashTxN = 50, 1000
+
+// crashAreaEnv, when set to a directory, makes the crash helper give every
+// transaction a staging area there (as if it were another mount's root),
+// with a staged file in it, before committing.
+const crashAreaEnv = "TXEXEC_STORE_CRASH_AREA"
 
 func TestMain(m *testing.M) {
 	if dir := os.Getenv(crashHelperEnv); dir != "" {
@@ -40,6 +46,16 @@ func crashHelper(dir string) {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
+		}
+		if mp := os.Getenv(crashAreaEnv); mp != "" {
+			area, err := s.AddStagingArea(tx.ID, mp)
+			if err == nil {
+				err = os.WriteFile(filepath.Join(area, "1"), []byte("staged\n"), 0o600)
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(2)
+			}
 		}
 		if _, err := s.Commit(tx.ID, nil, Prepared{Ops: sampleOps(crashOpN), Writes: []Granule{{"data", fmt.Sprint("/f", i)}}}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -133,6 +149,40 @@ func TestCrashAtFaultPoints(t *testing.T) {
 			committed, aborted := checkAllOrNothing(t, dir)
 			assert.Equal(t, tt.wantCommitted, committed)
 			assert.Equal(t, tt.wantAborted, aborted)
+		})
+	}
+}
+
+// TestCrashWithStagingAreas kills a committer that gives its
+// transactions staging areas on "another mount" (a directory standing for
+// one) at the fault points around an area's creation and the commit
+// point: after recovery's steps (checkAllOrNothing ends with GCStaging)
+// no area is left, whether it was only recorded, made, or committed.
+func TestCrashWithStagingAreas(t *testing.T) {
+	tests := []struct {
+		fault         string
+		wantCommitted int
+		wantAborted   int
+	}{
+		{FaultAreaRegistered, 0, 1},
+		{FaultAreaRegistered + "@2", 1, 1},
+		{"store.before-commit", 0, 1},
+		{"store.after-commit@2", 2, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.fault, func(t *testing.T) {
+			dir, mnt := t.TempDir(), t.TempDir()
+			require.True(t, runCrashHelper(t, dir, 0, FaultEnv+"="+tt.fault, crashAreaEnv+"="+mnt), "the fault point must kill")
+			committed, aborted := checkAllOrNothing(t, dir)
+			assert.Equal(t, tt.wantCommitted, committed)
+			assert.Equal(t, tt.wantAborted, aborted)
+			left, err := os.ReadDir(mnt)
+			require.NoError(t, err)
+			assert.Empty(t, left, "staging areas after recovery")
+			s := openT(t, dir, Options{})
+			var rows int
+			require.NoError(t, s.db.QueryRow(`SELECT count(*) FROM staging_area`).Scan(&rows))
+			assert.Zero(t, rows, "area records after recovery")
 		})
 	}
 }

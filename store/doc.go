@@ -1,7 +1,11 @@
 // Package store keeps txexec's durable state in a state directory: a
-// SQLite database in WAL mode (txexec.db) and the staging area (staging/ID,
-// one directory per transaction, where the transaction's new and copied-up
-// objects live until write-through). It is the only package with SQL in it.
+// SQLite database in WAL mode (txexec.db) and the staging areas, where a
+// transaction's new and copied-up objects live until write-through, on the
+// mount of the paths they shadow (DESIGN §4.4): staging/ID in the state
+// directory for its own mount, and MOUNTPOINT/.txexec-staging-INSTANCE-ID
+// at the root of every other mount the transaction changed
+// (AddStagingArea; INSTANCE, made with the database, keeps two state
+// directories apart). It is the only package with SQL in it.
 //
 // It owns: transactions and their states (running, kept, committed,
 // applied, aborted; see State), the commit point, idempotent redo records,
@@ -11,8 +15,9 @@
 // validated by another process), the commit sequence, history for txexec
 // log and show, the claims recovery makes on interrupted write-throughs,
 // the commit lock across processes (LockCommits: flock on commit.lock
-// behind gate.lock), and staging directories and their garbage collection. Schema migrations are embedded
-// (migrations/*.sql) and recorded in schema_migrations.
+// behind gate.lock), and staging areas (recorded in staging_area) and their
+// garbage collection. Schema migrations are embedded (migrations/*.sql)
+// and recorded in schema_migrations.
 //
 // It must not know about seccomp, tracees, path resolution or what a redo
 // op or a granule does: those are opaque data it stores in order and
@@ -45,6 +50,11 @@
 //   - A staging directory is removed only when its transaction is aborted
 //     or applied, or unknown, under the write lock (GCStaging), so never
 //     while Begin creates it.
+//   - A staging area on another mount is recorded (committed) before its
+//     directory is made, and only for a running transaction; its record is
+//     deleted only after the directory is removed. So abort, recovery and
+//     GCStaging find every area, whenever a crash came, and never remove
+//     one a transaction still needs.
 //
 // Lock order, outermost first: gate.lock, then commit.lock (flocks, all
 // processes; see LockCommits), Store.commitMu (this process's

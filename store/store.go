@@ -53,6 +53,9 @@ type Store struct {
 	dir string
 	db  *sql.DB
 	opt Options
+	// instance names this state directory in the names of its staging
+	// areas on other mounts (AddStagingArea).
+	instance string
 
 	// commitMu serializes this process's committers before they queue on
 	// SQLite's write lock, which only polls.
@@ -81,6 +84,10 @@ func Open(dir string, opt Options) (*Store, error) {
 	if err := s.migrate(); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	if err := db.QueryRow(`SELECT name FROM instance`).Scan(&s.instance); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: read instance: %w", dir, err)
 	}
 	return s, nil
 }
@@ -247,69 +254,6 @@ func (s *Store) write(fn func(tx *sql.Tx) error) error {
 		return fmt.Errorf("commit: %w", err)
 	}
 	return nil
-}
-
-// StagingDir returns the staging directory of transaction id; Begin
-// creates it.
-func (s *Store) StagingDir(id int64) string {
-	return filepath.Join(s.dir, StagingName, strconv.FormatInt(id, 10))
-}
-
-// RemoveStaging removes the staging directory of transaction id (absent
-// is fine). Call it once the transaction is aborted or applied.
-func (s *Store) RemoveStaging(id int64) error {
-	if err := os.RemoveAll(s.StagingDir(id)); err != nil {
-		return fmt.Errorf("remove staging of transaction %d: %w", id, err)
-	}
-	return nil
-}
-
-// GCStaging removes the staging directories of transactions that are
-// aborted or applied, and of ids the store does not know (left by a crash
-// inside Begin), and returns their ids in increasing order. Entries whose
-// names are not ids are left alone. It holds the write lock throughout,
-// so it cannot remove the directory of a transaction being begun.
-func (s *Store) GCStaging() ([]int64, error) {
-	var removed []int64
-	err := s.write(func(tx *sql.Tx) error {
-		entries, err := os.ReadDir(filepath.Join(s.dir, StagingName))
-		if err != nil {
-			return err
-		}
-		live := map[int64]bool{}
-		rows, err := tx.Query(`SELECT id FROM tx WHERE state IN (?, ?, ?)`,
-			StateRunning, StateKept, StateCommitted)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
-				return err
-			}
-			live[id] = true
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		for _, e := range entries {
-			id, err := strconv.ParseInt(e.Name(), 10, 64)
-			if err != nil || id <= 0 || strconv.FormatInt(id, 10) != e.Name() || live[id] {
-				continue
-			}
-			if err := s.RemoveStaging(id); err != nil {
-				return err
-			}
-			removed = append(removed, id)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("gc staging: %w", err)
-	}
-	sort.Slice(removed, func(i, j int) bool { return removed[i] < removed[j] })
-	return removed, nil
 }
 
 // notFound turns sql.ErrNoRows into ErrNotFound for transaction id.

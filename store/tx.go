@@ -121,12 +121,8 @@ func (s *Store) Commit(id int64, validate func(since []WriteSet) error, p Prepar
 // against the host) or Abort, possibly by another process.
 func (s *Store) Keep(id int64, p Prepared) error {
 	err := s.write(func(tx *sql.Tx) error {
-		var state State
-		if err := tx.QueryRow(`SELECT state FROM tx WHERE id = ?`, id).Scan(&state); err != nil {
+		if err := requireRunning(tx, id); err != nil {
 			return err
-		}
-		if state != StateRunning {
-			return &StateError{ID: id, State: state}
 		}
 		if err := insertPrepared(tx, id, p); err != nil {
 			return err
@@ -136,6 +132,19 @@ func (s *Store) Keep(id int64, p Prepared) error {
 	})
 	if err != nil {
 		return notFound("keep", id, err)
+	}
+	return nil
+}
+
+// requireRunning fails, with a *StateError if it is in another state,
+// unless transaction id is running.
+func requireRunning(tx *sql.Tx, id int64) error {
+	var state State
+	if err := tx.QueryRow(`SELECT state FROM tx WHERE id = ?`, id).Scan(&state); err != nil {
+		return err
+	}
+	if state != StateRunning {
+		return &StateError{ID: id, State: state}
 	}
 	return nil
 }
@@ -296,21 +305,30 @@ func loadReads(q querier, id int64) ([]ReadRecord, error) {
 	return reads, rows.Err()
 }
 
-func loadGranules(q querier, id int64) ([]Granule, error) {
-	rows, err := q.Query(`SELECT kind, path FROM granule WHERE tx_id = ? ORDER BY kind, path`, id)
+// queryAll runs query and returns what scan reads from each row, in
+// order.
+func queryAll[T any](q querier, scan func(*sql.Rows) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.Query(query, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var gs []Granule
+	var out []T
 	for rows.Next() {
-		var g Granule
-		if err := rows.Scan(&g.Kind, &g.Path); err != nil {
+		v, err := scan(rows)
+		if err != nil {
 			return nil, err
 		}
-		gs = append(gs, g)
+		out = append(out, v)
 	}
-	return gs, rows.Err()
+	return out, rows.Err()
+}
+
+func loadGranules(q querier, id int64) ([]Granule, error) {
+	return queryAll(q, func(rows *sql.Rows) (g Granule, err error) {
+		err = rows.Scan(&g.Kind, &g.Path)
+		return g, err
+	}, `SELECT kind, path FROM granule WHERE tx_id = ? ORDER BY kind, path`, id)
 }
 
 func loadOps(q querier, id int64) ([]RedoOp, error) {

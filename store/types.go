@@ -71,8 +71,8 @@ type OpKind string
 // each is made idempotent). store itself does not interpret them.
 const (
 	// OpRename renames Src (inode Ino) to Path, replacing what is there.
-	// It places staged files, directories, symlinks and fifos (the staging
-	// area is on the same file system) and moves host objects.
+	// It places staged files, directories, symlinks and fifos (their
+	// staging area is on the mount of Path) and moves host objects.
 	OpRename OpKind = "rename"
 	// OpExchange swaps Src (inode Ino) and Path (inode Ino2) atomically:
 	// renameat2 RENAME_EXCHANGE. Both must exist.

@@ -17,7 +17,7 @@
 //     recovery is redo only.
 //   - Commit order: staged data synced → one store.Commit (validation, redo
 //     records, commit record: the commit point) → Apply → MarkApplied →
-//     staging removed. A crash before the commit point leaves nothing;
+//     staging areas removed. A crash before the commit point leaves nothing;
 //     after it, recovery runs Apply again.
 //   - Apply is idempotent: every redo op names the inode it expects and is
 //     skipped when that inode is not where it looks, so applying any prefix

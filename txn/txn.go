@@ -47,7 +47,10 @@ func (m *Manager) Begin(command []string, cwd string) (*Transaction, error) {
 	if err != nil {
 		return nil, err
 	}
-	v, err := vfs.NewTx(m.Host, m.Store.StagingDir(t.ID), m.Excludes)
+	v, err := vfs.NewTx(m.Host, m.Store.StagingDir(t.ID), vfs.TxOptions{
+		Excludes: m.Excludes,
+		NewArea:  func(mountPoint string) (string, error) { return m.Store.AddStagingArea(t.ID, mountPoint) },
+	})
 	if err != nil {
 		m.Store.Abort(t.ID, "could not create its view: "+err.Error())
 		m.Store.RemoveStaging(t.ID)

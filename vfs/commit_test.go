@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
-	"txexec/proc"
 	"txexec/store"
 	"txexec/txn"
 	"txexec/vfs"
@@ -27,11 +26,53 @@ type view struct {
 	staging string
 	v       *vfs.Tx
 	c       *vfs.Caller
+	// areas are the staging areas the view made on other mounts.
+	areas []string
 }
 
-func newView(t *testing.T) *view {
+// treeMount is where a test tree lives: on the staging directory's own
+// mount, or at the root of another mount.
+type treeMount string
+
+const (
+	sameMount treeMount = "same mount"
+	tmpfsRoot treeMount = "tmpfs"      // a tmpfs mounted on the tree
+	bindRoot  treeMount = "bind mount" // a directory of the same file system bound on the tree
+)
+
+var treeMounts = []treeMount{sameMount, tmpfsRoot, bindRoot}
+
+// mountTree makes dir, a new empty directory, the root of a mount of kind
+// m; the mount goes with the test. It skips the test where mounting is not
+// allowed.
+func mountTree(t *testing.T, dir string, m treeMount) {
+	t.Helper()
+	var err error
+	switch m {
+	case sameMount:
+		return
+	case tmpfsRoot:
+		err = unix.Mount("tmpfs", dir, "tmpfs", 0, "mode=0755")
+	case bindRoot:
+		src := t.TempDir()
+		err = unix.Mount(src, dir, "", unix.MS_BIND, "")
+	}
+	if err == unix.EPERM {
+		t.Skipf("mounting a %s needs CAP_SYS_ADMIN: %v", m, err)
+	}
+	require.NoError(t, err, "mount %s on %s", m, dir)
+	t.Cleanup(func() { assert.NoError(t, unix.Unmount(dir, unix.MNT_DETACH), "unmount %s", dir) })
+}
+
+func newView(t *testing.T) *view { return newViewOn(t, sameMount) }
+
+// newViewOn makes a view over a test tree at the root of a mount of kind
+// m. Staging areas on other mounts are made as the store makes them
+// (store.AddStagingArea), and recorded in w.areas.
+func newViewOn(t *testing.T, m treeMount) *view {
 	t.Helper()
 	dir := t.TempDir()
+	mountTree(t, dir, m)
 	for _, d := range []string{"d", "d/sub", "e", "gone"} {
 		require.NoError(t, os.Mkdir(filepath.Join(dir, d), 0o755))
 	}
@@ -44,16 +85,29 @@ func newView(t *testing.T) *view {
 	require.NoError(t, unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
 	host, err := vfs.NewHost()
 	require.NoError(t, err)
-	staging := t.TempDir()
-	v, err := vfs.NewTx(host, staging, nil)
+	w := &view{t: t, dir: dir, staging: t.TempDir()}
+	w.v, err = vfs.NewTx(host, w.staging, vfs.TxOptions{NewArea: func(mountPoint string) (string, error) {
+		p := filepath.Join(mountPoint, fmt.Sprintf("%stest-%d", store.AreaPrefix, len(w.areas)))
+		if err := os.Mkdir(p, 0o700); err != nil {
+			return "", err
+		}
+		w.areas = append(w.areas, p)
+		return p, nil
+	}})
 	require.NoError(t, err)
-	t.Cleanup(v.Close)
-	cwd, err := v.OpenDir(dir)
-	require.NoError(t, err)
-	root, err := v.OpenDir("/")
-	require.NoError(t, err)
-	c := &vfs.Caller{Tid: os.Getpid(), Tgid: os.Getpid(), Cred: &proc.Cred{CapEff: ^uint64(0)}, Cwd: cwd, Root: root, Umask: 0o022}
-	return &view{t: t, dir: dir, staging: staging, v: v, c: c}
+	t.Cleanup(w.v.Close)
+	w.c = callerIn(t, w.v, dir)
+	return w
+}
+
+// removeStaging drops the staging directory and areas, as the committer
+// does after the write-through (extra names of staged objects live
+// there).
+func (w *view) removeStaging() {
+	w.t.Helper()
+	for _, p := range append([]string{w.staging}, w.areas...) {
+		require.NoError(w.t, os.RemoveAll(p))
+	}
 }
 
 func (w *view) ok(err error) {
@@ -90,22 +144,7 @@ func (w *view) manifest() string {
 			require.NoError(w.t, err, rel)
 			line += " -> " + target
 		case unix.S_IFDIR:
-			fd, err := w.v.Open(w.c, w.c.Cwd, rel, vfs.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY})
-			require.NoError(w.t, err, rel)
-			h, err := w.v.HandleOf(w.c, fd)
-			require.NoError(w.t, err)
-			ents, merged, err := w.v.Listing(w.c, h)
-			h.Release()
-			require.NoError(w.t, err)
-			require.True(w.t, merged)
-			var names []string
-			for _, d := range ents {
-				if d.Name != "." && d.Name != ".." {
-					names = append(names, d.Name)
-				}
-			}
-			sort.Strings(names)
-			for _, n := range names {
+			for _, n := range listNames(w.t, w.v, w.c, rel) {
 				walk(rel + "/" + n)
 			}
 		}
@@ -267,21 +306,50 @@ func TestCommitMatchesView(t *testing.T) {
 			w.ok(w.v.Link(w.c, h, "", w.c.Cwd, "named2", unix.AT_EMPTY_PATH))
 		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := newView(t)
-			tt.do(w)
-			seen := w.manifest()
-			require.NoError(t, w.v.Validate())
-			require.NoError(t, txn.Apply(w.v.Journal(), txn.ApplyOptions{
-				Skipped: func(i int, op store.RedoOp, why string) {
-					t.Errorf("op %d (%s %s) skipped: %s", i, op.Kind, op.Path, why)
-				},
-			}))
-			// The committer drops the staging area after the write-through
-			// (extra names of staged objects live there).
-			require.NoError(t, os.RemoveAll(w.staging))
-			assert.Equal(t, seen, hostManifest(t, w.dir))
+	for _, m := range treeMounts {
+		t.Run(string(m), func(t *testing.T) {
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					w := newViewOn(t, m)
+					tt.do(w)
+					seen := w.manifest()
+					require.NoError(t, w.v.Validate())
+					ops := w.v.Journal()
+					checkStagedOnMount(t, w, m, ops)
+					require.NoError(t, w.v.SyncStaged())
+					require.NoError(t, txn.Apply(ops, txn.ApplyOptions{
+						Skipped: func(i int, op store.RedoOp, why string) {
+							t.Errorf("op %d (%s %s) skipped: %s", i, op.Kind, op.Path, why)
+						},
+					}))
+					w.removeStaging()
+					assert.Equal(t, seen, hostManifest(t, w.dir))
+				})
+			}
 		})
+	}
+}
+
+// checkStagedOnMount checks that every staged object ops place or copy
+// from is in the staging area on the tree's mount: the state directory's
+// for the same mount, else the one area made at the tree's root.
+func checkStagedOnMount(t *testing.T, w *view, m treeMount, ops []store.RedoOp) {
+	t.Helper()
+	want := w.staging
+	if m != sameMount {
+		require.LessOrEqual(t, len(w.areas), 1, "one area per mount")
+		if len(w.areas) == 1 {
+			want = w.areas[0]
+			assert.Equal(t, w.dir, filepath.Dir(want), "the area is at the mount's root")
+		}
+	}
+	for i, op := range ops {
+		staged := strings.HasPrefix(op.Src, w.staging+"/")
+		for _, a := range w.areas {
+			staged = staged || strings.HasPrefix(op.Src, a+"/")
+		}
+		if staged {
+			assert.Equal(t, want, filepath.Dir(op.Src), "op %d (%s %s)", i, op.Kind, op.Path)
+		}
 	}
 }

@@ -8,10 +8,14 @@
 //
 // Linux analogues. A Node is loosely an inode with its dentry: its data
 // lives in a backing object — the host original, never opened writable,
-// or a staged object in the transaction's staging area (copy-up on first
-// modification; everything the transaction creates). A directory keeps the
-// entries the transaction changed over its host directory's (nil is a
-// whiteout; an opaque directory never shows a host directory's children).
+// or a staged object in the transaction's staging area on the original's
+// mount (copy-up on first modification; everything the transaction
+// creates). An area is per mount because write-through is a rename and
+// copy-up a reflink, neither of which crosses mounts (area.go); areas
+// other than the state directory's are made, through TxOptions.NewArea, at
+// the first change on their mount. A directory keeps the entries the
+// transaction changed over its host directory's (nil is a whiteout; an
+// opaque directory never shows a host directory's children).
 // walk.go is namei: search permission, ".", "..", symlinks (at most 40),
 // trailing slashes, openat2's RESOLVE_* restrictions, mount crossings, and
 // the caller's own /proc magic links, which resolve to view objects.
@@ -26,12 +30,17 @@
 //     staged object, whose link count is kept equal to the view's.
 //   - Directory listings of the view are always served by Listing, in the
 //     host's order with stable per-name cookies (passthrough directories
-//     excepted).
+//     excepted). Host listings leave staging areas out (isAreaName).
 //   - The journal names host paths as they are at that point of the
 //     replay; every op carries the inode it expects there (replayIno).
 //     Objects that keep their identity at commit (directories, hard-linked
 //     files, FIFOs) are changed in place (inPlace: setattr, copydata);
 //     others are replaced by their staged object (rename).
+//   - A staged object is in the staging area of the mount of every path
+//     the journal places it at: rename and link across mounts fail with
+//     EXDEV in the view as in Linux, and a change on a mount where no area
+//     can be made fails and dooms the transaction (StagingError), never
+//     staged elsewhere.
 //
 // Lock order: Tx.mu is the only lock, held for every operation and
 // released before anything that may block (opening a FIFO, a passthrough

@@ -45,11 +45,18 @@ type Node struct {
 	// passthrough marks a host directory whose subtree is not
 	// transactional (/proc, /sys, /dev, --exclude).
 	passthrough bool
+	// areaChild marks a mount root in which the transaction made a
+	// staging area: its link count in the view leaves the area out, as
+	// its listings do.
+	areaChild bool
 
-	// staged is the path of the staged backing object ("" if none) and
-	// stagedID its identity.
+	// staged is the name of the staged backing object in its staging
+	// area ("" if none), and stagedID its identity. area is the staging
+	// area that holds it, or an O_TMPFILE object: the one on the mount of
+	// the paths it shadows.
 	staged   string
 	stagedID FileID
+	area     *area
 	// replayIno is the inode the object has at this point of the
 	// journal's replay: the host original's until a copy-up placed the
 	// staged object, then the staged object's.
@@ -92,11 +99,12 @@ type Node struct {
 	// in-place file).
 	locDir  *Node
 	locName string
-	// token names the staging file whose descriptors stand for this
-	// object where an O_PATH descriptor would (Tx.pathTokenLocked).
+	// token names the file in the home staging area whose descriptors
+	// stand for this object where an O_PATH descriptor would
+	// (Tx.pathTokenLocked).
 	token string
 	// anon marks an O_TMPFILE object that has no name yet; anonFd is an
-	// O_PATH descriptor on it (it has no path in the staging area).
+	// O_PATH descriptor on it (it has no path in its staging area).
 	anon   bool
 	anonFd int
 	// removed marks a directory removed from the view; removedFrom is the

@@ -16,23 +16,21 @@ var rootCred = &proc.Cred{CapEff: ^uint64(0)}
 // of the transaction, which are host paths at this point of the replay.
 func (v *Tx) journalLocked(op store.RedoOp) { v.journal = append(v.journal, op) }
 
-// stagedPath is the absolute path of a staged object, for the journal.
-func (v *Tx) stagedPath(name string) string { return v.staging + "/" + name }
-
-// registerStagedLocked records n's new staged object.
-func (v *Tx) registerStagedLocked(n *Node, name string) error {
+// registerStagedLocked records n's new staged object, name in area a.
+func (v *Tx) registerStagedLocked(n *Node, a *area, name string) error {
 	var st unix.Stat_t
-	if err := unix.Fstatat(v.stagingFd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.Fstatat(a.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return err
 	}
-	n.staged, n.stagedID = name, idOf(&st)
+	n.staged, n.stagedID, n.area = name, idOf(&st), a
 	v.nodes[n.stagedID] = n
 	return nil
 }
 
 // copyUpLocked gives host original n a staged copy, on its first
-// modification: data by reflink (FICLONE) where the file system has it,
-// else copy_file_range; then owner, mode, extended attributes and times.
+// modification, in the staging area of its mount: data by reflink
+// (FICLONE) where the file system has it, else copy_file_range; then
+// owner, mode, extended attributes and times.
 // A file that keeps the host original's identity (inPlace) is written back
 // into it at commit; any other is replaced by its copy, so the journal gets
 // the rename that places the copy here, at this point of the replay.
@@ -58,16 +56,24 @@ func (v *Tx) copyUpLocked(n *Node, path string) error {
 		// like a hard-linked file.
 		n.inPlace = true
 	}
+	dir := n.hostParent
+	if n.isDir() {
+		dir = n
+	}
+	a, err := v.areaForLocked(dir, path)
+	if err != nil {
+		return err
+	}
 	if !n.nlinkSet {
 		// The staged copy has one link; the view keeps the original's.
 		n.nlink, n.nlinkSet = st.Nlink, true
 	}
 	name := v.newStagedNameLocked()
-	if err := v.copyObjectLocked(n, &st, name); err != nil {
-		unix.Unlinkat(v.stagingFd, name, 0)
+	if err := v.copyObjectLocked(n, &st, a.fd, name); err != nil {
+		unix.Unlinkat(a.fd, name, 0)
 		return err
 	}
-	if err := v.registerStagedLocked(n, name); err != nil {
+	if err := v.registerStagedLocked(n, a, name); err != nil {
 		return err
 	}
 	v.stagedLinksLocked(n)
@@ -82,18 +88,20 @@ func (v *Tx) copyUpLocked(n *Node, path string) error {
 		// place.
 		n.inPlace = true
 	case n.inPlace && n.typ == unix.S_IFREG:
-		v.journalLocked(store.RedoOp{Kind: store.OpCopyData, Src: v.stagedPath(name), Path: path, Ino: n.replayIno})
+		v.journalLocked(store.RedoOp{Kind: store.OpCopyData, Src: a.pathOf(name), Path: path, Ino: n.replayIno})
 	case n.inPlace:
 		// A hard-linked symlink or device: only its attributes can
 		// change, journaled as setattr.
 	default:
-		v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: v.stagedPath(name), Path: path, Ino: n.stagedID.Ino})
+		v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: a.pathOf(name), Path: path, Ino: n.stagedID.Ino})
 		n.replayIno = n.stagedID.Ino
 	}
 	return nil
 }
 
-func (v *Tx) copyObjectLocked(n *Node, st *unix.Stat_t, name string) error {
+// copyObjectLocked makes name in the staging area at at a copy of host
+// original n (whose attributes are st).
+func (v *Tx) copyObjectLocked(n *Node, st *unix.Stat_t, at int, name string) error {
 	perm := st.Mode & 0o7777
 	switch n.typ {
 	case unix.S_IFREG:
@@ -102,7 +110,7 @@ func (v *Tx) copyObjectLocked(n *Node, st *unix.Stat_t, name string) error {
 			return err
 		}
 		defer unix.Close(src)
-		dst, err := unix.Openat(v.stagingFd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
+		dst, err := unix.Openat(at, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o600)
 		if err != nil {
 			return err
 		}
@@ -117,13 +125,13 @@ func (v *Tx) copyObjectLocked(n *Node, st *unix.Stat_t, name string) error {
 		if err := unix.Fchmod(dst, perm); err != nil {
 			return err
 		}
-		return unix.UtimesNanoAt(v.stagingFd, name, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+		return unix.UtimesNanoAt(at, name, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
 	case unix.S_IFDIR:
-		if err := unix.Mkdirat(v.stagingFd, name, 0o700); err != nil {
+		if err := unix.Mkdirat(at, name, 0o700); err != nil {
 			return err
 		}
 		if src, err := v.openBackingLocked(n, unix.O_RDONLY|unix.O_DIRECTORY); err == nil {
-			if dst, err := unix.Openat(v.stagingFd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
+			if dst, err := unix.Openat(at, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
 				copyXattrs(src, dst)
 				unix.Close(dst)
 			}
@@ -134,23 +142,23 @@ func (v *Tx) copyObjectLocked(n *Node, st *unix.Stat_t, name string) error {
 		if err != nil {
 			return err
 		}
-		if err := unix.Symlinkat(target, v.stagingFd, name); err != nil {
+		if err := unix.Symlinkat(target, at, name); err != nil {
 			return err
 		}
 	default:
-		if err := unix.Mknodat(v.stagingFd, name, n.typ|0o600, int(st.Rdev)); err != nil {
+		if err := unix.Mknodat(at, name, n.typ|0o600, int(st.Rdev)); err != nil {
 			return err
 		}
 	}
-	if err := unix.Fchownat(v.stagingFd, name, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.Fchownat(at, name, int(st.Uid), int(st.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return err
 	}
 	if n.typ != unix.S_IFLNK {
-		if err := unix.Fchmodat(v.stagingFd, name, perm, 0); err != nil {
+		if err := unix.Fchmodat(at, name, perm, 0); err != nil {
 			return err
 		}
 	}
-	return unix.UtimesNanoAt(v.stagingFd, name, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
+	return unix.UtimesNanoAt(at, name, []unix.Timespec{st.Atim, st.Mtim}, unix.AT_SYMLINK_NOFOLLOW)
 }
 
 // copyData copies size bytes from src to dst: one FICLONE where the file
@@ -230,34 +238,40 @@ func copyXattrs(src, dst int) {
 	}
 }
 
-// createLocked makes a new staged object of type typ and attaches it as
-// name in dir. mk creates the object at the staging name.
+// createLocked makes a new staged object of type typ, in the staging area
+// of dir's mount, and attaches it as name in dir. mk creates the object at
+// the staging name, relative to the area's descriptor at.
 //
 // Preconditions: v.mu held; permission to create in dir was checked.
-func (v *Tx) createLocked(c *Caller, dir *Node, name string, mode uint32, mk func(stagingName string, perm uint32) error) (*Node, error) {
+func (v *Tx) createLocked(c *Caller, dir *Node, name string, mode uint32, mk func(at int, stagingName string, perm uint32) error) (*Node, error) {
 	da, err := v.attrsLocked(dir)
+	if err != nil {
+		return nil, err
+	}
+	path := childPath(dir.viewPathLocked(), name)
+	a, err := v.areaForLocked(dir, path)
 	if err != nil {
 		return nil, err
 	}
 	uid, gid, mode := newOwner(c, da, mode)
 	sname := v.newStagedNameLocked()
-	if err := mk(sname, mode&0o7777); err != nil {
+	if err := mk(a.fd, sname, mode&0o7777); err != nil {
 		return nil, err
 	}
 	typ := mode & unix.S_IFMT
-	if err := unix.Fchownat(v.stagingFd, sname, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		unix.Unlinkat(v.stagingFd, sname, 0)
+	if err := unix.Fchownat(a.fd, sname, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		unix.Unlinkat(a.fd, sname, 0)
 		return nil, err
 	}
 	if typ != unix.S_IFLNK {
 		// After chown (which clears set-ID bits), and exactly: mkdir and
 		// mknod ignore some bits, the supervisor's umask is 0.
-		if err := unix.Fchmodat(v.stagingFd, sname, mode&0o7777, 0); err != nil {
+		if err := unix.Fchmodat(a.fd, sname, mode&0o7777, 0); err != nil {
 			return nil, err
 		}
 	}
 	n := &Node{typ: typ, hostFd: -1}
-	if err := v.registerStagedLocked(n, sname); err != nil {
+	if err := v.registerStagedLocked(n, a, sname); err != nil {
 		return nil, err
 	}
 	n.replayIno = n.stagedID.Ino
@@ -268,9 +282,8 @@ func (v *Tx) createLocked(c *Caller, dir *Node, name string, mode uint32, mk fun
 	} else {
 		n.locDir, n.locName = dir, name
 	}
-	path := childPath(dir.viewPathLocked(), name)
 	v.setEntryLocked(dir, name, n)
-	v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: v.stagedPath(sname), Path: path, Ino: n.stagedID.Ino})
+	v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: a.pathOf(sname), Path: path, Ino: n.stagedID.Ino})
 	return n, nil
 }
 
@@ -301,7 +314,7 @@ func (v *Tx) linkCountLocked(n *Node, delta int) {
 }
 
 // stagedLinksLocked keeps a staged non-directory's own link count equal to
-// its link count in the view, with extra names beside it in the staging
+// its link count in the view, with extra names beside it in its staging
 // area, so that fstat of a descriptor on it agrees with stat of its path.
 // (With no name left in the view it keeps its staged name, which the
 // journal's ops refer to.) The extra names go with the staging area.
@@ -314,13 +327,13 @@ func (v *Tx) stagedLinksLocked(n *Node) {
 	want := max(int(n.nlink), 1) - 1
 	for n.extraLinks < want {
 		name := n.staged + "." + strconv.Itoa(n.extraLinks+1)
-		if unix.Linkat(v.stagingFd, n.staged, v.stagingFd, name, 0) != nil {
+		if unix.Linkat(n.area.fd, n.staged, n.area.fd, name, 0) != nil {
 			return
 		}
 		n.extraLinks++
 	}
 	for n.extraLinks > want {
-		unix.Unlinkat(v.stagingFd, n.staged+"."+strconv.Itoa(n.extraLinks), 0)
+		unix.Unlinkat(n.area.fd, n.staged+"."+strconv.Itoa(n.extraLinks), 0)
 		n.extraLinks--
 	}
 }
@@ -333,7 +346,7 @@ func (v *Tx) setattrLocked(n *Node, path string, mask store.AttrMask) error {
 		return nil
 	}
 	var st unix.Stat_t
-	if err := unix.Fstatat(v.stagingFd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := unix.Fstatat(n.area.fd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return err
 	}
 	v.journalLocked(store.RedoOp{Kind: store.OpSetattr, Path: path, Ino: n.replayIno,

@@ -26,10 +26,12 @@ var DefaultPassthrough = []string{"/proc", "/sys", "/dev"}
 // (never with other transactions or the host).
 type Tx struct {
 	host *Host
-	// staging is the directory holding staged objects, on the file system
-	// of the paths they shadow when possible (DESIGN §4.4).
-	staging   string
-	stagingFd int
+	// home is the staging area in the state directory (store.StagingDir):
+	// for the paths on its mount, and for objects that shadow no path
+	// (O_PATH stand-ins, probes). Other mounts get their own (see area).
+	home *area
+	// newArea makes the staging area of another mount (TxOptions.NewArea).
+	newArea func(mountPoint string) (string, error)
 	// noatime: host objects are reached through a private noatime clone
 	// of the mount tree (openRoot).
 	noatime bool
@@ -59,6 +61,10 @@ type Tx struct {
 	journal []store.RedoOp
 	reads   map[string]readRecord
 	seq     int
+	// areas are the staging areas by the view's mount id (mountOfLocked),
+	// home's included; areaErrs says why one could not be made.
+	areas    map[uint64]*area
+	areaErrs map[uint64]error
 	// doomed is set when the transaction can no longer commit (the host
 	// changed under it, or an internal error); it aborts with this reason.
 	doomed error
@@ -80,10 +86,25 @@ type readRecord struct {
 	listingChecksum uint64
 }
 
+// TxOptions configure a view.
+type TxOptions struct {
+	// Excludes are --exclude paths, passed through like
+	// DefaultPassthrough.
+	Excludes []string
+	// NewArea makes the staging area for the paths on the mount whose
+	// root is mountPoint, as a new, empty directory in mountPoint that the
+	// transaction owns and the store knows before it exists
+	// (store.AddStagingArea), and returns its absolute path. It is called
+	// at the first change on each mount other than the staging
+	// directory's. Nil, or an error: that change fails and dooms the
+	// transaction.
+	NewArea func(mountPoint string) (string, error)
+}
+
 // NewTx makes an empty view over the host. staging must be an empty
-// directory the transaction owns; passthrough adds --exclude paths to
-// DefaultPassthrough.
-func NewTx(host *Host, staging string, excludes []string) (*Tx, error) {
+// directory the transaction owns: its staging area for the paths on
+// staging's own mount.
+func NewTx(host *Host, staging string, opt TxOptions) (*Tx, error) {
 	staging, err := filepath.Abs(staging)
 	if err != nil {
 		return nil, err
@@ -92,16 +113,17 @@ func NewTx(host *Host, staging string, excludes []string) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	sfd, err := unix.Openat(rfd, "."+staging, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	home, mnt, err := openArea(rfd, staging)
 	if err != nil {
 		unix.Close(rfd)
-		return nil, &os.PathError{Op: "open staging", Path: staging, Err: err}
+		return nil, err
 	}
 	v := &Tx{
-		host: host, staging: staging, stagingFd: sfd, noatime: noatime, roRootFd: -1,
+		host: host, home: home, newArea: opt.NewArea, noatime: noatime, roRootFd: -1,
 		nodes: map[FileID]*Node{}, reads: map[string]readRecord{}, Now: time.Now,
+		areas: map[uint64]*area{mnt: home}, areaErrs: map[uint64]error{},
 	}
-	for _, p := range append(append([]string{}, DefaultPassthrough...), excludes...) {
+	for _, p := range append(append([]string{}, DefaultPassthrough...), opt.Excludes...) {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return nil, err

@@ -36,7 +36,7 @@ func newEnv(t *testing.T, build func(dir string)) *env {
 	}
 	host, err := NewHost()
 	require.NoError(t, err)
-	v, err := NewTx(host, t.TempDir(), nil)
+	v, err := NewTx(host, t.TempDir(), TxOptions{})
 	require.NoError(t, err)
 	t.Cleanup(v.Close)
 	cwd, err := v.OpenDir(dir)

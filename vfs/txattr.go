@@ -201,7 +201,7 @@ func (v *Tx) Setxattr(c *Caller, at *Handle, path string, op XattrOp, name strin
 			if p, nofollow := v.objPath(n); nofollow == 0 {
 				err = unix.Setxattr(p, name, value, flags)
 			} else {
-				err = unix.Lsetxattr(v.stagedPath(n.staged), name, value, flags)
+				err = unix.Lsetxattr(n.area.pathOf(n.staged), name, value, flags)
 			}
 			if err == nil {
 				v.journalXattrLocked(n, vpath, store.OpSetxattr, name, value)
@@ -225,7 +225,7 @@ func (v *Tx) Removexattr(c *Caller, at *Handle, path string, op XattrOp, name st
 			if p, nofollow := v.objPath(n); nofollow == 0 {
 				err = unix.Removexattr(p, name)
 			} else {
-				err = unix.Lremovexattr(v.stagedPath(n.staged), name)
+				err = unix.Lremovexattr(n.area.pathOf(n.staged), name)
 			}
 			if err == nil {
 				v.journalXattrLocked(n, vpath, store.OpRemovexattr, name, nil)
@@ -286,12 +286,12 @@ func (v *Tx) xattrWritePermLocked(c *Caller, n *Node, a attrs, name string) erro
 }
 
 // objPath names n's staged object for calls the supervisor makes by path,
-// with the AT_SYMLINK_NOFOLLOW flag they need: its path in the staging
+// with the AT_SYMLINK_NOFOLLOW flag they need: its path in its staging
 // area, or for an unnamed O_TMPFILE object the magic link of the view's
 // descriptor on it, which must be followed (flag 0).
 func (v *Tx) objPath(n *Node) (string, int) {
 	if n.anon {
 		return "/proc/self/fd/" + strconv.Itoa(n.anonFd), 0
 	}
-	return v.stagedPath(n.staged), unix.AT_SYMLINK_NOFOLLOW
+	return n.area.pathOf(n.staged), unix.AT_SYMLINK_NOFOLLOW
 }

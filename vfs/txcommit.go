@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -51,7 +52,7 @@ func (v *Tx) fullJournalLocked() []store.RedoOp {
 			continue
 		}
 		var st, hst unix.Stat_t
-		if unix.Fstatat(v.stagingFd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+		if unix.Fstatat(n.area.fd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
 			unix.Fstatat(n.hostParent.hostFd, n.hostName, &hst, unix.AT_SYMLINK_NOFOLLOW) != nil {
 			continue
 		}
@@ -88,8 +89,9 @@ func (v *Tx) WriteSet() []store.Granule {
 	defer v.mu.Unlock()
 	seen := map[string]bool{}
 	var out []store.Granule
+	areas := v.areasLocked()
 	add := func(p string) {
-		if p != "" && !seen[p] && !isStaged(v.staging, p) {
+		if p != "" && !seen[p] && !isStaged(areas, p) {
 			seen[p] = true
 			out = append(out, store.Granule{Kind: "entry", Path: p})
 		}
@@ -129,8 +131,14 @@ func (v *Tx) ListedPaths() []string {
 	return out
 }
 
-func isStaged(staging, p string) bool {
-	return len(p) > len(staging) && p[:len(staging)] == staging && p[len(staging)] == '/'
+// isStaged reports whether p names an object in one of the staging areas.
+func isStaged(areas []*area, p string) bool {
+	for _, a := range areas {
+		if strings.HasPrefix(p, a.path+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // ConflictError says why a transaction cannot commit: what it read has
@@ -230,22 +238,34 @@ func OutputsOf(fds []int) []FileID {
 }
 
 // SyncStaged makes the staged data durable before the commit point: one
-// syncfs of the staging file system instead of an fsync per file.
+// syncfs of each file system that holds a staging area instead of an fsync
+// per file.
 func (v *Tx) SyncStaged() error {
-	fd, err := unix.Openat(v.stagingFd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return &os.PathError{Op: "open", Path: v.staging, Err: err}
-	}
-	defer unix.Close(fd)
-	if err := unix.Syncfs(fd); err != nil {
-		return &os.PathError{Op: "syncfs", Path: v.staging, Err: err}
+	v.mu.Lock()
+	areas := v.areasLocked()
+	v.mu.Unlock()
+	synced := map[uint64]bool{}
+	for _, a := range areas {
+		if synced[a.dev] {
+			continue
+		}
+		synced[a.dev] = true
+		fd, err := unix.Openat(a.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return &os.PathError{Op: "open", Path: a.path, Err: err}
+		}
+		err = unix.Syncfs(fd)
+		unix.Close(fd)
+		if err != nil {
+			return &os.PathError{Op: "syncfs", Path: a.path, Err: err}
+		}
 	}
 	return nil
 }
 
 // Close releases the view's descriptors, and removes the host entries the
 // transaction made at once unless KeepHostEffects said it committed. The
-// staging directory is the caller's to remove.
+// staging areas are the caller's to remove.
 func (v *Tx) Close() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -264,5 +284,10 @@ func (v *Tx) Close() {
 		unix.Close(v.roRootFd)
 		v.roRootFd = -1
 	}
-	unix.Close(v.stagingFd)
+	for _, a := range v.areasLocked() {
+		if a.fd >= 0 {
+			unix.Close(a.fd)
+			a.fd = -1
+		}
+	}
 }

@@ -114,7 +114,7 @@ func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (
 				// As statLocked: the host object's identity, the staged
 				// copy's attributes.
 				var sstx unix.Statx_t
-				if err = unix.Statx(v.stagingFd, n.staged, unix.AT_SYMLINK_NOFOLLOW, int(mask), &sstx); err == nil {
+				if err = unix.Statx(n.area.fd, n.staged, unix.AT_SYMLINK_NOFOLLOW, int(mask), &sstx); err == nil {
 					if n.hostFd >= 0 {
 						err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH, int(mask), &stx)
 					} else {
@@ -126,7 +126,7 @@ func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (
 					}
 				}
 			case n.staged != "":
-				err = unix.Statx(v.stagingFd, n.staged, unix.AT_SYMLINK_NOFOLLOW, int(mask), &stx)
+				err = unix.Statx(n.area.fd, n.staged, unix.AT_SYMLINK_NOFOLLOW, int(mask), &stx)
 			case n.hostFd >= 0:
 				err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH, int(mask), &stx)
 			case n.hostParent != nil:
@@ -421,7 +421,7 @@ func (v *Tx) openBackingLocked(n *Node, flags int) (int, error) {
 		// virtual; getdents of it is merged when the view changed them).
 		fd, err = openHostOriginal(n.hostFd, ".", flags&^unix.O_NOFOLLOW)
 	case n.staged != "":
-		fd, err = unix.Openat(v.stagingFd, n.staged, flags, 0)
+		fd, err = unix.Openat(n.area.fd, n.staged, flags, 0)
 	case n.hostParent != nil:
 		if flags&unix.O_ACCMODE != unix.O_RDONLY {
 			panic("vfs: host original opened writable")
@@ -488,7 +488,7 @@ func (v *Tx) xattrReadPermLocked(c *Caller, n *Node, name string) error {
 // backingPath names n's backing object for the path-only xattr calls.
 func (v *Tx) backingPath(n *Node) string {
 	if n.staged != "" {
-		return v.staging + "/" + n.staged
+		return n.area.pathOf(n.staged)
 	}
 	return n.hostPath
 }
@@ -673,7 +673,7 @@ func readHostDir(pathFd int) ([]Dirent, error) {
 }
 
 // readHostDirAll lists a host directory in the kernel's order, "." and ".."
-// included where the kernel puts them.
+// included where the kernel puts them, staging areas left out (isAreaName).
 func readHostDirAll(pathFd int) ([]Dirent, error) {
 	fd, err := openHostOriginal(pathFd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOATIME)
 	if err != nil {
@@ -701,7 +701,9 @@ func readHostDirAll(pathFd int) ([]Dirent, error) {
 			if i := strings.IndexByte(string(name), 0); i >= 0 {
 				name = name[:i]
 			}
-			out = append(out, Dirent{Name: string(name), Ino: ino, Type: typ})
+			if !isAreaName(string(name)) {
+				out = append(out, Dirent{Name: string(name), Ino: ino, Type: typ})
+			}
 			off += reclen
 		}
 	}
@@ -794,13 +796,13 @@ func (v *Tx) Executable(c *Caller, at *Handle, path string, flags int) (Exe, err
 			path := v.backingPath(n)
 			if n.anon {
 				// fexecve of an O_TMPFILE: the kernel needs a path to it,
-				// a name in the staging area that the view never shows.
+				// a name in its staging area that the view never shows.
 				name := "exec-" + v.newStagedNameLocked()
-				if err := unix.Linkat(n.anonFd, "", v.stagingFd, name, unix.AT_EMPTY_PATH); err != nil {
+				if err := unix.Linkat(n.anonFd, "", n.area.fd, name, unix.AT_EMPTY_PATH); err != nil {
 					unix.Close(fd)
 					return Exe{}, err
 				}
-				path = v.stagedPath(name)
+				path = n.area.pathOf(name)
 			} else if n.staged == "" {
 				v.recordMetaLocked(n, &st)
 			}

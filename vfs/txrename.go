@@ -156,8 +156,8 @@ func (v *Tx) renameLocked(c *Caller, ot, nt target, flags uint) error {
 	if whiteout {
 		// The whiteout the file system leaves at the old name: a
 		// character device 0:0 of mode 0, owned as any new object.
-		_, err := v.createLocked(c, ot.dir, ot.name, unix.S_IFCHR, func(sname string, perm uint32) error {
-			return unix.Mknodat(v.stagingFd, sname, unix.S_IFCHR, 0)
+		_, err := v.createLocked(c, ot.dir, ot.name, unix.S_IFCHR, func(at int, sname string, perm uint32) error {
+			return unix.Mknodat(at, sname, unix.S_IFCHR, 0)
 		})
 		return err
 	}

@@ -39,8 +39,8 @@ func (v *Tx) BindUnix(c *Caller, at *Handle, path string, sock int) error {
 			if t.dir.hostFd >= 0 && v.hostAbsentLocked(t.dir, t.name) {
 				return v.bindOnHostLocked(c, t.dir, t.name, sock)
 			}
-			_, err := v.createLocked(c, t.dir, t.name, unix.S_IFSOCK|0o777&^c.Umask, func(sname string, perm uint32) error {
-				return bindPath(sock, "/proc/self/fd/"+strconv.Itoa(v.stagingFd)+"/"+sname)
+			_, err := v.createLocked(c, t.dir, t.name, unix.S_IFSOCK|0o777&^c.Umask, func(at int, sname string, perm uint32) error {
+				return bindPath(sock, "/proc/self/fd/"+strconv.Itoa(at)+"/"+sname)
 			})
 			return err
 		})

@@ -187,8 +187,8 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 		}
 		mode := unix.S_IFREG | how.Mode&^c.Umask&0o7777
 		var err error
-		n, err = v.createLocked(c, t.dir, t.name, mode, func(sname string, perm uint32) error {
-			fd, err := unix.Openat(v.stagingFd, sname, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, perm)
+		n, err = v.createLocked(c, t.dir, t.name, mode, func(at int, sname string, perm uint32) error {
+			fd, err := unix.Openat(at, sname, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, perm)
 			if err == nil {
 				unix.Close(fd)
 			}
@@ -199,7 +199,7 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 		}
 		// A new file is opened with the requested access even if its mode
 		// would not allow it (open(2)).
-		return unix.Openat(v.stagingFd, n.staged, int(flags&^(unix.O_CREAT|unix.O_EXCL|unix.O_TRUNC)|unix.O_CLOEXEC|unix.O_NOCTTY), 0)
+		return unix.Openat(n.area.fd, n.staged, int(flags&^(unix.O_CREAT|unix.O_EXCL|unix.O_TRUNC)|unix.O_CLOEXEC|unix.O_NOCTTY), 0)
 	}
 	if flags&unix.O_CREAT != 0 && flags&unix.O_EXCL != 0 {
 		return -1, unix.EEXIST
@@ -282,10 +282,10 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 		if n.locDir == nil {
 			n.locDir, n.locName = t.dir, t.name
 		}
-		return unix.Openat(v.stagingFd, n.staged, passFlags, 0)
+		return unix.Openat(n.area.fd, n.staged, passFlags, 0)
 	}
 	if n.staged != "" {
-		return unix.Openat(v.stagingFd, n.staged, passFlags, 0)
+		return unix.Openat(n.area.fd, n.staged, passFlags, 0)
 	}
 	fd, err := v.openBackingLocked(n, passFlags&^unix.O_NOCTTY|unix.O_NOATIME)
 	if err != nil {
@@ -351,7 +351,7 @@ func (v *Tx) openPathLocked(c *Caller, t target, n *Node, a attrs) (int, error) 
 func (v *Tx) pathTokenLocked(n *Node) (int, error) {
 	if n.token == "" {
 		name := "pathfd-" + v.newStagedNameLocked()
-		fd, err := unix.Openat(v.stagingFd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		fd, err := unix.Openat(v.home.fd, name, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return -1, err
 		}
@@ -364,7 +364,7 @@ func (v *Tx) pathTokenLocked(n *Node) (int, error) {
 		n.token = name
 		v.nodes[idOf(&st)] = n
 	}
-	return unix.Openat(v.stagingFd, n.token, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	return unix.Openat(v.home.fd, n.token, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 }
 
 // openSpecialLocked returns an O_PATH descriptor on a FIFO or device node
@@ -381,7 +381,7 @@ func (v *Tx) openSpecialLocked(n *Node) (int, error) {
 		if n.staged == "" {
 			return -1, unix.ESTALE
 		}
-		return unix.Openat(v.stagingFd, n.staged, flags, 0)
+		return unix.Openat(n.area.fd, n.staged, flags, 0)
 	}
 	root, err := v.roRootLocked()
 	if err != nil {
@@ -426,8 +426,12 @@ func (v *Tx) openTmpfileLocked(c *Caller, t target, how OpenHow) (int, error) {
 	if err := v.roCheckLocked(dir); err != nil {
 		return -1, err
 	}
+	a, err := v.areaForLocked(dir, dir.viewPathLocked())
+	if err != nil {
+		return -1, err
+	}
 	uid, gid, mode := newOwner(c, da, unix.S_IFREG|how.Mode&^c.Umask&0o7777)
-	fd, err := unix.Openat(v.stagingFd, ".", int(how.Flags&^unix.O_CREAT)|unix.O_CLOEXEC, mode&0o7777)
+	fd, err := unix.Openat(a.fd, ".", int(how.Flags&^unix.O_CREAT)|unix.O_CLOEXEC, mode&0o7777)
 	if err != nil {
 		return -1, err
 	}
@@ -449,7 +453,7 @@ func (v *Tx) openTmpfileLocked(c *Caller, t target, how OpenHow) (int, error) {
 		unix.Close(fd)
 		return -1, err
 	}
-	n := &Node{typ: unix.S_IFREG, hostFd: -1, anon: true, anonFd: afd, tmpDir: dir, stagedID: idOf(&st), replayIno: st.Ino}
+	n := &Node{typ: unix.S_IFREG, hostFd: -1, anon: true, anonFd: afd, tmpDir: dir, stagedID: idOf(&st), area: a, replayIno: st.Ino}
 	v.nodes[n.stagedID] = n
 	return fd, nil
 }
@@ -552,8 +556,8 @@ func (v *Tx) Mkdir(c *Caller, at *Handle, path string, mode uint32) error {
 			if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
 				return err
 			}
-			_, err := v.createLocked(c, t.dir, t.name, unix.S_IFDIR|mode&^c.Umask&0o7777, func(sname string, perm uint32) error {
-				return unix.Mkdirat(v.stagingFd, sname, perm)
+			_, err := v.createLocked(c, t.dir, t.name, unix.S_IFDIR|mode&^c.Umask&0o7777, func(at int, sname string, perm uint32) error {
+				return unix.Mkdirat(at, sname, perm)
 			})
 			return err
 		})
@@ -577,8 +581,8 @@ func (v *Tx) Mknod(c *Caller, at *Handle, path string, mode uint32, dev uint64) 
 			if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
 				return err
 			}
-			_, err := v.createLocked(c, t.dir, t.name, typ|mode&^c.Umask&0o7777, func(sname string, perm uint32) error {
-				return unix.Mknodat(v.stagingFd, sname, typ|perm, int(dev))
+			_, err := v.createLocked(c, t.dir, t.name, typ|mode&^c.Umask&0o7777, func(at int, sname string, perm uint32) error {
+				return unix.Mknodat(at, sname, typ|perm, int(dev))
 			})
 			return err
 		})
@@ -598,8 +602,8 @@ func (v *Tx) Symlink(c *Caller, linkTarget string, at *Handle, path string) erro
 			if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
 				return err
 			}
-			_, err := v.createLocked(c, t.dir, t.name, unix.S_IFLNK|0o777, func(sname string, perm uint32) error {
-				return unix.Symlinkat(linkTarget, v.stagingFd, sname)
+			_, err := v.createLocked(c, t.dir, t.name, unix.S_IFLNK|0o777, func(at int, sname string, perm uint32) error {
+				return unix.Symlinkat(linkTarget, at, sname)
 			})
 			return err
 		})
@@ -747,13 +751,17 @@ func (v *Tx) Link(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPa
 	if old.magic && !n.isDir() && v.magicLinkatRefusedLocked() {
 		return unix.EXDEV
 	}
-	if od := old.dir; od != nil || n.locDir != nil {
-		if od == nil {
-			od = n.locDir
-		}
-		if v.mountOfLocked(od) != v.mountOfLocked(nt.dir) {
-			return unix.EXDEV
-		}
+	od := old.dir
+	if od == nil {
+		od = n.locDir
+	}
+	if od == nil && n.anon {
+		// An O_TMPFILE is on the mount of the directory it was made in,
+		// and its staged object in that mount's staging area.
+		od = n.tmpDir
+	}
+	if od != nil && v.mountOfLocked(od) != v.mountOfLocked(nt.dir) {
+		return unix.EXDEV
 	}
 	if err := v.mayLinkLocked(c, n); err != nil {
 		return err
@@ -769,7 +777,7 @@ func (v *Tx) Link(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPa
 		// An O_TMPFILE gets its first name: it becomes a staged object.
 		// (An O_EXCL one cannot: the kernel refuses the link, ENOENT.)
 		sname := v.newStagedNameLocked()
-		if err := unix.Linkat(n.anonFd, "", v.stagingFd, sname, unix.AT_EMPTY_PATH); err != nil {
+		if err := unix.Linkat(n.anonFd, "", n.area.fd, sname, unix.AT_EMPTY_PATH); err != nil {
 			return err
 		}
 		unix.Close(n.anonFd)
@@ -777,7 +785,7 @@ func (v *Tx) Link(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPa
 		n.staged = sname
 		n.locDir, n.locName = nt.dir, nt.name
 		v.setEntryLocked(nt.dir, nt.name, n)
-		v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: v.stagedPath(sname), Path: newVPath, Ino: n.stagedID.Ino})
+		v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: n.area.pathOf(sname), Path: newVPath, Ino: n.stagedID.Ino})
 		return nil
 	}
 	oldVPath, err := v.pathOfLocked(old)
@@ -801,7 +809,7 @@ func (v *Tx) Link(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPa
 
 // magicLinkat is whether this kernel refuses linkat(AT_SYMLINK_FOLLOW)
 // through a /proc/PID/fd/N magic link to a file (EXDEV), as 6.18 does,
-// probed once in the staging area.
+// probed once in the home staging area.
 var magicLinkat struct {
 	once    sync.Once
 	refused bool
@@ -813,15 +821,15 @@ var magicLinkat struct {
 func (v *Tx) magicLinkatRefusedLocked() bool {
 	magicLinkat.once.Do(func() {
 		const a, b = "probe-linkat-a", "probe-linkat-b"
-		fd, err := unix.Openat(v.stagingFd, a, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+		fd, err := unix.Openat(v.home.fd, a, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
 		if err != nil {
 			return
 		}
 		defer unix.Close(fd)
-		defer unix.Unlinkat(v.stagingFd, a, 0)
-		err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), v.stagingFd, b, unix.AT_SYMLINK_FOLLOW)
+		defer unix.Unlinkat(v.home.fd, a, 0)
+		err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), v.home.fd, b, unix.AT_SYMLINK_FOLLOW)
 		if err == nil {
-			unix.Unlinkat(v.stagingFd, b, 0)
+			unix.Unlinkat(v.home.fd, b, 0)
 		}
 		magicLinkat.refused = err == unix.EXDEV
 	})

@@ -178,27 +178,20 @@ func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, w
 }
 
 // mountOfLocked identifies the mount a directory of the view is on: a host
-// directory's own (the mount's root for a mount point), else its parent's
-// (a directory made in the transaction is never a mount point).
+// directory's own (the mount's root for a mount point), else that of the
+// host directory it was made in (see hostDirOf: a directory made in the
+// transaction is never a mount point).
 //
 // Preconditions: v.mu held; n is a directory.
 func (v *Tx) mountOfLocked(n *Node) uint64 {
-	for d := n; d != nil; d = d.parent {
-		if d.hostFd < 0 {
-			continue
-		}
-		if !d.mntSet {
-			var stx unix.Statx_t
-			if err := unix.Statx(d.hostFd, "", unix.AT_EMPTY_PATH, unix.STATX_MNT_ID, &stx); err == nil && stx.Mask&unix.STATX_MNT_ID != 0 {
-				d.mnt = stx.Mnt_id
-			} else {
-				d.mnt = d.host.Dev
-			}
-			d.mntSet = true
-		}
-		return d.mnt
+	d := hostDirOf(n)
+	if d == nil {
+		return 0
 	}
-	return 0
+	if !d.mntSet {
+		d.mnt, d.mntSet = mountID(d.hostFd, "", unix.AT_EMPTY_PATH, d.host.Dev), true
+	}
+	return d.mnt
 }
 
 // passLocked hands the rest of a path inside a passthrough subtree to the
@@ -295,7 +288,7 @@ func (v *Tx) readlinkLocked(n *Node) (string, error) {
 	var k int
 	var err error
 	if n.staged != "" {
-		k, err = unix.Readlinkat(v.stagingFd, n.staged, buf)
+		k, err = unix.Readlinkat(n.area.fd, n.staged, buf)
 	} else {
 		k, err = unix.Readlinkat(n.hostParent.hostFd, n.hostName, buf)
 	}
@@ -318,14 +311,14 @@ func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
 		// link count; its staged copy holds only the attributes the
 		// transaction changed.
 		var sst unix.Stat_t
-		if err = unix.Fstatat(v.stagingFd, n.staged, &sst, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+		if err = unix.Fstatat(n.area.fd, n.staged, &sst, unix.AT_SYMLINK_NOFOLLOW); err == nil {
 			if st, err = v.hostStatLocked(n); err == nil {
 				st.Mode, st.Uid, st.Gid = sst.Mode, sst.Uid, sst.Gid
 				st.Atim, st.Mtim, st.Ctim = sst.Atim, sst.Mtim, sst.Ctim
 			}
 		}
 	case n.staged != "":
-		err = unix.Fstatat(v.stagingFd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW)
+		err = unix.Fstatat(n.area.fd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW)
 	default:
 		st, err = v.hostStatLocked(n)
 	}
@@ -338,6 +331,9 @@ func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
 	}
 	if n.nlinkSet {
 		st.Nlink = n.nlink
+	} else if n.areaChild && st.Nlink > 2 {
+		// The transaction's staging area is no entry of the view.
+		st.Nlink--
 	}
 	if n.changed != nil {
 		st.Mtim, st.Ctim = *n.changed, *n.changed

@@ -21,10 +21,11 @@ type fileDiff struct {
 	newFile string
 }
 
-// describeOps renders a transaction's redo operations as the changes a
-// user made ("create /x/y", "rename /a -> /b", "chmod 0644 /d", …), in
-// order, and picks, per path whose contents the transaction replaced or
-// removed, the files show --diff compares.
+// describeOps renders a transaction's redo operations, whose staged
+// objects are in the staging directories areas, as the changes a user
+// made ("create /x/y", "rename /a -> /b", "chmod 0644 /d", …), in order,
+// and picks, per path whose contents the transaction replaced or removed,
+// the files show --diff compares.
 //
 // reads (the read set) tells a create from a replace: every host path an
 // op names was looked up, so a path it does not hold was absent (inside a
@@ -32,12 +33,19 @@ type fileDiff struct {
 // recorded by an older txexec), the host is asked instead. An object's type
 // comes from its staged object while staging exists, else from the host
 // path once written through (when it is still the inode the op placed).
-func describeOps(ops []store.RedoOp, reads []store.ReadRecord, staging string) (lines []string, diffs []fileDiff) {
+func describeOps(ops []store.RedoOp, reads []store.ReadRecord, areas []string) (lines []string, diffs []fileDiff) {
 	existed := map[string]bool{}
 	for _, r := range reads {
 		existed[r.Path] = r.Exists
 	}
-	isStaged := func(p string) bool { return strings.HasPrefix(p, staging+"/") }
+	isStaged := func(p string) bool {
+		for _, a := range areas {
+			if strings.HasPrefix(p, a+"/") {
+				return true
+			}
+		}
+		return false
+	}
 	// base is what held path before the transaction: the host path
 	// itself, or "" when absent.
 	base := func(p string) string {

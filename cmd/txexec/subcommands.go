@@ -391,8 +391,11 @@ func cmdShow(c *subcommand) int {
 	if r.Reason != "" {
 		fmt.Fprintf(w, "reason:    %s\n", r.Reason)
 	}
-	staging := st.StagingDir(r.ID)
-	changes, diffs := describeOps(ops, reads, staging)
+	areas, err := st.StagingAreas(r.ID)
+	if err != nil {
+		return c.fail(err, "shown")
+	}
+	changes, diffs := describeOps(ops, reads, areas)
 	switch {
 	case len(changes) > 0:
 		fmt.Fprintf(w, "changes (%d redo operations, %d paths read):\n", len(ops), len(reads))
@@ -407,7 +410,7 @@ func cmdShow(c *subcommand) int {
 	if !c.diff {
 		return 0
 	}
-	if why := diffUnavailable(r, staging); why != "" {
+	if why := diffUnavailable(r, areas[0]); why != "" {
 		fmt.Fprintf(w, "diff not available: %s\n", why)
 		return 0
 	}

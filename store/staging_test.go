@@ -1,0 +1,122 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestInstanceNamesStateDirectory(t *testing.T) {
+	dir := t.TempDir()
+	s := openT(t, dir, Options{})
+	assert.Regexp(t, regexp.MustCompile(`^[0-9a-f]{16}$`), s.instance)
+	again := openT(t, dir, Options{})
+	assert.Equal(t, s.instance, again.instance, "made once, with the database")
+	other := openT(t, t.TempDir(), Options{})
+	assert.NotEqual(t, s.instance, other.instance, "another state directory, another name")
+}
+
+func TestStagingAreas(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	mnt := t.TempDir() // stands for another mount's root
+	begin := func() int64 {
+		tx, err := s.Begin(TxInfo{})
+		require.NoError(t, err)
+		return tx.ID
+	}
+	id := begin()
+
+	area, err := s.AddStagingArea(id, mnt)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(mnt, AreaPrefix+s.instance+"-"+strconv.FormatInt(id, 10)), area)
+	fi, err := os.Stat(area)
+	require.NoError(t, err)
+	assert.True(t, fi.IsDir())
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	require.NoError(t, os.WriteFile(filepath.Join(area, "1"), []byte("staged\n"), 0o600))
+
+	areas, err := s.StagingAreas(id)
+	require.NoError(t, err)
+	assert.Equal(t, []string{s.StagingDir(id), area}, areas, "the state directory's first")
+
+	_, err = s.AddStagingArea(id, mnt)
+	assert.ErrorIs(t, err, os.ErrExist, "a directory already there is never adopted")
+	_, err = s.AddStagingArea(id, "relative/mnt")
+	assert.Error(t, err)
+	_, err = s.AddStagingArea(9999, mnt)
+	assert.ErrorIs(t, err, ErrNotFound)
+
+	require.NoError(t, s.Abort(id, "x"))
+	_, err = s.AddStagingArea(id, t.TempDir())
+	var se *StateError
+	assert.ErrorAs(t, err, &se, "only a running transaction gets an area")
+	require.NoError(t, s.RemoveStaging(id))
+	assert.NoDirExists(t, area)
+	assert.NoDirExists(t, s.StagingDir(id))
+	areas, err = s.StagingAreas(id)
+	require.NoError(t, err)
+	assert.Equal(t, []string{s.StagingDir(id)}, areas, "removed areas are forgotten")
+	require.NoError(t, s.RemoveStaging(id), "twice is fine")
+}
+
+func TestGCStagingAreas(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	mnt := t.TempDir()
+	mk := func(final func(id int64) error) (int64, string) {
+		tx, err := s.Begin(TxInfo{})
+		require.NoError(t, err)
+		area, err := s.AddStagingArea(tx.ID, mnt)
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(filepath.Join(area, "d", "e"), 0o700))
+		if final != nil {
+			require.NoError(t, final(tx.ID))
+		}
+		return tx.ID, area
+	}
+	commit := func(id int64) error { _, err := s.Commit(id, nil, Prepared{}); return err }
+	running, runningArea := mk(nil)
+	kept, keptArea := mk(func(id int64) error { return s.Keep(id, Prepared{}) })
+	committed, committedArea := mk(commit)
+	applied, appliedArea := mk(func(id int64) error {
+		if err := commit(id); err != nil {
+			return err
+		}
+		return s.MarkApplied(id)
+	})
+	aborted, abortedArea := mk(func(id int64) error { return s.Abort(id, "x") })
+	// Recorded, but the crash came before its mkdir.
+	unmade, unmadeArea := mk(func(id int64) error { return s.Abort(id, "x") })
+	require.NoError(t, os.RemoveAll(unmadeArea))
+	// Their staging/ID is gone already: GCStaging finds them by their
+	// areas alone.
+	for _, id := range []int64{applied, aborted, unmade} {
+		require.NoError(t, os.RemoveAll(s.StagingDir(id)))
+	}
+
+	removed, err := s.GCStaging()
+	require.NoError(t, err)
+	assert.Equal(t, []int64{applied, aborted, unmade}, removed)
+	for _, a := range []string{runningArea, keptArea, committedArea} {
+		assert.DirExists(t, a)
+	}
+	for _, a := range []string{appliedArea, abortedArea} {
+		assert.NoDirExists(t, a)
+	}
+	for _, id := range []int64{running, kept, committed} {
+		areas, err := s.StagingAreas(id)
+		require.NoError(t, err)
+		assert.Len(t, areas, 2, "transaction %d keeps its area", id)
+	}
+	var rows int
+	require.NoError(t, s.db.QueryRow(`SELECT count(*) FROM staging_area`).Scan(&rows))
+	assert.Equal(t, 3, rows, "only the live transactions' areas are recorded")
+
+	removed, err = s.GCStaging()
+	require.NoError(t, err)
+	assert.Empty(t, removed)
+}
