@@ -264,3 +264,23 @@ func TestExecPathRace(t *testing.T) {
 		})
 	}
 }
+
+// TestExecStagedAsOtherUser: under a root txexec, a process running as
+// another user executes a program the transaction made — an ELF binary,
+// whose path the kernel walks for that user into the staging area.
+func TestExecStagedAsOtherUser(t *testing.T) {
+	needRoot(t)
+	requireTools(t, "setpriv")
+	work := t.TempDir()
+	state := filepath.Join(t.TempDir(), "state")
+	openToOthers(t, work)
+	openToOthers(t, filepath.Dir(state))
+	script := `cp /bin/echo ./myecho && chmod 755 ./myecho && setpriv --reuid=1000 --regid=1000 --clear-groups sh -c './myecho ran as $(id -u)'`
+	for _, m := range []mode{native, transaction} {
+		dir := filepath.Join(work, m.String())
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		got := run(t, m, command{Argv: []string{"sh", "-c", script}, Dir: dir, Env: []string{"TXEXEC_STATE_DIR=" + state}})
+		assert.Equal(t, 0, got.Status, "%s: stderr:\n%s", m, got.Stderr)
+		assert.Equal(t, "ran as 1000\n", got.Stdout, "%s", m)
+	}
+}

@@ -28,7 +28,7 @@ func (s *Store) StagingDir(id int64) string {
 
 // AddStagingArea gives running transaction id a staging area on the mount
 // whose root is mountPoint, an absolute path, and returns the area's path:
-// the new directory MOUNTPOINT/.txexec-staging-INSTANCE-ID, mode 0700,
+// the new directory MOUNTPOINT/.txexec-staging-INSTANCE-ID, mode stagingMode(),
 // owned by this process's user. Staged objects that shadow paths on that
 // mount live there, so that their write-through is a rename within the
 // mount (DESIGN §4.4).
@@ -53,7 +53,10 @@ func (s *Store) AddStagingArea(id int64, mountPoint string) (string, error) {
 		return "", notFound("add staging area of", id, err)
 	}
 	Fault(FaultAreaRegistered)
-	if err := os.Mkdir(path, 0o700); err != nil {
+	if err := os.Mkdir(path, stagingMode()); err != nil {
+		return "", fmt.Errorf("create staging area of transaction %d: %w", id, err)
+	}
+	if err := os.Chmod(path, stagingMode()); err != nil { // whatever the umask
 		return "", fmt.Errorf("create staging area of transaction %d: %w", id, err)
 	}
 	return path, nil

@@ -37,7 +37,7 @@ func TestStagingAreas(t *testing.T) {
 	fi, err := os.Stat(area)
 	require.NoError(t, err)
 	assert.True(t, fi.IsDir())
-	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	assert.Equal(t, stagingMode(), fi.Mode().Perm())
 	require.NoError(t, os.WriteFile(filepath.Join(area, "1"), []byte("staged\n"), 0o600))
 
 	areas, err := s.StagingAreas(id)

@@ -72,13 +72,24 @@ func Open(dir string, opt Options) (*Store, error) {
 		opt.Owner = Owner{Pid: os.Getpid()}
 	}
 	for _, d := range []string{dir, filepath.Join(dir, StagingName)} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+		if err := os.MkdirAll(d, stagingMode()); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
+		if err := searchable(d); err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 	}
 	db, err := openDB(dsn(filepath.Join(dir, DBName), opt.Durable), opt.Durable)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
+	}
+	// The history (commands, paths, attribute values) is the owner's
+	// alone, whatever the umask and whoever may search the directory.
+	for _, f := range []string{DBName, DBName + "-wal", DBName + "-shm"} {
+		if err := os.Chmod(filepath.Join(dir, f), 0o600); err != nil && !os.IsNotExist(err) {
+			db.Close()
+			return nil, fmt.Errorf("open store %s: %w", dir, err)
+		}
 	}
 	s := &Store{dir: dir, db: db, opt: opt}
 	if err := s.migrate(); err != nil {
@@ -262,4 +273,31 @@ func notFound(op string, id int64, err error) error {
 		return fmt.Errorf("%s transaction %d: %w", op, id, ErrNotFound)
 	}
 	return fmt.Errorf("%s transaction %d: %w", op, id, err)
+}
+
+// stagingMode is the mode of the state directory and the staging
+// directories. Run as root, txexec supervises processes of other users,
+// which must be able to execute programs the transaction staged: the
+// kernel walks the staged path for them. So the directories are searchable
+// by everyone (never listable, and staged objects have unguessable names:
+// vfs.Tx.newStagedNameLocked); otherwise they are the owner's alone.
+func stagingMode() os.FileMode {
+	if os.Geteuid() == 0 {
+		return 0o711
+	}
+	return 0o700
+}
+
+// searchable gives directory d the search permissions stagingMode asks for
+// (a state directory made by an earlier version, or by the user, may lack
+// them); it never takes permissions away.
+func searchable(d string) error {
+	fi, err := os.Stat(d)
+	if err != nil {
+		return err
+	}
+	if want := fi.Mode().Perm() | stagingMode()&0o111; want != fi.Mode().Perm() {
+		return os.Chmod(d, want)
+	}
+	return nil
 }

@@ -69,9 +69,11 @@ func TestOpenPragmas(t *testing.T) {
 			for _, p := range []string{dir, filepath.Join(dir, StagingName)} {
 				fi, err := os.Stat(p)
 				require.NoError(t, err)
-				assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm(), p)
+				assert.Equal(t, stagingMode(), fi.Mode().Perm(), p)
 			}
-			assert.FileExists(t, filepath.Join(dir, DBName))
+			fi, err := os.Stat(filepath.Join(dir, DBName))
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "the history is the owner's alone")
 		})
 	}
 }
@@ -162,7 +164,7 @@ func TestLifecycle(t *testing.T) {
 	fi, err := os.Stat(s.StagingDir(tx.ID))
 	require.NoError(t, err)
 	assert.True(t, fi.IsDir())
-	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+	assert.Equal(t, stagingMode(), fi.Mode().Perm())
 
 	rec, ops, err := s.Get(tx.ID)
 	require.NoError(t, err)
@@ -797,4 +799,22 @@ func BenchmarkCommit2000Ops(b *testing.B) {
 		require.NoError(b, err)
 		require.NoError(b, s.MarkApplied(tx.ID))
 	}
+}
+
+// TestStagingMode: run as root, the state and staging directories are
+// searchable by everyone, so that the kernel can walk to a staged program
+// that a process of another user executes; never listable by others.
+func TestStagingMode(t *testing.T) {
+	if os.Geteuid() == 0 {
+		assert.Equal(t, os.FileMode(0o711), stagingMode())
+	} else {
+		assert.Equal(t, os.FileMode(0o700), stagingMode())
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	s := openT(t, dir, Options{})
+	_ = s
+	fi, err := os.Stat(dir)
+	require.NoError(t, err)
+	assert.Equal(t, stagingMode(), fi.Mode().Perm(), "an existing state directory gets the search bits")
 }

@@ -50,7 +50,10 @@ func (s *Store) Begin(info TxInfo) (Tx, error) {
 		if err := os.RemoveAll(dir); err != nil {
 			return err
 		}
-		return os.Mkdir(dir, 0o700)
+		if err := os.Mkdir(dir, stagingMode()); err != nil {
+			return err
+		}
+		return os.Chmod(dir, stagingMode()) // whatever the umask
 	})
 	if err != nil {
 		return Tx{}, fmt.Errorf("begin transaction: %w", err)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -47,8 +48,16 @@ func (m *Manager) Begin(command []string, cwd string) (*Transaction, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The state directory is txexec's own: what it holds changes under
+	// every transaction (the database, other transactions' staging), and
+	// a transaction that reads it (a `du /var/lib`, a backup) must neither
+	// see its own staging nor conflict with the store's writes.
+	excludes := append([]string(nil), m.Excludes...)
+	if dir, err := filepath.EvalSymlinks(m.Store.Dir()); err == nil {
+		excludes = append(excludes, dir)
+	}
 	v, err := vfs.NewTx(m.Host, m.Store.StagingDir(t.ID), vfs.TxOptions{
-		Excludes: m.Excludes,
+		Excludes: excludes,
 		NewArea:  func(mountPoint string) (string, error) { return m.Store.AddStagingArea(t.ID, mountPoint) },
 	})
 	if err != nil {

@@ -1,6 +1,8 @@
 package vfs
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -354,9 +356,17 @@ func (v *Tx) recordMetaLocked(n *Node, st *unix.Stat_t) {
 }
 
 // stagePath names a new staged object.
+//
+// The name is unguessable: under a root txexec the staging areas are
+// searchable by everyone (mode 0711, never listable) so that a process of
+// the transaction running as another user can execute a program the
+// transaction staged — the kernel walks the path for it — while no process
+// outside can reach a staged object without being told its name.
 func (v *Tx) newStagedNameLocked() string {
 	v.seq++
-	return strconv.Itoa(v.seq)
+	var r [8]byte
+	rand.Read(r[:])
+	return strconv.Itoa(v.seq) + "-" + hex.EncodeToString(r[:])
 }
 
 func (v *Tx) now() unix.Timespec {
