@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,6 +51,8 @@ import (
 // -benchtime 1x, once per round):
 //
 //	P/M-s            seconds
+//	P/M-cpu-s        CPU seconds of the command's process tree, and of
+//	                 txexec under txexec (user + system, from wait4)
 //	P/M-rss-MiB      txexec's own peak RSS (txexec modes)
 //	P/M-staging-MiB  the transaction's staging disk use before commit
 //	                 (transactional modes)
@@ -107,7 +110,7 @@ var workloadModes = []workloadMode{
 
 // transactional says whether m's runs stage anything.
 func (m workloadMode) transactional() bool {
-	return m.txexec && !(len(m.opts) > 0 && m.opts[0] == "--passthrough")
+	return m.txexec && !slices.Contains(m.opts, "--passthrough")
 }
 
 // workload is one benchmark of BenchmarkWorkload.
@@ -202,9 +205,10 @@ func runWorkload(b *testing.B, w workload) {
 			}
 		}
 		measure := func(r modeRun, ph workloadPhase) {
-			secs, stats := runPhase(b, bin, r, ph)
+			t, stats := runPhase(b, bin, r, ph)
 			key := ph.name + "/" + r.mode.name
-			st.sum[key+"-s"] += secs
+			st.sum[key+"-s"] += t.wall
+			st.sum[key+"-cpu-s"] += t.cpu
 			if r.mode.txexec {
 				st.max[key+"-rss-MiB"] = max(st.max[key+"-rss-MiB"], float64(stats["vmhwm_bytes"])/(1<<20))
 			}
@@ -280,9 +284,14 @@ func newStateDir(b *testing.B, bin string) string {
 // what its transient pattern matches.
 const transientTries = 5
 
+// phaseTime is how long a run took, in seconds: wall time, and the CPU
+// time (user + system) of the command's process tree — txexec's
+// included under txexec — which other load on the machine disturbs less.
+type phaseTime struct{ wall, cpu float64 }
+
 // runPhase runs one phase in one mode after a sync(2), and returns its
-// time in seconds and, under txexec, the TXEXEC_STATS values.
-func runPhase(b *testing.B, bin string, r modeRun, ph workloadPhase) (float64, map[string]int64) {
+// times and, under txexec, the TXEXEC_STATS values.
+func runPhase(b *testing.B, bin string, r modeRun, ph workloadPhase) (phaseTime, map[string]int64) {
 	b.Helper()
 	argv := ph.argv
 	env := workloadEnv()
@@ -304,7 +313,10 @@ func runPhase(b *testing.B, bin string, r modeRun, ph workloadPhase) (float64, m
 		if err == nil && r.mode.syncfs {
 			err = syncfs(r.dir)
 		}
-		secs := time.Since(start).Seconds()
+		t := phaseTime{wall: time.Since(start).Seconds()}
+		if cmd.ProcessState != nil {
+			t.cpu = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+		}
 		if err != nil {
 			if isTransient(r.mode, ph, err, stderr.Bytes()) && try < transientTries {
 				b.Logf("bench: %s (%s): %v, retrying: %s", ph.name, r.mode.name, err, stderr.String())
@@ -317,13 +329,13 @@ func runPhase(b *testing.B, bin string, r modeRun, ph workloadPhase) (float64, m
 			ph.check(b, r.dir)
 		}
 		if statsFile == "" {
-			return secs, nil
+			return t, nil
 		}
 		stats, err := readStats(statsFile)
 		if err != nil {
 			b.Fatalf("bench: %s: %v", strings.Join(argv, " "), err)
 		}
-		return secs, stats
+		return t, stats
 	}
 }
 
