@@ -48,8 +48,8 @@ bench: build
 	  $(GO) test -run '^$$' -bench . -skip 'Commit2000|Workload' -benchtime 2000x -timeout 30m ./bench/... 2>&1 | tee -a bench/out.txt; \
 	  $(GO) test -run '^$$' -bench Commit2000 -benchtime 3x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; \
 	  TXEXEC_BENCH_ROUND=$$i $(GO) test -run '^$$' -bench Workload -benchtime 1x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; done
-	@! grep -Eq '^(FAIL|--- FAIL|panic:)' bench/out.txt || { echo "make bench: a benchmark failed" >&2; exit 1; }
 	$(GO) run ./bench/report -in bench/out.txt -o docs/performance.md
+	@! grep -Eq '^(FAIL|--- FAIL|panic:)' bench/out.txt || { echo "make bench: a benchmark failed (listed in docs/performance.md)" >&2; exit 1; }
 
 soak: build
 	TXEXEC_SOAK=1 $(GO) test -count=1 -timeout 80m -run 'Crash|Concurrent|Soak' ./e2e/...

@@ -215,3 +215,28 @@ func TestFont(t *testing.T) {
 	assert.Equal(t, 0, textWidth("", 2))
 	assert.Equal(t, (3*glyphAdvance-1)*2, textWidth("abc", 2))
 }
+
+func TestParseFailures(t *testing.T) {
+	const out = `phases-build: make
+--- FAIL: BenchmarkWorkload/build
+    workload_test.go:208: bench: txexec --no-durable -- make -j2 -s: exit status 2
+        /usr/include/stdlib.h:587:11: fatal error: /usr/include/alloca.h: No such process
+        make: *** [Makefile:8: m40.o] Error 1
+--- FAIL: BenchmarkWorkload
+FAIL
+BenchmarkWorkload/rab-2  1  5 ns/op  1 mkdir/native-s
+`
+	r, err := Parse(strings.NewReader(out))
+	require.NoError(t, err)
+	require.Len(t, r.Failures, 1, "the parent, which logged nothing, is not one")
+	assert.Equal(t, "Workload/build", r.Failures[0].Name)
+	assert.Len(t, r.Failures[0].Lines, 3)
+	assert.NotContains(t, r.Header, "make", "a failure's lines are not headers")
+	assert.Equal(t, []float64{1}, r.Samples["Workload/rab"]["mkdir/native-s"])
+
+	var b bytes.Buffer
+	writeFailures(&b, r)
+	assert.Contains(t, b.String(), "## Failed benchmarks")
+	assert.Contains(t, b.String(), "- BenchmarkWorkload/build:")
+	assert.Contains(t, b.String(), "  /usr/include/stdlib.h:587:11: fatal error: /usr/include/alloca.h: No such process\n")
+}
