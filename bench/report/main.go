@@ -174,6 +174,10 @@ func Parse(r io.Reader) (*Results, error) {
 			failure = &Failure{Name: m[1]}
 			continue
 		}
+		if strings.HasPrefix(line, "panic: ") {
+			failure = &Failure{Name: " (a panic of the test binary)", Lines: []string{line}}
+			continue
+		}
 		if m := retryLine.FindStringSubmatch(line); m != nil {
 			res.Retries = append(res.Retries, m[1])
 			continue

@@ -234,6 +234,11 @@ BenchmarkWorkload/rab-2  1  5 ns/op  1 mkdir/native-s
 	assert.NotContains(t, r.Header, "make", "a failure's lines are not headers")
 	assert.Equal(t, []float64{1}, r.Samples["Workload/rab"]["mkdir/native-s"])
 
+	r2, err := Parse(strings.NewReader("panic: runtime error: index out of range\n\ngoroutine 1 [running]:\n"))
+	require.NoError(t, err)
+	require.Len(t, r2.Failures, 1)
+	assert.Equal(t, []string{"panic: runtime error: index out of range"}, r2.Failures[0].Lines)
+
 	var b bytes.Buffer
 	writeFailures(&b, r)
 	assert.Contains(t, b.String(), "## Failed benchmarks")
