@@ -9,7 +9,9 @@
 // compiled fixture and txexec binary. By default those directories are made
 // on a tmpfs (/dev/shm) so that the numbers are the cost of the system-call
 // path and not of this machine's disk; TXEXEC_BENCH_DIR chooses another
-// parent directory (for example one on ext4).
+// parent directory (for example one on ext4). BenchmarkCommit2000 and the
+// workloads (BenchmarkWorkload) work under /var/tmp instead: the disk file
+// system is part of what they measure.
 package bench
 
 import (

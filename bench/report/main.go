@@ -2,12 +2,16 @@
 // -bench` on ./bench/...) into docs/performance.md: the per-call table in
 // the style of TxOS (SOSP'09) Table 4, the bare seccomp-notify floor
 // measured in the same run, the ratios against native and against the
-// floor, the machine and the method, and the record of optimizations kept
-// in bench/history.
+// floor, the workloads (whole programs) with the supervisor's memory and
+// staging disk use, the targets of issue 7 and whether they are met, the
+// machine and the method, and the record of optimizations kept in
+// bench/history. Next to the Markdown file it draws the ratios as PNG bar
+// charts (perf-percall.png, perf-workloads.png), with the standard library
+// only.
 //
 //	go run ./bench/report -in bench/out.txt -o docs/performance.md
 //
-// Every number in the generated file comes from -in or from the recorded
+// Every number in the generated files comes from -in or from the recorded
 // benchmark outputs in -history; nothing is typed in by hand.
 package main
 
@@ -58,9 +62,59 @@ func run(in, out, history string) error {
 	if err != nil {
 		return err
 	}
+	for name, c := range Plots(res) {
+		if err := writePNG(filepath.Join(filepath.Dir(out), name), c.Render()); err != nil {
+			return err
+		}
+	}
 	var b bytes.Buffer
 	Write(&b, res, steps, machine(), time.Now().UTC())
 	return os.WriteFile(out, b.Bytes(), 0o644)
+}
+
+// The plots' file names, next to the Markdown file.
+const (
+	percallPlot  = "perf-percall.png"
+	workloadPlot = "perf-workloads.png"
+)
+
+// Plots returns the charts the results have data for, by file name.
+func Plots(r *Results) map[string]*barChart {
+	plots := map[string]*barChart{}
+	if c := percallChart(r); len(c.Groups) > 0 {
+		plots[percallPlot] = c
+	}
+	if ws := r.Workloads(); len(ws) > 0 {
+		plots[workloadPlot] = workloadChart(ws)
+	}
+	return plots
+}
+
+// percallChart is the per-call table's ratios to native, its floor's too.
+func percallChart(r *Results) *barChart {
+	c := &barChart{Title: "Per call: time / native (medians)", Series: []string{"passthrough", "in a transaction", "floor"}, Ref: 1}
+	for _, op := range append(slices.Clone(txosOps), extraOps...) {
+		nat := r.NsPerCall("PerCall/" + op + "/native")
+		pt, tx := r.NsPerCall("PerCall/"+op+"/passthrough")/nat, r.NsPerCall("PerCall/"+op+"/tx")/nat
+		if math.IsNaN(pt) && math.IsNaN(tx) {
+			continue
+		}
+		c.Groups = append(c.Groups, barGroup{Label: op, Values: []float64{pt, tx, floorFor(r, op) / nat}})
+	}
+	return c
+}
+
+// floorFor is the floor the per-call table compares op with: the bare C
+// supervisor emulating fstatat, or installing a descriptor for open and
+// create; for read and write, the native loop under an allow-all filter.
+func floorFor(r *Results, op string) float64 {
+	switch {
+	case op == "open" || op == "create":
+		return r.firstOf("PerCall/open/floor", "Floor/open-syncwake")
+	case fdOps[op]:
+		return r.NsPerCall("PerCall/" + op + "/filtered")
+	}
+	return r.firstOf("PerCall/stat/floor", "Floor/syncwake")
 }
 
 // Results are the parsed benchmark lines: every sample of every benchmark
@@ -74,7 +128,29 @@ type Results struct {
 	Header map[string]string
 	// Order is the order in which benchmark names first appeared.
 	Order []string
+	// Retries are the benchmarks' log lines about a run repeated after a
+	// transient failure (BenchmarkWorkload: a conflict with another process).
+	Retries []string
+	// Failures are the benchmarks that failed, with what they logged.
+	Failures []Failure
 }
+
+// Failure is one "--- FAIL: BenchmarkNAME" of the output and the lines
+// indented under it.
+type Failure struct {
+	Name  string
+	Lines []string
+}
+
+var failLine = regexp.MustCompile(`^--- FAIL: Benchmark(\S+)`)
+
+// headerKey is the key of a "key: value" header line: go test's (goos,
+// pkg, cpu) and BenchmarkWorkload's (workload-NAME, phases-NAME); not a
+// test log line's "file_test.go:12".
+var headerKey = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_+-]*$`)
+
+// retryLine is a benchmark's log line about a repeated run.
+var retryLine = regexp.MustCompile(`^\S+_test\.go:\d+: (.*, retrying: .*)$`)
 
 var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+(\d+)\s+(.+)$`)
 
@@ -82,9 +158,31 @@ var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+(\d+)\s+(.+)$`)
 func Parse(r io.Reader) (*Results, error) {
 	res := &Results{Samples: map[string]map[string][]float64{}, Header: map[string]string{}}
 	sc := bufio.NewScanner(r)
+	var failure *Failure // the failure whose indented lines follow
 	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if k, v, ok := strings.Cut(line, ": "); ok && !strings.HasPrefix(line, "Benchmark") && !strings.Contains(k, " ") {
+		raw := sc.Text()
+		line := strings.TrimSpace(raw)
+		if failure != nil && line != "" && (raw[0] == ' ' || raw[0] == '\t') {
+			failure.Lines = append(failure.Lines, line)
+			continue
+		}
+		if failure != nil && len(failure.Lines) > 0 {
+			res.Failures = append(res.Failures, *failure)
+		}
+		failure = nil
+		if m := failLine.FindStringSubmatch(line); m != nil {
+			failure = &Failure{Name: m[1]}
+			continue
+		}
+		if strings.HasPrefix(line, "panic: ") {
+			failure = &Failure{Name: " (a panic of the test binary)", Lines: []string{line}}
+			continue
+		}
+		if m := retryLine.FindStringSubmatch(line); m != nil {
+			res.Retries = append(res.Retries, m[1])
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ": "); ok && !strings.HasPrefix(line, "Benchmark") && headerKey.MatchString(k) {
 			res.Header[k] = v
 			continue
 		}
@@ -110,7 +208,34 @@ func Parse(r io.Reader) (*Results, error) {
 			res.Samples[name][unit] = append(res.Samples[name][unit], v)
 		}
 	}
+	if failure != nil && len(failure.Lines) > 0 {
+		res.Failures = append(res.Failures, *failure)
+	}
 	return res, sc.Err()
+}
+
+// maxFailureLines bounds what the report quotes of one failure.
+const maxFailureLines = 12
+
+// writeFailures lists the benchmarks that failed during the run: their
+// numbers are missing from the rounds they failed in.
+func writeFailures(w io.Writer, r *Results) {
+	if len(r.Failures) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "## Failed benchmarks\n\n")
+	fmt.Fprintf(w, "%d benchmark runs failed during this run; the tables below lack their rounds.\n\n", len(r.Failures))
+	for _, f := range r.Failures {
+		lines := f.Lines
+		if len(lines) > maxFailureLines {
+			lines = append(slices.Clone(lines[:maxFailureLines]), "…")
+		}
+		fmt.Fprintf(w, "- Benchmark%s:\n\n  ```\n", f.Name)
+		for _, l := range lines {
+			fmt.Fprintf(w, "  %s\n", l)
+		}
+		fmt.Fprintf(w, "  ```\n\n")
+	}
 }
 
 // Median returns the median of the named benchmark's metric, the number of
@@ -213,7 +338,14 @@ type Machine struct {
 	TmpDir   string
 	TmpFS    string
 	Load     string
+	// WorkloadDir holds the workloads' and the commit benchmark's
+	// directories; WorkloadFS describes its file system.
+	WorkloadDir string
+	WorkloadFS  string
 }
+
+// workloadDir mirrors bench's workloadDir and commitDir.
+const workloadDir = "/var/tmp"
 
 func machine() Machine {
 	m := Machine{NProc: runtime.NumCPU(), Go: runtime.Version(), CPU: "unknown", Kernel: "unknown"}
@@ -246,7 +378,37 @@ func machine() Machine {
 	m.BenchFS = fsType(m.BenchDir)
 	m.TmpDir = os.TempDir()
 	m.TmpFS = fsType(m.TmpDir)
+	m.WorkloadDir = workloadDir
+	m.WorkloadFS = fsType(workloadDir)
+	if m.WorkloadFS == "ext4" {
+		if j, ok := ext4Journal(workloadDir); ok && !j {
+			m.WorkloadFS = "ext4 without a journal"
+		} else if ok {
+			m.WorkloadFS = "ext4 with a journal"
+		}
+	}
 	return m
+}
+
+// ext4Journal reports whether the ext4 file system of dir has a journal
+// (jbd2 lists one as /proc/fs/jbd2/DEVICE-INODE), and whether it could
+// tell.
+func ext4Journal(dir string) (journal, ok bool) {
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil {
+		return false, false
+	}
+	uevent, err := os.ReadFile(fmt.Sprintf("/sys/dev/block/%d:%d/uevent", unix.Major(st.Dev), unix.Minor(st.Dev)))
+	if err != nil {
+		return false, false
+	}
+	for _, l := range strings.Split(string(uevent), "\n") {
+		if dev, found := strings.CutPrefix(l, "DEVNAME="); found {
+			js, _ := filepath.Glob("/proc/fs/jbd2/" + dev + "-*")
+			return len(js) > 0, true
+		}
+	}
+	return false, false
 }
 
 // benchDir mirrors bench.ParentDir (the report must not import the test
@@ -317,6 +479,7 @@ func Write(w io.Writer, r *Results, steps []Step, m Machine, now time.Time) {
 	p("<!-- Code generated by `make bench` (go run ./bench/report) from bench/out.txt and bench/history; DO NOT EDIT. -->\n\n")
 	p("Generated %s from one `make bench` run on this machine. Each number is the median of the\n", now.Format("2006-01-02 15:04 UTC"))
 	p("rounds of that run (see Method); ratios are taken between medians of the same run.\n\n")
+	writeFailures(w, r)
 
 	// The floors measured next to the calls (PerCall/stat/floor,
 	// PerCall/open/floor), else the ones of BenchmarkFloor.
@@ -343,13 +506,7 @@ func Write(w io.Writer, r *Results, steps []Step, m Machine, now time.Time) {
 		if math.IsNaN(nat) && math.IsNaN(pt) && math.IsNaN(tx) {
 			continue
 		}
-		floor := floorSync
-		switch {
-		case op == "open" || op == "create":
-			floor = floorOpen
-		case fdOps[op]:
-			floor = r.NsPerCall("PerCall/" + op + "/filtered")
-		}
+		floor := floorFor(r, op)
 		fp, ft := ratio(pt, floor), ratio(tx, floor)
 		p("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", op, opWhat[op], us(nat), us(pt), us(tx), ratio(pt, nat), ratio(tx, nat), fp, ft)
 		if slices.Contains(txosOps, op) && !math.IsNaN(tx/nat) {
@@ -360,6 +517,12 @@ func Write(w io.Writer, r *Results, steps []Step, m Machine, now time.Time) {
 	if len(txRatios) == len(txosOps) {
 		p("Geometric mean of the in-transaction ratios over TxOS's eight calls (access, stat, open,\n")
 		p("unlink, link, mkdir, read, write): **%.2f×** native (TxOS, in-kernel: 3.93×).\n\n", geomean(txRatios))
+	}
+	plots := Plots(r)
+	if plots[percallPlot] != nil {
+		p("![Per-call time over native: passthrough (grey), in a transaction (blue), the floor (orange)](%s)\n\n", percallPlot)
+		p("(%s: the table's passthrough / native and tx / native columns as bars, and the floor each\n", percallPlot)
+		p("call is compared with over native; the red line is native, 1.0.)\n\n")
 	}
 
 	p("## The floor\n\n")
@@ -412,6 +575,14 @@ func Write(w io.Writer, r *Results, steps []Step, m Machine, now time.Time) {
 		p("runs on this shared machine; the ratio is only meaningful within one run.\n\n")
 	}
 
+	ws := r.Workloads()
+	writeWorkloads(w, ws)
+	if plots[workloadPlot] != nil {
+		p("![Workload time over native per phase and in all: passthrough (grey), ACI (blue), durable (orange)](%s)\n\n", workloadPlot)
+		p("(%s: the workload table's passthrough, ACI and durable ratios to native as bars, each\n", workloadPlot)
+		p("phase and each workload in all; the red line is native, 1.0.)\n\n")
+	}
+
 	p("## Targets\n\n")
 	statPT := r.NsPerCall("PerCall/stat/passthrough")
 	statTx := r.NsPerCall("PerCall/stat/tx")
@@ -447,6 +618,7 @@ func Write(w io.Writer, r *Results, steps []Step, m Machine, now time.Time) {
 			op, targetIORatio, ratio(pt, nat), ratio(tx, nat), ratio(filt, nat), ratio(pt, filt), ratio(tx, filt),
 			verdict(max(pt, tx)/nat <= targetIORatio))
 	}
+	writeWorkloadTargets(w, ws)
 	p("\n")
 
 	writeWhere(w, r, floorSync)
@@ -461,12 +633,16 @@ func Write(w io.Writer, r *Results, steps []Step, m Machine, now time.Time) {
 	p("| date | %s |\n", now.Format("2006-01-02"))
 	p("| load average when the report was made (1, 5, 15 min) | %s |\n", m.Load)
 	p("| files and state directory | temporary directories under %s (%s) |\n", m.BenchDir, m.BenchFS)
+	p("| workloads and the 2000-file commit | temporary directories under %s (%s) |\n", m.WorkloadDir, m.WorkloadFS)
 	if c := r.Header["cpu"]; c != "" {
 		p("| go test reported cpu | %s |\n", c)
 	}
 	p("\n")
 
 	p("## Method\n\n")
+	if n := rounds(r); n > 0 {
+		p("- This report is from %d rounds (`make bench BENCH_ROUNDS=%d`).\n", n, n)
+	}
 	p("- `bench/percall.c` (compiled at benchmark time) performs N calls of one kind and times them\n")
 	p("  itself with `clock_gettime` (vDSO, not a system call) around blocks of 64 calls, after\n")
 	p("  256 untimed warm-up calls of the same kind. Process start-up, the first lookups of the\n")
@@ -497,12 +673,68 @@ func Write(w io.Writer, r *Results, steps []Step, m Machine, now time.Time) {
 		p("  which would hide the system-call path the table is about.")
 	}
 	p("\n")
+	writeWorkloadMethod(w, r, m)
 	p("- Profiling: `go test -run '^$' -bench 'InProcess/stat/tx' -benchtime 20000x -cpuprofile\n")
 	p("  cpu.out ./bench/` runs the same fixture under a supervisor inside the test process;\n")
+	p("  `TXEXEC_CPUPROFILE=FILE txexec -- COMMAND` writes a CPU profile of the supervisor of a\n")
+	p("  real run (`go tool pprof -top bin/txexec FILE`), which is how the workloads are profiled;\n")
 	p("  `TXEXEC_BENCH_BASE=/path/to/older/txexec` adds `passthrough-base` and `tx-base` modes to\n")
 	p("  BenchmarkPerCall, which is how each optimization below was measured against its parent.\n\n")
 
 	writeSteps(w, steps)
+}
+
+// rounds is the number of rounds of the run: the most samples any
+// benchmark has (each round runs each benchmark once).
+func rounds(r *Results) int {
+	n := 0
+	for _, name := range r.Order {
+		for _, vs := range r.Samples[name] {
+			n = max(n, len(vs))
+		}
+	}
+	return n
+}
+
+// writeWorkloadMethod says how the workloads were measured.
+func writeWorkloadMethod(w io.Writer, r *Results, m Machine) {
+	if len(r.Workloads()) == 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	p("- Workloads (bench/workload_test.go): each round runs every phase once in every mode. Each\n")
+	p("  mode has its own work directory and state directory (`--state-dir`, its store created\n")
+	p("  beforehand) under %s (%s), so that a commit is a rename on the same file system.\n", m.WorkloadDir, m.WorkloadFS)
+	p("  Modes alternate phase by phase (dpkg, which changes the system's package database: each\n")
+	p("  mode installs and removes before the next), in an order that rotates with the phase and\n")
+	p("  the round, so that each mode runs first as often as the others. One untimed native run\n")
+	p("  of every phase warms the caches first; an untimed sync(2) precedes every timed run, so\n")
+	p("  that no run pays for the write-back of another. Nothing is deleted until the workload's\n")
+	p("  last phase: deletions slow down later file creation (below).\n")
+	if strings.Contains(m.WorkloadFS, "without a journal") {
+		p("- %s is ext4 without a journal. Its inode allocator then skips every inode deleted in\n", m.WorkloadDir)
+		p("  the last minute, one by one (the kernel's `recently_deleted`), so creating files shortly\n")
+		p("  after anyone on this shared machine deleted many costs up to several hundred µs per file,\n")
+		p("  natively and under txexec alike: the create-heavy phases (LFS small create, RAB mkdir\n")
+		p("  and cp, the build, the 2000-file commit) vary several-fold between runs; their ratios\n")
+		p("  are the least reliable here, and one below 1 is that noise, not txexec being faster.\n")
+	}
+	p("- Peak RSS and staging use come from txexec itself: with `TXEXEC_STATS=FILE` in its\n")
+	p("  environment, txexec writes at exit `vmhwm_bytes` (VmHWM of its own /proc/self/status,\n")
+	p("  after the commit: the supervisor alone, not the command's processes, which wait4's\n")
+	p("  rusage would add in), `staging_bytes` (st_blocks × 512 of every inode in the\n")
+	p("  transaction's staging directory, measured when the command has ended, just before commit\n")
+	p("  or abort) and `staging_files` (cmd/txexec/benchhooks.go).\n")
+	if len(r.Retries) > 0 {
+		if len(r.Retries) == 1 {
+			p("- 1 timed run failed for another process and was run again (only the successful run\n")
+		} else {
+			p("- %d timed runs failed for another process and were run again (only the successful run\n", len(r.Retries))
+		}
+		p("  is counted): a transaction that conflicted with a change to a file it had read (dpkg's\n")
+		p("  man-db trigger reads /var/cache/man, which any dpkg run changes), or dpkg finding its lock\n")
+		p("  taken. The first: %s\n", strings.TrimSpace(r.Retries[0]))
+	}
 }
 
 // writeWhere decomposes an intercepted stat with the in-process runs, and

@@ -7,5 +7,6 @@
 //	txexec log | show ID | commit ID | abort ID | recover
 //
 // See README.md and docs/ for the user guide and docs/semantics.md for what
-// is guaranteed.
+// is guaranteed. Two environment variables serve the benchmarks, not
+// users: TXEXEC_STATS and TXEXEC_CPUPROFILE (benchhooks.go).
 package main

@@ -62,7 +62,9 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "txexec: %v\n", err)
 		return exitUsage
 	}
-	status, err := runCommand(o)
+	hooks := startBenchHooks() // TXEXEC_STATS, TXEXEC_CPUPROFILE (benchhooks.go)
+	defer hooks.finish()
+	status, err := runCommand(o, hooks)
 	if err != nil {
 		var nf *notFoundError
 		if errors.As(err, &nf) {
@@ -120,8 +122,9 @@ func commandFDs() []int {
 	return fds
 }
 
-// runCommand runs the command tree and returns txexec's exit status.
-func runCommand(o *options) (int, error) {
+// runCommand runs the command tree and returns txexec's exit status;
+// hooks measure its staging area before it commits or aborts.
+func runCommand(o *options, hooks *benchHooks) (int, error) {
 	path, err := lookCommand(o.argv[0])
 	if err != nil {
 		return 0, err
@@ -208,6 +211,7 @@ func runCommand(o *options) (int, error) {
 			return 0, err
 		}
 		st.SetCommandStatus(t.ID, status)
+		hooks.measureStaging(st.StagingDir(t.ID))
 		// A transaction doomed by a conflict (its command may have failed
 		// of it: ESTALE) goes the commit way, which reports the conflict
 		// and retries.

@@ -1,0 +1,520 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// workloadDef is what the report adds to a workload the benchmark
+// describes itself (the "workload-NAME:" and "phases-NAME:" lines that
+// BenchmarkWorkload prints): its row title and the TxOS (SOSP'09) figure
+// for it quoted in issue 7, where there is one.
+type workloadDef struct {
+	name, title, txos string
+}
+
+// workloadDefs are in the order of the tables.
+var workloadDefs = []workloadDef{
+	{name: "true", title: "empty transaction"},
+	{name: "dpkg", title: "dpkg -i + -r", txos: "1.1×"},
+	{name: "build", title: "parallel C build", txos: "1.0–1.1× (make)"},
+	{name: "rab", title: "RAB-like"},
+	{name: "lfs-large", title: "LFS large"},
+	{name: "lfs-small", title: "LFS small"},
+}
+
+// Workload modes as BenchmarkWorkload names them, in the tables' order.
+const (
+	modeNative      = "native"
+	modeNativeSync  = "native+sync"
+	modePassthrough = "passthrough"
+	modeACI         = "aci"
+	modeDurable     = "durable"
+)
+
+var wlModes = []string{modeNative, modeNativeSync, modePassthrough, modeACI, modeDurable}
+
+// Workload is one BenchmarkWorkload benchmark's results.
+type Workload struct {
+	Name, Title, What, TxOS string
+	// Phases in the order they ran.
+	Phases []string
+	// Secs (wall time), CPU (seconds of the command's tree and txexec),
+	// RSS (MiB) and Staging (MiB) map phase → mode → one value per round.
+	Secs, CPU, RSS, Staging map[string]map[string][]float64
+	// Flags are the metrics reported as 1 (which variant ran: apt-hello).
+	Flags []string
+}
+
+// workloadUnit splits a BenchmarkWorkload metric unit "PHASE/MODE-QTY"
+// (QTY one of s, cpu-s, rss-MiB, staging-MiB).
+func workloadUnit(unit string) (phase, mode, qty string, ok bool) {
+	phase, rest, ok := strings.Cut(unit, "/")
+	if !ok {
+		return "", "", "", false
+	}
+	for _, q := range []string{"rss-MiB", "staging-MiB", "cpu-s", "s"} {
+		if m, found := strings.CutSuffix(rest, "-"+q); found && m != "" {
+			return phase, m, q, true
+		}
+	}
+	return "", "", "", false
+}
+
+// Workloads returns the workloads measured, those of workloadDefs first
+// in its order, then any other in the order of the output.
+func (r *Results) Workloads() []Workload {
+	var names []string
+	for _, d := range workloadDefs {
+		if r.Samples["Workload/"+d.name] != nil {
+			names = append(names, d.name)
+		}
+	}
+	for _, n := range r.Order {
+		if w, ok := strings.CutPrefix(n, "Workload/"); ok && !strings.Contains(w, "/") && !slices.Contains(names, w) {
+			names = append(names, w)
+		}
+	}
+	var ws []Workload
+	for _, name := range names {
+		w := Workload{Name: name, Title: name, What: r.Header["workload-"+name],
+			Secs: map[string]map[string][]float64{}, CPU: map[string]map[string][]float64{},
+			RSS: map[string]map[string][]float64{}, Staging: map[string]map[string][]float64{}}
+		for _, d := range workloadDefs {
+			if d.name == name {
+				w.Title, w.TxOS = d.title, d.txos
+			}
+		}
+		var seen []string
+		units := r.Samples["Workload/"+name]
+		for _, unit := range sortedKeys(units) {
+			vs := units[unit]
+			phase, mode, qty, ok := workloadUnit(unit)
+			if !ok {
+				if unit != "ns/op" && len(vs) > 0 && vs[0] == 1 {
+					w.Flags = append(w.Flags, unit)
+				}
+				continue
+			}
+			m := map[string]map[string]map[string][]float64{"s": w.Secs, "cpu-s": w.CPU, "rss-MiB": w.RSS, "staging-MiB": w.Staging}[qty]
+			if m[phase] == nil {
+				m[phase] = map[string][]float64{}
+			}
+			m[phase][mode] = vs
+			if !slices.Contains(seen, phase) {
+				seen = append(seen, phase)
+			}
+		}
+		// The order the benchmark printed, then any phase it did not name.
+		for _, p := range strings.Fields(r.Header["phases-"+name]) {
+			if slices.Contains(seen, p) {
+				w.Phases = append(w.Phases, p)
+			}
+		}
+		for _, p := range seen {
+			if !slices.Contains(w.Phases, p) {
+				w.Phases = append(w.Phases, p)
+			}
+		}
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}
+
+// Total returns mode's time of all phases together, one value per round,
+// or nil if some phase lacks a round.
+func (w *Workload) Total(mode string) []float64 { return w.total(w.Secs, mode) }
+
+func (w *Workload) total(m map[string]map[string][]float64, mode string) []float64 {
+	var total []float64
+	for i, p := range w.Phases {
+		vs := m[p][mode]
+		if i == 0 {
+			total = make([]float64, len(vs))
+		}
+		if len(vs) != len(total) || len(vs) == 0 {
+			return nil
+		}
+		for j, v := range vs {
+			total[j] += v
+		}
+	}
+	return total
+}
+
+// times returns m's values (Secs or CPU) of phase in mode, one per round;
+// phase "" is all phases together.
+func (w *Workload) times(m map[string]map[string][]float64, phase, mode string) []float64 {
+	if phase == "" {
+		return w.total(m, mode)
+	}
+	return m[phase][mode]
+}
+
+// Peak returns, per round, the largest value over the phases of m (RSS or
+// Staging) in mode, and the phase of the largest median.
+func (w *Workload) Peak(m map[string]map[string][]float64, mode string) (peaks []float64, phase string) {
+	best := math.Inf(-1)
+	for _, p := range w.Phases {
+		vs := m[p][mode]
+		if len(vs) == 0 {
+			continue
+		}
+		if peaks == nil {
+			peaks = slices.Clone(vs)
+		} else if len(vs) == len(peaks) {
+			for i, v := range vs {
+				peaks[i] = max(peaks[i], v)
+			}
+		} else {
+			return nil, ""
+		}
+		if med := medianOf(vs); med > best {
+			best, phase = med, p
+		}
+	}
+	return peaks, phase
+}
+
+// medianOf is the median of vs, NaN if there are none.
+func medianOf(vs []float64) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(vs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// maxOf is the largest of vs, NaN if there are none.
+func maxOf(vs []float64) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	return slices.Max(vs)
+}
+
+// ratioOf is the median over rounds of a[i] / b[i] when a and b have one
+// value per round each (the two runs of a round were taken seconds apart,
+// so their ratio is steadier than either), else the ratio of the medians.
+func ratioOf(a, b []float64) float64 {
+	if len(a) == 0 || len(b) == 0 {
+		return math.NaN()
+	}
+	if len(a) != len(b) {
+		return medianOf(a) / medianOf(b)
+	}
+	rs := make([]float64, len(a))
+	for i := range a {
+		rs[i] = a[i] / b[i]
+	}
+	return medianOf(rs)
+}
+
+// Ratio is ratioOf mode's and base's times of phase ("" = all phases).
+func (w *Workload) Ratio(phase, mode, base string) float64 {
+	return ratioOf(w.times(w.Secs, phase, mode), w.times(w.Secs, phase, base))
+}
+
+// CPURatio is Ratio of the CPU times.
+func (w *Workload) CPURatio(phase, mode, base string) float64 {
+	return ratioOf(w.times(w.CPU, phase, mode), w.times(w.CPU, phase, base))
+}
+
+// RatioRange is the smallest and the largest ratio of one round, NaN when
+// the samples are not one per round.
+func (w *Workload) RatioRange(phase, mode, base string) (lo, hi float64) {
+	a, b := w.times(w.Secs, phase, mode), w.times(w.Secs, phase, base)
+	if len(a) == 0 || len(a) != len(b) {
+		return math.NaN(), math.NaN()
+	}
+	lo, hi = math.Inf(1), math.Inf(-1)
+	for i := range a {
+		lo, hi = min(lo, a[i]/b[i]), max(hi, a[i]/b[i])
+	}
+	return lo, hi
+}
+
+// BestRatio is the ratio of the best (shortest) times over the rounds:
+// other load on the machine only ever adds time, so the best time of each
+// is the one it disturbed least.
+func (w *Workload) BestRatio(phase, mode, base string) float64 {
+	a, b := w.times(w.Secs, phase, mode), w.times(w.Secs, phase, base)
+	if len(a) == 0 || len(b) == 0 {
+		return math.NaN()
+	}
+	return slices.Min(a) / slices.Min(b)
+}
+
+// Rounds is how many rounds measured the workload.
+func (w *Workload) Rounds() int {
+	n := 0
+	for _, p := range w.Phases {
+		n = max(n, len(w.Secs[p][modeNative]))
+	}
+	return n
+}
+
+func findWorkload(ws []Workload, name string) *Workload {
+	for i := range ws {
+		if ws[i].Name == name {
+			return &ws[i]
+		}
+	}
+	return nil
+}
+
+func secs(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "—"
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	case v >= 0.1:
+		return fmt.Sprintf("%.2f", v)
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+func mib(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+func ratioX(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// rows are the workload's table rows: its phases, then "" (all of them)
+// if there are several.
+func (w *Workload) rows() []string {
+	rows := slices.Clone(w.Phases)
+	if len(rows) > 1 {
+		rows = append(rows, "")
+	}
+	return rows
+}
+
+// rowNames are the first two cells of row ph.
+func (w *Workload) rowNames(ph string) (name, phase string) {
+	if ph == "" {
+		return "**" + w.Title + "**", "**all**"
+	}
+	return w.Title, ph
+}
+
+// writeWorkloads renders the workload and memory tables.
+func writeWorkloads(w io.Writer, ws []Workload) {
+	if len(ws) == 0 {
+		return
+	}
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	rounds := 0
+	for _, wl := range ws {
+		rounds = max(rounds, wl.Rounds())
+	}
+	p("## Workloads\n\n")
+	p("Whole programs, each phase one command and under txexec one transaction, timed from start\n")
+	p("to exit — txexec's start-up and commit included — natively, natively followed by `syncfs`\n")
+	p("(native+sync: the data on disk, as a durable commit leaves it), under `txexec --passthrough`,\n")
+	p("under `txexec --no-durable` (ACI) and under `txexec` (durable, the default), in work and state\n")
+	p("directories on a disk file system (BenchmarkWorkload; see Method). Seconds are medians over\n")
+	p("the %d rounds.\n\n", rounds)
+	for _, wl := range ws {
+		if wl.What != "" {
+			p("- **%s** (%s): %s.\n", wl.Title, wl.Name, strings.TrimSuffix(wl.What, "."))
+		}
+	}
+	p("\n")
+	p("| workload | phase | native s | native+sync s | passthrough s | ACI s | durable s |\n")
+	p("|---|---|--:|--:|--:|--:|--:|\n")
+	for _, wl := range ws {
+		for _, ph := range wl.rows() {
+			var cells []string
+			for _, m := range wlModes {
+				cells = append(cells, secs(medianOf(wl.times(wl.Secs, ph, m))))
+			}
+			name, phase := wl.rowNames(ph)
+			p("| %s | %s | %s |\n", name, phase, strings.Join(cells, " | "))
+		}
+	}
+	p("\n")
+	p("The ratios, each the median over the rounds of the ratio within a round; then, because this\n")
+	p("shared machine's load varies from minute to minute, the smallest and largest ratio of a\n")
+	p("round, the ratio of the best (shortest) times over the rounds, and the ratio of CPU time\n")
+	p("(user + system of the command's processes, and of txexec's under txexec):\n\n")
+	p("| workload | phase | passthrough / native | ACI / native | durable / native | durable / native, range over rounds | durable / native, best times | durable / native+sync | CPU: ACI / native | CPU: durable / native | TxOS |\n")
+	p("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, wl := range ws {
+		for _, ph := range wl.rows() {
+			name, phase := wl.rowNames(ph)
+			txos := ""
+			if ph == "" || len(wl.Phases) == 1 {
+				txos = wl.TxOS
+			}
+			lo, hi := wl.RatioRange(ph, modeDurable, modeNative)
+			p("| %s | %s | %s | %s | %s | %s–%s | %s | %s | %s | %s | %s |\n", name, phase,
+				ratioX(wl.Ratio(ph, modePassthrough, modeNative)), ratioX(wl.Ratio(ph, modeACI, modeNative)),
+				ratioX(wl.Ratio(ph, modeDurable, modeNative)), ratioX(lo), ratioX(hi), ratioX(wl.BestRatio(ph, modeDurable, modeNative)),
+				ratioX(wl.Ratio(ph, modeDurable, modeNativeSync)), ratioX(wl.CPURatio(ph, modeACI, modeNative)),
+				ratioX(wl.CPURatio(ph, modeDurable, modeNative)), txos)
+		}
+	}
+	p("\n")
+	p("TxOS figures are those issue 7 quotes from the paper (its table of whole-program overheads);\n")
+	p("the paper's LFS and RAB figures are not reproduced here.\n\n")
+	for _, wl := range ws {
+		if slices.Contains(wl.Flags, "built-deb") {
+			p("**Note:** apt-get could not download Debian's hello on this run (no network?): the dpkg\n")
+			p("workload installed a package built with dpkg-deb instead (%s).\n\n", wl.What)
+		}
+	}
+
+	p("## Supervisor memory and staging disk use\n\n")
+	p("txexec's own peak RSS (VmHWM, read by txexec itself at exit: `TXEXEC_STATS`, see Method; not\n")
+	p("the command's processes) and the disk its transaction's staging directory used just before\n")
+	p("commit, for the phase where each is largest: median over the rounds / largest of any round.\n\n")
+	p("| workload | RSS passthrough MiB | RSS ACI MiB | RSS durable MiB | staging ACI MiB | staging durable MiB | largest staging in |\n")
+	p("|---|--:|--:|--:|--:|--:|---|\n")
+	for _, wl := range ws {
+		var cells []string
+		for _, m := range []string{modePassthrough, modeACI, modeDurable} {
+			peaks, _ := wl.Peak(wl.RSS, m)
+			cells = append(cells, mib(medianOf(peaks))+" / "+mib(maxOf(peaks)))
+		}
+		var phase string
+		for _, m := range []string{modeACI, modeDurable} {
+			var peaks []float64
+			peaks, phase = wl.Peak(wl.Staging, m)
+			cells = append(cells, mib(medianOf(peaks))+" / "+mib(maxOf(peaks)))
+		}
+		p("| %s | %s | %s |\n", wl.Title, strings.Join(cells, " | "), phase)
+	}
+	p("\n")
+}
+
+// Targets of issue 7 for the workloads.
+const (
+	targetBuildRatio = 1.25
+	targetDpkgRatio  = 1.5
+	targetRSSMiB     = 64
+)
+
+// writeWorkloadTargets states for each issue-7 workload target whether
+// this run met it.
+func writeWorkloadTargets(w io.Writer, ws []Workload) {
+	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+	for _, t := range []struct {
+		name, what string
+		target     float64
+	}{
+		{"build", "Parallel C build", targetBuildRatio},
+		{"dpkg", "dpkg -i + -r", targetDpkgRatio},
+	} {
+		wl := findWorkload(ws, t.name)
+		if wl == nil {
+			p("- %s ≤ %.2f× native: not measured in this run.\n", t.what, t.target)
+			continue
+		}
+		d, a := wl.Ratio("", modeDurable, modeNative), wl.Ratio("", modeACI, modeNative)
+		lo, hi := wl.RatioRange("", modeDurable, modeNative)
+		best, bestACI := wl.BestRatio("", modeDurable, modeNative), wl.BestRatio("", modeACI, modeNative)
+		p("- %s ≤ %.2f× native: %s× durable (the default; rounds %s–%s, best times %s×, CPU time %s×),\n", t.what, t.target,
+			ratioX(d), ratioX(lo), ratioX(hi), ratioX(best), ratioX(wl.CPURatio("", modeDurable, modeNative)))
+		p("  %s× ACI (best times %s×), %s× passthrough. %s\n", ratioX(a), ratioX(bestACI),
+			ratioX(wl.Ratio("", modePassthrough, modeNative)), noisyVerdict(d, best, t.target))
+	}
+	if wl := findWorkload(ws, "lfs-large"); wl != nil {
+		p("- Descriptor I/O ≤ %.2f× native, on whole LFS-large runs (ACI / durable):", targetIORatio)
+		var worst float64
+		var parts []string
+		for _, ph := range wl.Phases {
+			a := wl.Ratio(ph, modeACI, modeNative)
+			parts = append(parts, fmt.Sprintf("%s %s / %s×", ph, ratioX(a), ratioX(wl.Ratio(ph, modeDurable, modeNative))))
+			worst = max(worst, a)
+		}
+		p(" %s. %s\n", strings.Join(parts, "; "), verdict(worst <= targetIORatio))
+		if tr := findWorkload(ws, "true"); tr != nil {
+			fixed := medianOf(tr.Secs["true"][modeACI]) - medianOf(tr.Secs["true"][modeNative])
+			p("  Each run includes txexec's fixed cost — starting, and committing an empty transaction takes\n")
+			p("  %s s more than native `true` — against %s s for native's sequential read of the whole file\n",
+				secs(fixed), secs(medianOf(wl.Secs["seqread"][modeNative])))
+			p("  from the page cache; the writes also copy the file into the staging area (the random\n")
+			p("  write: a copy-up of the whole file first) and rename it at commit. The read and write\n")
+			p("  calls themselves are the per-call table's.\n")
+		}
+	}
+	var rss []string
+	ok, measured := true, false
+	for _, name := range []string{"dpkg", "build"} {
+		wl := findWorkload(ws, name)
+		if wl == nil {
+			ok = false
+			continue
+		}
+		worst := 0.0
+		for _, m := range []string{modePassthrough, modeACI, modeDurable} {
+			peaks, _ := wl.Peak(wl.RSS, m)
+			worst = max(worst, maxOf(peaks))
+		}
+		measured = true
+		ok = ok && worst <= targetRSSMiB
+		rss = append(rss, fmt.Sprintf("%s %s MiB", wl.Title, mib(worst)))
+	}
+	if measured {
+		p("- Supervisor peak RSS ≤ %d MiB on the dpkg and build workloads (largest of any phase, mode and\n", targetRSSMiB)
+		p("  round): %s. %s\n", strings.Join(rss, ", "), verdict(ok))
+	}
+}
+
+// noisyVerdict says whether a target was met by both the median ratio and
+// the ratio of best times; when they disagree the run could not tell.
+func noisyVerdict(median, best, target float64) string {
+	switch {
+	case median <= target && best <= target:
+		return "**Met.**"
+	case median <= target || best <= target:
+		return "**Unclear**: met by one of the median and best-times ratios, not the other — the machine's load varied too much during the run to tell."
+	}
+	return "**Not met.**"
+}
+
+// workloadChart is the ratio of every phase (and of each workload as a
+// whole) to native, per txexec mode.
+func workloadChart(ws []Workload) *barChart {
+	c := &barChart{Title: "Workloads: time / native (median of rounds)", Series: []string{"passthrough", "ACI", "durable"}, Ref: 1}
+	for _, wl := range ws {
+		for _, ph := range wl.rows() {
+			label := wl.Name + " " + ph
+			if ph == "" {
+				label = wl.Name + " all"
+			} else if len(wl.Phases) == 1 && ph == wl.Name {
+				label = wl.Name
+			}
+			c.Groups = append(c.Groups, barGroup{Label: label, Values: []float64{
+				wl.Ratio(ph, modePassthrough, modeNative), wl.Ratio(ph, modeACI, modeNative), wl.Ratio(ph, modeDurable, modeNative)}})
+		}
+	}
+	return c
+}

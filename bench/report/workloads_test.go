@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bytes"
+	"image/png"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// workloadSample is two rounds of BenchmarkWorkload output: the lines it
+// prints before each benchmark, the benchmark lines (metrics sorted by
+// name, as go test prints them) and a log line about a repeated run.
+const workloadSample = `workload-true: ` + "`true`" + `: starting txexec
+phases-true: true
+goos: linux
+pkg: txexec/bench
+BenchmarkWorkload/true-2    1  30000000 ns/op  9.0 true/aci-rss-MiB  0.03 true/aci-s  0.0039 true/aci-staging-MiB  9.5 true/durable-rss-MiB  0.03 true/durable-s  0.0039 true/durable-staging-MiB  0.002 true/native+sync-s  0.001 true/native-s  8.0 true/passthrough-rss-MiB  0.02 true/passthrough-s
+workload-build: make -j2 of C files
+phases-build: make
+BenchmarkWorkload/build-2   1  3000000000 ns/op  2.2 make/aci-cpu-s  2.6 make/durable-cpu-s  2 make/native-cpu-s  14 make/aci-rss-MiB  2.2 make/aci-s  0.5 make/aci-staging-MiB  15 make/durable-rss-MiB  3 make/durable-s  0.5 make/durable-staging-MiB  2.5 make/native+sync-s  2 make/native-s  12 make/passthrough-rss-MiB  2.4 make/passthrough-s
+workload-dpkg: dpkg -i then -r of hello
+phases-dpkg: install remove
+BenchmarkWorkload/dpkg-2    1  4000000000 ns/op  1 apt-hello  50 install/aci-rss-MiB  4 install/aci-s  9 install/aci-staging-MiB  52 install/durable-rss-MiB  2 install/durable-s  9 install/durable-staging-MiB  1.5 install/native+sync-s  1 install/native-s  13 install/passthrough-rss-MiB  3 install/passthrough-s  55 remove/aci-rss-MiB  4 remove/aci-s  8 remove/aci-staging-MiB  49 remove/durable-rss-MiB  2 remove/durable-s  8 remove/durable-staging-MiB  1.5 remove/native+sync-s  1 remove/native-s  14 remove/passthrough-rss-MiB  3 remove/passthrough-s
+--- BENCH: BenchmarkWorkload/dpkg-2
+    workload_test.go:193: bench: remove (aci): exit status 75, retrying: txexec: transaction 2 aborted: conflict on /var/cache/man/index.db (changed on the host while the transaction read it)
+PASS
+goos: linux
+BenchmarkWorkload/true-2    1  30000000 ns/op  9.0 true/aci-rss-MiB  0.03 true/aci-s  0.0039 true/aci-staging-MiB  9.5 true/durable-rss-MiB  0.03 true/durable-s  0.0039 true/durable-staging-MiB  0.002 true/native+sync-s  0.001 true/native-s  8.0 true/passthrough-rss-MiB  0.02 true/passthrough-s
+BenchmarkWorkload/build-2   1  3000000000 ns/op  1.2 make/aci-cpu-s  1.4 make/durable-cpu-s  1 make/native-cpu-s  14 make/aci-rss-MiB  1.2 make/aci-s  0.5 make/aci-staging-MiB  15 make/durable-rss-MiB  1.5 make/durable-s  0.5 make/durable-staging-MiB  1.1 make/native+sync-s  1 make/native-s  12 make/passthrough-rss-MiB  1.3 make/passthrough-s
+BenchmarkWorkload/dpkg-2    1  4000000000 ns/op  1 apt-hello  50 install/aci-rss-MiB  2 install/aci-s  9 install/aci-staging-MiB  70 install/durable-rss-MiB  2 install/durable-s  9 install/durable-staging-MiB  1.5 install/native+sync-s  2 install/native-s  13 install/passthrough-rss-MiB  3 install/passthrough-s  55 remove/aci-rss-MiB  2 remove/aci-s  8 remove/aci-staging-MiB  49 remove/durable-rss-MiB  2 remove/durable-s  8 remove/durable-staging-MiB  1.5 remove/native+sync-s  2 remove/native-s  14 remove/passthrough-rss-MiB  3 remove/passthrough-s
+PASS
+`
+
+func TestWorkloadUnit(t *testing.T) {
+	tests := []struct {
+		unit             string
+		phase, mode, qty string
+		ok               bool
+	}{
+		{"install/native+sync-s", "install", "native+sync", "s", true},
+		{"make/durable-rss-MiB", "make", "durable", "rss-MiB", true},
+		{"make/native-cpu-s", "make", "native", "cpu-s", true},
+		{"cp/aci-staging-MiB", "cp", "aci", "staging-MiB", true},
+		{"ns/op", "", "", "", false},
+		{"apt-hello", "", "", "", false},
+		{"x/-s", "", "", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.unit, func(t *testing.T) {
+			phase, mode, qty, ok := workloadUnit(tt.unit)
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, [3]string{tt.phase, tt.mode, tt.qty}, [3]string{phase, mode, qty})
+		})
+	}
+}
+
+func TestParseWorkloads(t *testing.T) {
+	r, err := Parse(strings.NewReader(workloadSample))
+	require.NoError(t, err)
+	assert.Equal(t, "dpkg -i then -r of hello", r.Header["workload-dpkg"])
+	assert.NotContains(t, r.Header, "workload_test.go:193", "a log line is not a header")
+	require.Len(t, r.Retries, 1)
+	assert.Contains(t, r.Retries[0], "remove (aci): exit status 75, retrying")
+
+	ws := r.Workloads()
+	require.Len(t, ws, 3)
+	// workloadDefs' order, not the output's.
+	assert.Equal(t, []string{"true", "dpkg", "build"}, []string{ws[0].Name, ws[1].Name, ws[2].Name})
+	d := ws[1]
+	assert.Equal(t, "dpkg -i + -r", d.Title)
+	assert.Equal(t, "1.1×", d.TxOS)
+	assert.Equal(t, []string{"install", "remove"}, d.Phases, "the printed order, not the metrics' sorted one")
+	assert.Equal(t, []string{"apt-hello"}, d.Flags)
+	assert.Equal(t, []float64{1, 2}, d.Secs["install"]["native"])
+	assert.Equal(t, 2, d.Rounds())
+
+	assert.Equal(t, []float64{2, 4}, d.Total("native"))
+	assert.Equal(t, []float64{8, 4}, d.Total("aci"))
+	// Per round 8/2 and 4/4: the median of the ratios, 2.5, not the
+	// ratio of the medians (6/3 = 2).
+	assert.InDelta(t, 2.5, d.Ratio("", "aci", "native"), 1e-9)
+	assert.InDelta(t, 2.5, d.Ratio("install", "aci", "native"), 1e-9, "4/1 and 2/2")
+
+	peaks, phase := d.Peak(d.RSS, "durable")
+	assert.Equal(t, []float64{52, 70}, peaks)
+	assert.Equal(t, "install", phase)
+	staging, phase := d.Peak(d.Staging, "aci")
+	assert.Equal(t, []float64{9, 9}, staging)
+	assert.Equal(t, "install", phase)
+}
+
+func TestNoisyVerdict(t *testing.T) {
+	assert.Equal(t, "**Met.**", noisyVerdict(1.1, 1.2, 1.25))
+	assert.Equal(t, "**Not met.**", noisyVerdict(1.3, 1.4, 1.25))
+	assert.Contains(t, noisyVerdict(1.1, 1.4, 1.25), "**Unclear**")
+	assert.Contains(t, noisyVerdict(math.NaN(), 1.1, 1.25), "**Unclear**")
+	assert.Equal(t, "**Not met.**", noisyVerdict(math.NaN(), math.NaN(), 1.25), "not measured is not met")
+}
+
+func TestRatioOf(t *testing.T) {
+	assert.InDelta(t, 2.0, ratioOf([]float64{2, 6, 3}, []float64{1, 2, 3}), 1e-9, "median of 2, 3, 1")
+	assert.InDelta(t, 2.0, ratioOf([]float64{4}, []float64{1, 3}), 1e-9, "unaligned: ratio of medians")
+	assert.True(t, math.IsNaN(ratioOf(nil, []float64{1})))
+}
+
+func TestWriteWorkloads(t *testing.T) {
+	r, err := Parse(strings.NewReader(workloadSample))
+	require.NoError(t, err)
+	var b bytes.Buffer
+	Write(&b, r, nil, Machine{NProc: 2, CPU: "Test CPU", WorkloadDir: "/var/tmp", WorkloadFS: "ext4 without a journal"}, time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC))
+	out := b.String()
+	// Times: medians over the two rounds.
+	assert.Contains(t, out, "| dpkg -i + -r | install | 1.50 | 1.50 | 3.00 | 3.00 | 2.00 |\n")
+	assert.Contains(t, out, "| **dpkg -i + -r** | **all** | 3.00 | 3.00 | 6.00 | 6.00 | 4.00 |\n")
+	assert.Contains(t, out, "| parallel C build | make | 1.50 | 1.80 | 1.85 | 1.70 | 2.25 |\n")
+	// Ratios: medians of per-round ratios, their range, best times
+	// (dpkg durable 2 and 2 over native 1 and 2), CPU time.
+	assert.Contains(t, out, "| dpkg -i + -r | install | 2.25 | 2.50 | 1.50 | 1.00–2.00 | 2.00 | 1.33 | — | — |  |")
+	assert.Contains(t, out, "| **dpkg -i + -r** | **all** | 2.25 | 2.50 | 1.50 | 1.00–2.00 | 2.00 | 1.33 | — | — | 1.1× |")
+	assert.Contains(t, out, "| parallel C build | make | 1.25 | 1.15 | 1.50 | 1.50–1.50 | 1.50 | 1.28 | 1.15 | 1.35 | 1.0–1.1× (make) |")
+	// Memory: median / largest of the per-round peaks over the phases.
+	assert.Contains(t, out, "| dpkg -i + -r | 14.0 / 14.0 | 55.0 / 55.0 | 61.0 / 70.0 | 9.0 / 9.0 | 9.0 / 9.0 | install |")
+	// Targets: build 1.50× durable; RSS 70 MiB in one round.
+	assert.Contains(t, out, "- Parallel C build ≤ 1.25× native: 1.50× durable (the default; rounds 1.50–1.50, best times 1.50×, CPU time 1.35×),\n"+
+		"  1.15× ACI (best times 1.20×), 1.25× passthrough. **Not met.**")
+	// dpkg's median meets 1.5×, its best times (2 / 1) do not.
+	assert.Contains(t, out, "- dpkg -i + -r ≤ 1.50× native: 1.50× durable (the default; rounds 1.00–2.00, best times 2.00×, CPU time —×),\n"+
+		"  2.50× ACI (best times 2.00×), 2.25× passthrough. **Unclear**")
+	assert.Contains(t, out, "dpkg -i + -r 70.0 MiB, parallel C build 15.0 MiB. **Not met**")
+	assert.NotContains(t, out, "Descriptor I/O ≤ 1.05× native, on whole LFS-large runs", "no lfs-large, no such target line")
+	assert.Contains(t, out, "](perf-workloads.png)")
+	assert.NotContains(t, out, "](perf-percall.png)", "no per-call data, no per-call plot")
+	assert.Contains(t, out, "This report is from 2 rounds")
+	assert.Contains(t, out, "1 timed run failed for another process and was run again")
+	assert.Contains(t, out, "ext4 without a journal")
+	assert.Contains(t, out, "| workloads and the 2000-file commit | temporary directories under /var/tmp (ext4 without a journal) |")
+}
+
+func TestPlots(t *testing.T) {
+	r, err := Parse(strings.NewReader(sample + workloadSample))
+	require.NoError(t, err)
+	plots := Plots(r)
+	require.Contains(t, plots, percallPlot)
+	require.Contains(t, plots, workloadPlot)
+
+	pc := plots[percallPlot]
+	require.Len(t, pc.Groups, 8, "the sample's calls")
+	assert.Equal(t, "stat", pc.Groups[1].Label)
+	// stat: native 2 µs, 20 under both, the fstatat floor 10.
+	assert.Equal(t, []float64{10, 10, 5}, pc.Groups[1].Values)
+
+	wc := plots[workloadPlot]
+	var labels []string
+	for _, g := range wc.Groups {
+		labels = append(labels, g.Label)
+	}
+	assert.Equal(t, []string{"true", "dpkg install", "dpkg remove", "dpkg all", "build make"}, labels)
+	assert.InDelta(t, 1.5, wc.Groups[3].Values[2], 1e-9, "dpkg all, durable")
+
+	for name, c := range plots {
+		for _, g := range c.Groups {
+			assert.Empty(t, missingGlyphs(g.Label), "%s: label %q", name, g.Label)
+		}
+		assert.Empty(t, missingGlyphs(c.Title+strings.Join(c.Series, "")), name)
+		img := c.Render()
+		assert.Equal(t, plotWidth, img.Bounds().Dx())
+		// Something besides the background was drawn in every group's band.
+		assert.Greater(t, img.Bounds().Dy(), len(c.Groups)*barHeight)
+	}
+}
+
+func TestRunWritesPlots(t *testing.T) {
+	dir := t.TempDir()
+	in := filepath.Join(dir, "out.txt")
+	require.NoError(t, os.WriteFile(in, []byte(sample+workloadSample), 0o644))
+	out := filepath.Join(dir, "docs", "performance.md")
+	require.NoError(t, os.Mkdir(filepath.Dir(out), 0o755))
+	require.NoError(t, run(in, out, filepath.Join(dir, "no-history")))
+	for _, name := range []string{percallPlot, workloadPlot} {
+		f, err := os.Open(filepath.Join(dir, "docs", name))
+		require.NoError(t, err)
+		img, err := png.Decode(f)
+		f.Close()
+		require.NoError(t, err, name)
+		assert.Equal(t, plotWidth, img.Bounds().Dx())
+	}
+	md, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "](perf-percall.png)")
+}
+
+func TestNiceStep(t *testing.T) {
+	for _, tt := range []struct{ max, want float64 }{{1, 0.1}, {3.4, 0.5}, {9.7, 1}, {19.9, 2}, {45, 5}, {0, 1}} {
+		assert.InDelta(t, tt.want, niceStep(tt.max), 1e-12, "max %v", tt.max)
+	}
+	assert.Equal(t, "0.5", formatTick(0.5, 0.5))
+	assert.Equal(t, "12", formatTick(12, 2))
+}
+
+func TestFont(t *testing.T) {
+	for r, g := range glyphs {
+		for _, row := range g {
+			assert.Len(t, row, glyphW, "glyph %q", r)
+		}
+	}
+	assert.Empty(t, missingGlyphs("Per call: time / native (medians) 0123456789 lfs-small ×%+=<>,_"))
+	assert.Equal(t, "é", missingGlyphs("éé"))
+	assert.Equal(t, 0, textWidth("", 2))
+	assert.Equal(t, (3*glyphAdvance-1)*2, textWidth("abc", 2))
+}
+
+func TestParseFailures(t *testing.T) {
+	const out = `phases-build: make
+--- FAIL: BenchmarkWorkload/build
+    workload_test.go:208: bench: txexec --no-durable -- make -j2 -s: exit status 2
+        /usr/include/stdlib.h:587:11: fatal error: /usr/include/alloca.h: No such process
+        make: *** [Makefile:8: m40.o] Error 1
+--- FAIL: BenchmarkWorkload
+FAIL
+BenchmarkWorkload/rab-2  1  5 ns/op  1 mkdir/native-s
+`
+	r, err := Parse(strings.NewReader(out))
+	require.NoError(t, err)
+	require.Len(t, r.Failures, 1, "the parent, which logged nothing, is not one")
+	assert.Equal(t, "Workload/build", r.Failures[0].Name)
+	assert.Len(t, r.Failures[0].Lines, 3)
+	assert.NotContains(t, r.Header, "make", "a failure's lines are not headers")
+	assert.Equal(t, []float64{1}, r.Samples["Workload/rab"]["mkdir/native-s"])
+
+	r2, err := Parse(strings.NewReader("panic: runtime error: index out of range\n\ngoroutine 1 [running]:\n"))
+	require.NoError(t, err)
+	require.Len(t, r2.Failures, 1)
+	assert.Equal(t, []string{"panic: runtime error: index out of range"}, r2.Failures[0].Lines)
+
+	var b bytes.Buffer
+	writeFailures(&b, r)
+	assert.Contains(t, b.String(), "## Failed benchmarks")
+	assert.Contains(t, b.String(), "- BenchmarkWorkload/build:")
+	assert.Contains(t, b.String(), "  /usr/include/stdlib.h:587:11: fatal error: /usr/include/alloca.h: No such process\n")
+}

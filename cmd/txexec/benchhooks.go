@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// Two environment variables serve the benchmarks (bench/workload_test.go,
+// docs/performance.md), not users; they are read only by a run
+// (txexec [options] -- COMMAND), never by a subcommand.
+//
+// TXEXEC_STATS=FILE writes, when txexec exits, what a benchmark records of
+// the run besides its time, as key=value lines:
+//
+//	vmhwm_bytes=N     the supervisor's own peak RSS (VmHWM of /proc/self/status,
+//	                  read at exit, after the commit); not its command tree's,
+//	                  which wait4's rusage would add in
+//	staging_bytes=N   disk used by the transaction's staging directory
+//	                  (st_blocks × 512, each inode once), measured when the
+//	                  command tree has ended, just before commit or abort;
+//	                  the largest over --retry attempts; 0 with --passthrough
+//	staging_files=N   inodes in it, the directory itself excluded
+//
+// TXEXEC_CPUPROFILE=FILE writes a CPU profile of the supervisor (Go's
+// runtime/pprof) from before the command starts until txexec exits.
+const (
+	statsEnv      = "TXEXEC_STATS"
+	cpuProfileEnv = "TXEXEC_CPUPROFILE"
+)
+
+// benchHooks is what the two variables asked for; the zero value (neither
+// set) does nothing.
+type benchHooks struct {
+	statsPath    string
+	profile      *os.File
+	stagingBytes int64
+	stagingFiles int64
+}
+
+// startBenchHooks reads the environment and starts the CPU profile. A
+// hook that cannot start is reported and skipped: it must not change the
+// outcome of the command it observes.
+func startBenchHooks() *benchHooks {
+	h := &benchHooks{statsPath: os.Getenv(statsEnv)}
+	if p := os.Getenv(cpuProfileEnv); p != "" {
+		f, err := os.Create(p)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+			if err != nil {
+				f.Close()
+			}
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "txexec: %s: %v\n", cpuProfileEnv, err)
+		} else {
+			h.profile = f
+		}
+	}
+	return h
+}
+
+// measureStaging records the disk use of a transaction's staging
+// directory, if TXEXEC_STATS asked for it (walking a large staging area
+// costs time the run would not otherwise spend).
+func (h *benchHooks) measureStaging(dir string) {
+	if h.statsPath == "" {
+		return
+	}
+	used, files, err := diskUsage(dir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "txexec: %s: %v\n", statsEnv, err)
+		return
+	}
+	h.stagingBytes = max(h.stagingBytes, used)
+	h.stagingFiles = max(h.stagingFiles, files)
+}
+
+// finish stops the profile and writes the stats file.
+func (h *benchHooks) finish() {
+	if h.profile != nil {
+		pprof.StopCPUProfile()
+		h.profile.Close()
+	}
+	if h.statsPath == "" {
+		return
+	}
+	hwm, err := vmHWM("/proc/self/status")
+	if err == nil {
+		s := fmt.Sprintf("vmhwm_bytes=%d\nstaging_bytes=%d\nstaging_files=%d\n", hwm, h.stagingBytes, h.stagingFiles)
+		err = os.WriteFile(h.statsPath, []byte(s), 0o644)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "txexec: %s: %v\n", statsEnv, err)
+	}
+}
+
+// diskUsage is du's count for dir: st_blocks × 512 of every inode under
+// it, hard links counted once, and how many inodes there are besides dir.
+// A missing dir uses nothing.
+func diskUsage(dir string) (used, files int64, err error) {
+	type inode struct{ dev, ino uint64 }
+	seen := map[inode]bool{}
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if p == dir && os.IsNotExist(err) {
+				return filepath.SkipDir
+			}
+			return err
+		}
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			return &os.PathError{Op: "lstat", Path: p, Err: err}
+		}
+		id := inode{uint64(st.Dev), st.Ino}
+		if seen[id] {
+			return nil
+		}
+		seen[id] = true
+		used += st.Blocks * 512
+		if p != dir {
+			files++
+		}
+		return nil
+	})
+	return used, files, err
+}
+
+// vmHWM reads the VmHWM line ("VmHWM:	  12345 kB") of a
+// /proc/PID/status file, in bytes.
+func vmHWM(status string) (int64, error) {
+	b, err := os.ReadFile(status)
+	if err != nil {
+		return 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		v, ok := strings.CutPrefix(sc.Text(), "VmHWM:")
+		if !ok {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("%s: VmHWM %q: %w", status, v, err)
+		}
+		return kb * 1024, nil
+	}
+	return 0, fmt.Errorf("%s: no VmHWM line", status)
+}
