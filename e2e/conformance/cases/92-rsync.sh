@@ -1,6 +1,6 @@
 # rsync -a within the tree: fresh copy, update in place and by temp file, --delete, --inplace,
-command -v rsync >/dev/null || { echo rsync not installed; exit 0; }
 # hard links (-H), --backup, a second run that changes nothing
+command -v rsync >/dev/null || { echo rsync not installed; exit 0; }
 rsync -a dir1/ copy/
 find copy -printf '%p %y %m %TY\n' | sort
 echo changed >> dir1/c.txt
