@@ -228,11 +228,13 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 	if flags&unix.O_PATH != 0 {
 		return v.openPathLocked(c, t, n, a)
 	}
+	// Access mode 3 (no reading or writing, ioctls only) needs read and
+	// write permission, as ACC_MODE says; it is staged like O_RDWR.
 	var want uint32
-	if acc == unix.O_RDONLY || acc == unix.O_RDWR {
+	if acc == unix.O_RDONLY || acc == unix.O_RDWR || acc == unix.O_ACCMODE {
 		want |= mayRead
 	}
-	if acc == unix.O_WRONLY || acc == unix.O_RDWR || flags&unix.O_TRUNC != 0 {
+	if acc == unix.O_WRONLY || acc == unix.O_RDWR || acc == unix.O_ACCMODE || flags&unix.O_TRUNC != 0 {
 		want |= mayWrite
 	}
 	if err := permission(c, a, want); err != nil {
@@ -556,7 +558,7 @@ func (v *Tx) Mkdir(c *Caller, at *Handle, path string, mode uint32) error {
 			if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
 				return err
 			}
-			_, err := v.createLocked(c, t.dir, t.name, unix.S_IFDIR|mode&^c.Umask&0o7777, func(at int, sname string, perm uint32) error {
+			_, err := v.createLocked(c, t.dir, t.name, unix.S_IFDIR|mode&^c.Umask&0o1777, func(at int, sname string, perm uint32) error {
 				return unix.Mkdirat(at, sname, perm)
 			})
 			return err
