@@ -91,9 +91,23 @@ func (v *Tx) Chown(c *Caller, at *Handle, path string, uid, gid uint32, flags in
 				return err
 			}
 			// The kernel clears set-ID bits of non-directories on chown,
-			// for the supervisor exactly as it would for the caller.
+			// for the supervisor as it would for the caller — except
+			// set-group-ID without group execute, which it keeps for a
+			// caller in the file's group before the change or with CAP_FSETID
+			// (setattr_should_drop_sgid): the supervisor always is.
 			p, nofollow := v.objPath(n)
-			return unix.Fchownat(unix.AT_FDCWD, p, int(int32(uid)), int(int32(gid)), nofollow)
+			if err := unix.Fchownat(unix.AT_FDCWD, p, int(int32(uid)), int(int32(gid)), nofollow); err != nil {
+				return err
+			}
+			var st unix.Stat_t
+			if n.isDir() || n.typ == unix.S_IFLNK || unix.Lstat(p, &st) != nil {
+				return nil
+			}
+			if st.Mode&unix.S_ISGID != 0 && st.Mode&unix.S_IXGRP == 0 &&
+				!c.Cred.InGroup(a.gid) && !c.Cred.HasCap(unix.CAP_FSETID) {
+				return unix.Fchmodat(unix.AT_FDCWD, p, st.Mode&0o7777&^unix.S_ISGID, 0)
+			}
+			return nil
 		})
 }
 
