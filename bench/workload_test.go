@@ -211,6 +211,7 @@ func runWorkload(b *testing.B, w workload) {
 			st.sum[key+"-cpu-s"] += t.cpu
 			if r.mode.txexec {
 				st.max[key+"-rss-MiB"] = max(st.max[key+"-rss-MiB"], float64(stats["vmhwm_bytes"])/(1<<20))
+				st.sum[key+"-calls"] += float64(stats["trapped_calls"])
 			}
 			if r.mode.transactional() {
 				st.max[key+"-staging-MiB"] = max(st.max[key+"-staging-MiB"], float64(stats["staging_bytes"])/(1<<20))

@@ -133,6 +133,10 @@ func (s *Session) Wait() (unix.WaitStatus, error) {
 // Done is closed when the whole tree has exited.
 func (s *Session) Done() <-chan struct{} { return s.done }
 
+// Served returns how many system calls the supervisor has answered so far:
+// every notification the filter raised, whatever the reply.
+func (s *Session) Served() uint64 { return s.lst.served.Load() }
+
 // Live lists the threads of the tree that are still running.
 func (s *Session) Live() []int { return s.tr.liveTids() }
 

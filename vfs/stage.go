@@ -14,7 +14,10 @@ var rootCred = &proc.Cred{CapEff: ^uint64(0)}
 
 // journalLocked appends a redo operation. Paths are view paths at this point
 // of the transaction, which are host paths at this point of the replay.
-func (v *Tx) journalLocked(op store.RedoOp) { v.journal = append(v.journal, op) }
+func (v *Tx) journalLocked(op store.RedoOp) {
+	v.journal = append(v.journal, op)
+	v.gen++
+}
 
 // registerStagedLocked records n's new staged object, name in area a.
 func (v *Tx) registerStagedLocked(n *Node, a *area, name string) error {
@@ -24,6 +27,7 @@ func (v *Tx) registerStagedLocked(n *Node, a *area, name string) error {
 	}
 	n.staged, n.stagedID, n.area = name, idOf(&st), a
 	v.nodes[n.stagedID] = n
+	v.gen++
 	return nil
 }
 
@@ -289,6 +293,7 @@ func (v *Tx) createLocked(c *Caller, dir *Node, name string, mode uint32, mk fun
 
 // setEntryLocked makes name in dir refer to n (nil removes it).
 func (v *Tx) setEntryLocked(dir *Node, name string, n *Node) {
+	v.gen++
 	if dir.entries == nil {
 		dir.entries = map[string]*Node{}
 	}

@@ -62,7 +62,12 @@ type Tx struct {
 	nodes   map[FileID]*Node
 	journal []store.RedoOp
 	reads   map[string]readRecord
-	seq     int
+	// gen counts the changes that can alter a listing of the view: an
+	// entry set or removed, an object staged (its inode number in the
+	// listing changes), an operation journaled. Node.listing is valid
+	// only at the gen it was built at.
+	gen uint64
+	seq int
 	// areas are the staging areas by the view's mount id (mountOfLocked),
 	// home's included; areaErrs says why one could not be made.
 	areas    map[uint64]*area

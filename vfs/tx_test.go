@@ -789,3 +789,55 @@ func TestPathDescriptors(t *testing.T) {
 	_, err = e.v.Open(e.c, e.c.Cwd, "sl", OpenHow{Flags: unix.O_NOFOLLOW | unix.O_PATH | unix.O_DIRECTORY})
 	assert.ErrorIs(t, err, unix.ENOTDIR, "O_DIRECTORY on a symlink")
 }
+
+// TestListingCacheFollowsChanges: a directory's merged listing is built
+// once and reused while nothing changes, and every change the transaction
+// makes — a new name, a removal, a copy-up that gives a file its staged
+// inode number, a rename out — shows in the next listing.
+func TestListingCacheFollowsChanges(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		for _, n := range []string{"a", "b"} {
+			if err := os.WriteFile(filepath.Join(dir, n), []byte(n), 0o644); err != nil {
+				panic(err)
+			}
+		}
+		if err := os.Mkdir(filepath.Join(dir, "sub"), 0o755); err != nil {
+			panic(err)
+		}
+	})
+	names := func() map[string]uint64 {
+		ents, err := e.listing(".")
+		require.NoError(t, err)
+		m := map[string]uint64{}
+		for _, d := range ents {
+			m[d.Name] = d.Ino
+		}
+		return m
+	}
+	inoOf := func(path string) uint64 {
+		st, err := e.v.Stat(e.c, e.c.Cwd, path, unix.AT_SYMLINK_NOFOLLOW)
+		require.NoError(t, err)
+		return st.Ino
+	}
+
+	first := names()
+	require.Len(t, first, 3)
+	require.Equal(t, first, names(), "unchanged: the same listing")
+
+	e.create("c", "c", 0o644)
+	require.Contains(t, names(), "c")
+
+	require.NoError(t, e.v.Unlink(e.c, e.c.Cwd, "b", 0))
+	require.NotContains(t, names(), "b")
+
+	e.appendTo("a", "more") // copy-up: a gets its staged object's inode
+	require.Equal(t, inoOf("a"), names()["a"])
+	require.NotEqual(t, first["a"], names()["a"])
+
+	require.NoError(t, e.v.Rename(e.c, e.c.Cwd, "c", e.c.Cwd, "sub/c", 0))
+	require.NotContains(t, names(), "c")
+	ents, err := e.listing("sub")
+	require.NoError(t, err)
+	require.Len(t, ents, 1)
+	require.Equal(t, "c", ents[0].Name)
+}

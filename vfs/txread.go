@@ -548,6 +548,8 @@ func (v *Tx) Listxattr(c *Caller, at *Handle, path string, op XattrOp, size int)
 // move, so removals and additions never make a reader skip or repeat
 // others (an entry added behind its position is not seen, as POSIX
 // allows).
+//
+// The slice returned is shared (Node.listing) and must not be modified.
 func (v *Tx) Listing(c *Caller, dir *Handle) ([]Dirent, bool, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -558,6 +560,9 @@ func (v *Tx) Listing(c *Caller, dir *Handle) ([]Dirent, bool, error) {
 	}
 	if n == nil || !n.isDir() || n.passthrough {
 		return nil, false, nil
+	}
+	if n.listing != nil && n.listingGen == v.gen {
+		return n.listing, true, nil
 	}
 	ents, dot, dotdot, err := v.listLocked(n)
 	if err != nil {
@@ -571,6 +576,7 @@ func (v *Tx) Listing(c *Caller, dir *Handle) ([]Dirent, bool, error) {
 	out := append(ents, Dirent{Off: dot, Name: ".", Ino: self, Type: unix.DT_DIR},
 		Dirent{Off: dotdot, Name: "..", Ino: parent, Type: unix.DT_DIR})
 	sort.Slice(out, func(i, j int) bool { return out[i].Off < out[j].Off })
+	n.listing, n.listingGen = out, v.gen
 	return out, true, nil
 }
 

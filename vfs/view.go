@@ -106,7 +106,8 @@ type View interface {
 	Executable(c *Caller, at *Handle, path string, flags int) (Exe, error)
 	// Listing returns the merged entries of a directory whose listing the
 	// view changed, or ok=false when the kernel's own listing of the
-	// descriptor is right (getdents then runs natively).
+	// descriptor is right (getdents then runs natively). The entries may be
+	// shared with later calls: callers must not modify them.
 	Listing(c *Caller, dir *Handle) (ents []Dirent, ok bool, err error)
 	// BindUnix binds socket sock (a supervisor descriptor) to an AF_UNIX
 	// path; BindAddr to any other address, given as the caller's bytes.

@@ -577,6 +577,7 @@ func Write(w io.Writer, r *Results, steps []Step, m Machine, now time.Time) {
 
 	ws := r.Workloads()
 	writeWorkloads(w, ws)
+	writeCallBudget(w, ws, floorSync, r.NsPerCall("Floor/native"))
 	if plots[workloadPlot] != nil {
 		p("![Workload time over native per phase and in all: passthrough (grey), ACI (blue), durable (orange)](%s)\n\n", workloadPlot)
 		p("(%s: the workload table's passthrough, ACI and durable ratios to native as bars, each\n", workloadPlot)

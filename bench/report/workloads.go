@@ -43,20 +43,21 @@ type Workload struct {
 	// Phases in the order they ran.
 	Phases []string
 	// Secs (wall time), CPU (seconds of the command's tree and txexec),
-	// RSS (MiB) and Staging (MiB) map phase → mode → one value per round.
-	Secs, CPU, RSS, Staging map[string]map[string][]float64
+	// RSS (MiB), Staging (MiB) and Calls (system calls the supervisor
+	// answered) map phase → mode → one value per round.
+	Secs, CPU, RSS, Staging, Calls map[string]map[string][]float64
 	// Flags are the metrics reported as 1 (which variant ran: apt-hello).
 	Flags []string
 }
 
 // workloadUnit splits a BenchmarkWorkload metric unit "PHASE/MODE-QTY"
-// (QTY one of s, cpu-s, rss-MiB, staging-MiB).
+// (QTY one of s, cpu-s, rss-MiB, staging-MiB, calls).
 func workloadUnit(unit string) (phase, mode, qty string, ok bool) {
 	phase, rest, ok := strings.Cut(unit, "/")
 	if !ok {
 		return "", "", "", false
 	}
-	for _, q := range []string{"rss-MiB", "staging-MiB", "cpu-s", "s"} {
+	for _, q := range []string{"rss-MiB", "staging-MiB", "cpu-s", "calls", "s"} {
 		if m, found := strings.CutSuffix(rest, "-"+q); found && m != "" {
 			return phase, m, q, true
 		}
@@ -82,7 +83,8 @@ func (r *Results) Workloads() []Workload {
 	for _, name := range names {
 		w := Workload{Name: name, Title: name, What: r.Header["workload-"+name],
 			Secs: map[string]map[string][]float64{}, CPU: map[string]map[string][]float64{},
-			RSS: map[string]map[string][]float64{}, Staging: map[string]map[string][]float64{}}
+			RSS: map[string]map[string][]float64{}, Staging: map[string]map[string][]float64{},
+			Calls: map[string]map[string][]float64{}}
 		for _, d := range workloadDefs {
 			if d.name == name {
 				w.Title, w.TxOS = d.title, d.txos
@@ -99,7 +101,7 @@ func (r *Results) Workloads() []Workload {
 				}
 				continue
 			}
-			m := map[string]map[string]map[string][]float64{"s": w.Secs, "cpu-s": w.CPU, "rss-MiB": w.RSS, "staging-MiB": w.Staging}[qty]
+			m := map[string]map[string]map[string][]float64{"s": w.Secs, "cpu-s": w.CPU, "rss-MiB": w.RSS, "staging-MiB": w.Staging, "calls": w.Calls}[qty]
 			if m[phase] == nil {
 				m[phase] = map[string][]float64{}
 			}
@@ -517,4 +519,55 @@ func workloadChart(ws []Workload) *barChart {
 		}
 	}
 	return c
+}
+
+// writeCallBudget renders how much of each workload's time under txexec
+// the round trips of its trapped calls alone account for: the calls the
+// supervisor answered (TXEXEC_STATS trapped_calls, durable mode) times
+// what the bare C supervisor adds to a call (its fstatat round trip less
+// a native fstatat, both measured in this run). That is a floor no
+// supervisor that traps the same calls can go below; the rest of the
+// overhead is txexec's own (handlers, ptrace of fork and exec, commit).
+func writeCallBudget(w io.Writer, ws []Workload, floor, native float64) {
+	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+	perCall := (floor - native) / 1e9 // s the floor adds to one call (floor, native: ns)
+	counted := false
+	for _, wl := range ws {
+		for _, ph := range wl.Phases {
+			if len(wl.Calls[ph][modeDurable]) > 0 {
+				counted = true
+			}
+		}
+	}
+	if !counted || math.IsNaN(perCall) || perCall <= 0 {
+		return
+	}
+	p("## Trapped calls and the round-trip floor\n\n")
+	p("Every path call of the command tree (open, stat, readlink, access, getdents, exec, …) is\n")
+	p("trapped and answered by the supervisor. The bare C supervisor of the floor adds %s µs to a\n", us(floor-native))
+	p("call over a native fstatat (%s µs − %s µs, this run). The calls each phase made under\n", us(floor), us(native))
+	p("txexec (durable, median over the rounds; `TXEXEC_STATS` trapped_calls) times that is what\n")
+	p("the round trips alone cost a process making them one after another; the next column is\n")
+	p("the ratio native time plus that would give. No interposer that traps the same calls does\n")
+	p("better unless the calls overlap on spare CPUs (the build's `make -j2` has none here: both\n")
+	p("CPUs are busy compiling). The rest of the measured overhead is txexec's own: handlers,\n")
+	p("ptrace stops at fork and exec, staging and commit.\n\n")
+	p("| workload | phase | trapped calls | native s | durable s | overhead s | calls × floor s | (native + calls × floor) / native | durable / native |\n")
+	p("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, wl := range ws {
+		for _, ph := range wl.rows() {
+			calls := wl.times(wl.Calls, ph, modeDurable)
+			if len(calls) == 0 {
+				continue
+			}
+			c := medianOf(calls)
+			nat := medianOf(wl.times(wl.Secs, ph, modeNative))
+			dur := medianOf(wl.times(wl.Secs, ph, modeDurable))
+			budget := c * perCall
+			name, phase := wl.rowNames(ph)
+			p("| %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", name, phase, c, secs(nat), secs(dur),
+				secs(dur-nat), secs(budget), ratioX((nat+budget)/nat), ratioX(wl.Ratio(ph, modeDurable, modeNative)))
+		}
+	}
+	p("\n")
 }

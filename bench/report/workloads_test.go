@@ -48,6 +48,7 @@ func TestWorkloadUnit(t *testing.T) {
 		{"make/durable-rss-MiB", "make", "durable", "rss-MiB", true},
 		{"make/native-cpu-s", "make", "native", "cpu-s", true},
 		{"cp/aci-staging-MiB", "cp", "aci", "staging-MiB", true},
+		{"make/durable-calls", "make", "durable", "calls", true},
 		{"ns/op", "", "", "", false},
 		{"apt-hello", "", "", "", false},
 		{"x/-s", "", "", "", false},
@@ -244,4 +245,23 @@ BenchmarkWorkload/rab-2  1  5 ns/op  1 mkdir/native-s
 	assert.Contains(t, b.String(), "## Failed benchmarks")
 	assert.Contains(t, b.String(), "- BenchmarkWorkload/build:")
 	assert.Contains(t, b.String(), "  /usr/include/stdlib.h:587:11: fatal error: /usr/include/alloca.h: No such process\n")
+}
+
+// TestCallBudget: the trapped-call table multiplies each phase's calls by
+// what the floor adds to a call, and is left out when no run counted calls.
+func TestCallBudget(t *testing.T) {
+	in := "phases-build: make\nBenchmarkWorkload/build-2 1 2000000000 ns/op 100000 make/durable-calls 2 make/durable-s 1 make/native-s\n" +
+		"BenchmarkWorkload/build-2 1 2000000000 ns/op 100000 make/durable-calls 2 make/durable-s 1 make/native-s\n"
+	r, err := Parse(strings.NewReader(in))
+	require.NoError(t, err)
+	var out bytes.Buffer
+	// 11 µs floor, 1 µs native: 100000 calls cost 1 s, native 1 s → 2.00.
+	writeCallBudget(&out, r.Workloads(), 11000, 1000)
+	assert.Contains(t, out.String(), "| parallel C build | make | 100000 | 1.00 | 2.00 | 1.00 | 1.00 | 2.00 | 2.00 |")
+
+	r, err = Parse(strings.NewReader(workloadSample))
+	require.NoError(t, err)
+	out.Reset()
+	writeCallBudget(&out, r.Workloads(), 11000, 1000)
+	assert.Empty(t, out.String())
 }

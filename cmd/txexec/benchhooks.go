@@ -10,6 +10,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -28,9 +29,15 @@ import (
 //	                  command tree has ended, just before commit or abort;
 //	                  the largest over --retry attempts; 0 with --passthrough
 //	staging_files=N   inodes in it, the directory itself excluded
+//	trapped_calls=N   system calls the supervisor answered (every seccomp
+//	                  notification), over all --retry attempts
 //
 // TXEXEC_CPUPROFILE=FILE writes a CPU profile of the supervisor (Go's
 // runtime/pprof) from before the command starts until txexec exits.
+// trappedCalls counts the calls answered by every supervised run of this
+// txexec (supervise adds each session's count), for TXEXEC_STATS.
+var trappedCalls atomic.Uint64
+
 const (
 	statsEnv      = "TXEXEC_STATS"
 	cpuProfileEnv = "TXEXEC_CPUPROFILE"
@@ -94,7 +101,8 @@ func (h *benchHooks) finish() {
 	}
 	hwm, err := vmHWM("/proc/self/status")
 	if err == nil {
-		s := fmt.Sprintf("vmhwm_bytes=%d\nstaging_bytes=%d\nstaging_files=%d\n", hwm, h.stagingBytes, h.stagingFiles)
+		s := fmt.Sprintf("vmhwm_bytes=%d\nstaging_bytes=%d\nstaging_files=%d\ntrapped_calls=%d\n",
+			hwm, h.stagingBytes, h.stagingFiles, trappedCalls.Load())
 		err = os.WriteFile(h.statsPath, []byte(s), 0o644)
 	}
 	if err != nil {

@@ -385,6 +385,7 @@ func supervise(k *syscalls.Kernel, path string, argv []string, a *runEffects) (i
 		}
 	}()
 	ws, err := sess.Wait()
+	trappedCalls.Add(sess.Served())
 	a.finished()
 	if err != nil {
 		return 0, err
