@@ -3,9 +3,13 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -152,4 +156,63 @@ func TestOutputFileOpenedByName(t *testing.T) {
 	}
 	assert.Equal(t, "a\nb\nc\nd\n", got[0])
 	assert.Equal(t, got[0], got[1])
+}
+
+// TestDescriptorRepliesUnderSignals: an open answered with a descriptor
+// (ADDFD) waits in the supervisor until the caller has taken it; a signal
+// to the supervisor's thread in that wait (SIGCHLD of the traced tree, the
+// Go runtime's SIGURG preemption) used to let the caller's open "succeed"
+// without a descriptor. Every thread of txexec is sent SIGURG (which Go
+// programs take as a preemption request) without pause while the command
+// opens a file many times: each open must give a descriptor of that file.
+func TestDescriptorRepliesUnderSignals(t *testing.T) {
+	requireTools(t, "python3")
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644))
+	const script = `
+import os
+want = os.stat("f").st_ino
+bad = 0
+for i in range(20000):
+    fd = os.open("f", os.O_RDONLY)
+    if fd < 3 or os.fstat(fd).st_ino != want:
+        bad += 1
+    else:
+        os.close(fd)
+print("bad", bad)
+`
+	for _, m := range underTxexec {
+		ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+		cmd := newCmd(ctx, t, m, command{Argv: []string{"python3", "-c", script}, Dir: dir})
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		require.NoError(t, cmd.Start())
+		stop := make(chan struct{})
+		pelted := make(chan int)
+		go func() {
+			sent := 0
+			for {
+				select {
+				case <-stop:
+					pelted <- sent
+					return
+				default:
+				}
+				tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", cmd.Process.Pid))
+				for _, task := range tasks {
+					if tid, err := strconv.Atoi(task.Name()); err == nil && syscall.Tgkill(cmd.Process.Pid, tid, syscall.SIGURG) == nil {
+						sent++
+					}
+				}
+				time.Sleep(50 * time.Microsecond)
+			}
+		}()
+		err := cmd.Wait()
+		close(stop)
+		sent := <-pelted
+		cancel()
+		require.NoError(t, err, "%s: %s", m, stderr.String())
+		require.Greater(t, sent, 1000, "signals sent")
+		assert.Equal(t, "bad 0\n", stdout.String(), m.String())
+	}
 }

@@ -59,6 +59,11 @@ type Config struct {
 	OnCommandExit func(ws unix.WaitStatus, live []int)
 	// Logf reports diagnostics (to stderr by default).
 	Logf func(format string, args ...any)
+	// Profiled says a CPU profile of the supervisor is being taken: the
+	// workers then let SIGPROF through (the profiler's per-thread timer
+	// signal), and block every signal around each ADDFD wait instead (see
+	// notifAddfdSend), so that their time is in the profile.
+	Profiled bool
 }
 
 // DefaultWorkers and DefaultMaxWorkers size the notification worker pool.
@@ -334,6 +339,12 @@ func (l *listener) worker() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer l.wg.Done()
+	restore, err := workerSignals(l.cfg.Profiled)
+	if err != nil {
+		l.cfg.Logf("txexec: worker signal mask: %v", err)
+		return
+	}
+	defer restore()
 	tid := unix.Gettid()
 	l.mu.Lock()
 	l.tids[tid] = true
@@ -528,9 +539,9 @@ func (l *listener) handle(c *Call) (r Reply) {
 }
 
 // stop ends the workers: the receiving ones are blocked in NOTIF_RECV,
-// which only a signal interrupts, so each is poked with SIGURG (the Go
-// runtime's own preemption signal, harmless) until it returns; standby ones
-// are woken from their futex.
+// which only a signal interrupts, so each is poked with workerWake (the one
+// signal their mask lets through, ignored by the Go runtime) until it
+// returns; standby ones are woken from their futex.
 func (l *listener) stop() {
 	l.stopping.Store(true)
 	close(l.quit)
@@ -541,7 +552,7 @@ func (l *listener) stop() {
 		futexWake(&l.handoffs, math.MaxInt32) // standby workers
 		l.mu.Lock()
 		for tid := range l.tids {
-			unix.Tgkill(pid, tid, unix.SIGURG)
+			unix.Tgkill(pid, tid, workerWake)
 		}
 		l.mu.Unlock()
 		select {

@@ -346,15 +346,16 @@ func supervise(k *syscalls.Kernel, path string, argv []string, a *runEffects) (i
 	signal.Notify(forward, unix.SIGTERM, unix.SIGHUP)
 	defer signal.Stop(forward)
 	cfg := interpose.Config{
-		Path:    path,
-		Argv:    argv,
-		Env:     os.Environ(),
-		Umask:   uint32(umask),
-		Rules:   k.Table.Rules(),
-		Handler: k,
-		Events:  k,
-		Logf:    k.Logf,
-		OnStop:  interpose.StopAs,
+		Profiled: os.Getenv(cpuProfileEnv) != "",
+		Path:     path,
+		Argv:     argv,
+		Env:      os.Environ(),
+		Umask:    uint32(umask),
+		Rules:    k.Table.Rules(),
+		Handler:  k,
+		Events:   k,
+		Logf:     k.Logf,
+		OnStop:   interpose.StopAs,
 	}
 	if k.Trace != nil {
 		cfg.OnReply = k.Trace.Replied
