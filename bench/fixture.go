@@ -7,8 +7,9 @@
 // Everything a benchmark writes lives in temporary directories: the files
 // the fixture works on, txexec's state directory (TXEXEC_STATE_DIR), the
 // compiled fixture and txexec binary. By default those directories are made
-// on a tmpfs (/dev/shm) so that the numbers are the cost of the system-call
-// path and not of this machine's disk; TXEXEC_BENCH_DIR chooses another
+// on a tmpfs mounted for the run (MountTmpfs) so that the numbers are the
+// cost of the system-call path and not of this machine's disk;
+// TXEXEC_BENCH_DIR chooses another
 // parent directory (for example one on ext4). BenchmarkCommit2000 and the
 // workloads (BenchmarkWorkload) work under /var/tmp instead: the disk file
 // system is part of what they measure.
@@ -25,33 +26,68 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 //go:embed percall.c
 var percallSource []byte
 
 // Ops are the fixture's operations, in the order of the per-call table.
-var Ops = []string{"access", "stat", "statat", "open", "create", "unlink", "link", "mkdir", "rmdir", "read", "write"}
+var Ops = []string{"access", "stat", "statat", "open", "create", "unlink", "link", "mkdir", "rmdir", "read", "write", "listdir"}
 
 // DirEnv names the parent directory of the benchmarks' temporary
-// directories; DefaultDir is used when it is unset and exists.
-const (
-	DirEnv     = "TXEXEC_BENCH_DIR"
-	DefaultDir = "/dev/shm"
-)
+// directories; without it they are made on a tmpfs that TestMain mounts
+// for the run (MountTmpfs), or in os.TempDir() if it could not.
+//
+// Not /dev/shm, the usual tmpfs: /dev is passed through by transactions
+// (docs/semantics.md), so a call there is served on the host and never
+// reaches the transaction's view that the "tx" rows are about.
+const DirEnv = "TXEXEC_BENCH_DIR"
+
+// tmpfsDir is the tmpfs MountTmpfs mounted ("" if none).
+var tmpfsDir string
+
+// MountTmpfs mounts a private tmpfs under /var/tmp for the benchmarks'
+// temporary directories, unless DirEnv chooses one, and returns what
+// unmounts and removes it. Without the privilege to mount, ParentDir falls
+// back to os.TempDir() and the reason is returned.
+func MountTmpfs() (cleanup func(), err error) {
+	if os.Getenv(DirEnv) != "" {
+		return func() {}, nil
+	}
+	d, err := os.MkdirTemp("/var/tmp", "txexec-bench-tmpfs-")
+	if err != nil {
+		return func() {}, err
+	}
+	if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "size=4g,mode=0755"); err != nil {
+		os.Remove(d)
+		return func() {}, fmt.Errorf("mount tmpfs on %s: %w", d, err)
+	}
+	tmpfsDir = d
+	return func() {
+		unix.Unmount(d, unix.MNT_DETACH)
+		os.Remove(d)
+		tmpfsDir = ""
+	}, nil
+}
 
 // FileSize is the size of the fixture's DIR/file (percall.c FILESIZE).
 const FileSize = 1 << 20
 
+// ListdirEntries is how many empty files the fixture's DIR/many holds,
+// for the listdir operation.
+const ListdirEntries = 1000
+
 // ParentDir returns the directory the benchmarks make their temporary
-// directories in: $TXEXEC_BENCH_DIR, else /dev/shm when it is a directory,
-// else os.TempDir().
+// directories in: $TXEXEC_BENCH_DIR, else the tmpfs of MountTmpfs, else
+// os.TempDir().
 func ParentDir() string {
 	if d := os.Getenv(DirEnv); d != "" {
 		return d
 	}
-	if st, err := os.Stat(DefaultDir); err == nil && st.IsDir() {
-		return DefaultDir
+	if tmpfsDir != "" {
+		return tmpfsDir
 	}
 	return os.TempDir()
 }
@@ -109,6 +145,14 @@ func WorkDirIn(tb testing.TB, parent string) string {
 	d := tempDirIn(tb, parent, "txexec-bench-")
 	if err := os.WriteFile(filepath.Join(d, "file"), bytes.Repeat([]byte{'t'}, FileSize), 0o644); err != nil {
 		tb.Fatalf("bench: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(d, "many"), 0o755); err != nil {
+		tb.Fatalf("bench: %v", err)
+	}
+	for i := range ListdirEntries {
+		if err := os.WriteFile(filepath.Join(d, "many", fmt.Sprintf("entry-%04d", i)), nil, 0o644); err != nil {
+			tb.Fatalf("bench: %v", err)
+		}
 	}
 	return d
 }

@@ -12,7 +12,7 @@
 //
 // Usage: percall -o OP -d DIR [-n N] [-w W] [-F]
 //   -o OP   stat | statat | open | access | create | unlink | mkdir | rmdir |
-//           link | read | write
+//           link | read | write | listdir
 //   -d DIR  absolute directory prepared by the harness: DIR/file is an
 //           unmodified 1 MiB host file
 //   -n N    timed calls (default 10000; rounded up to a multiple of 64)
@@ -36,6 +36,9 @@
 //           its end, 1 call in 256)
 //   write   write(fd, 4 KiB) sequentially to DIR/wfile (lseek to 0 every
 //           256 writes, so the file stays 1 MiB)
+//   listdir open(DIR/many, O_DIRECTORY) + getdents64 with a 32 KiB buffer
+//           until the end + close: a whole listing of the harness's
+//           directory of 1000 files (several getdents64 calls)
 // The paired operations (create/unlink, mkdir/rmdir, link/unlink) run in
 // blocks of 64 over 64 names reused block after block: the timed half of a
 // block, then the untimed half that restores the directory.
@@ -70,7 +73,7 @@
 #define FILESIZE (1 << 20)
 
 static char dir[3072];
-static char file[4096], wfile[4096];
+static char file[4096], wfile[4096], manydir[4096];
 static char names[BLOCK][4096];
 static char iobuf[IOSIZE] __attribute__((aligned(4096)));
 static int iofd = -1, dirfd = -1;
@@ -155,6 +158,21 @@ static void do_link(void) {
 			die("link");
 }
 
+static void do_listdir(void) {
+	static char buf[32768];
+	for (int i = 0; i < BLOCK; i++) {
+		int fd = open(manydir, O_RDONLY | O_DIRECTORY);
+		if (fd < 0)
+			die("open many");
+		long got;
+		while ((got = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+			;
+		if (got < 0)
+			die("getdents64");
+		close(fd);
+	}
+}
+
 static void do_read(void) {
 	for (int i = 0; i < BLOCK; i++) {
 		if (iopos == FILESIZE) {
@@ -201,6 +219,7 @@ static const struct op ops[] = {
 	{"link", 'l', do_link, NULL, do_unlink},
 	{"read", 0, do_read, NULL, NULL},
 	{"write", 0, do_write, NULL, NULL},
+	{"listdir", 0, do_listdir, NULL, NULL},
 };
 
 static uint64_t run_blocks(const struct op *o, long blocks) {
@@ -276,6 +295,7 @@ int main(int argc, char **argv) {
 	strcpy(dir, d);
 	snprintf(file, sizeof(file), "%s/file", dir);
 	snprintf(wfile, sizeof(wfile), "%s/wfile", dir);
+	snprintf(manydir, sizeof(manydir), "%s/many", dir);
 	if (o->prefix)
 		set_names(o->prefix);
 	if (filter)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,7 +18,12 @@ import (
 func TestMain(m *testing.M) {
 	// The in-process benchmarks re-execute this test binary as the stub.
 	interpose.RunStubIfRequested()
+	unmount, err := MountTmpfs()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "bench: no private tmpfs, working in %s: %v\n", os.TempDir(), err)
+	}
 	code := m.Run()
+	unmount()
 	if txexecDir != "" {
 		os.RemoveAll(txexecDir)
 	}
