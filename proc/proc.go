@@ -91,6 +91,8 @@ type Cred struct {
 	GID, EGID, SGID, FSGID uint32
 	Groups                 []uint32
 	CapEff                 uint64
+	// CapPrm is the permitted set: access(2) by a real root checks with it.
+	CapPrm uint64
 }
 
 // FS returns the file-system part of c.
@@ -320,13 +322,17 @@ func ReadCred(tid int) (*Cred, error) {
 				}
 				c.Groups = append(c.Groups, uint32(n))
 			}
-		case "CapEff":
+		case "CapEff", "CapPrm":
 			if len(fields) == 1 {
 				n, err := strconv.ParseUint(fields[0], 16, 64)
 				if err != nil {
 					return nil, fmt.Errorf("parse capabilities of %d: %w", tid, err)
 				}
-				c.CapEff = n
+				if k == "CapEff" {
+					c.CapEff = n
+				} else {
+					c.CapPrm = n
+				}
 			}
 		}
 	}

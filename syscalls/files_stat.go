@@ -22,16 +22,43 @@ func Newfstatat(k *Kernel, c *interpose.Call) interpose.Reply {
 	return newfstatat(k, c, c.Args[0].Int(), c.Args[1].Pointer(), c.Args[2].Pointer(), int(c.Args[3].Int()))
 }
 
-const statFlags = unix.AT_SYMLINK_NOFOLLOW | unix.AT_EMPTY_PATH | unix.AT_NO_AUTOMOUNT
+// atStatxSyncType is AT_STATX_SYNC_TYPE, which x/sys/unix lacks.
+const atStatxSyncType = unix.AT_STATX_FORCE_SYNC | unix.AT_STATX_DONT_SYNC
 
-func newfstatat(k *Kernel, c *interpose.Call, dirfd int32, pathAddr, statAddr uintptr, flags int) interpose.Reply {
-	if flags&^statFlags != 0 {
+// statFlags are the flags vfs_statx knows (AT_STATX_FORCE_SYNC and
+// AT_STATX_DONT_SYNC are accepted by fstatat too).
+const statFlags = unix.AT_SYMLINK_NOFOLLOW | unix.AT_EMPTY_PATH | unix.AT_NO_AUTOMOUNT | atStatxSyncType
+
+// statCall runs fn for a call of the stat family, in the order of
+// fs/stat.c: a NULL path with AT_EMPTY_PATH, or an empty one, on a
+// descriptor asks for the descriptor itself (getname_maybe_null, then
+// vfs_fstat or do_statx_fd), which looks at no other flag; anything else
+// goes through vfs_statx, which refuses unknown flags before the lookup —
+// even before the error of a path it could not copy in (a NULL path
+// without AT_EMPTY_PATH is EFAULT).
+func (k *Kernel) statCall(c *interpose.Call, dirfd int32, pathAddr uintptr, flags int,
+	fn func(cl *vfs.Caller, at *vfs.Handle, path string, flags int) (int64, error)) interpose.Reply {
+	empty := flags&unix.AT_EMPTY_PATH != 0
+	var path string
+	var err error
+	if pathAddr != 0 || !empty {
+		path, err = c.ReadPath(pathAddr)
+	}
+	if err == nil && path == "" && empty && dirfd >= 0 {
+		flags &= statFlags
+	} else if flags&^statFlags != 0 {
 		return interpose.Fail(unix.EINVAL)
 	}
-	return k.nullablePathCall(c, dirfd, pathAddr, func(cl *vfs.Caller, at *vfs.Handle, path string) (int64, error) {
-		if path == "" && pathAddr == 0 && flags&unix.AT_EMPTY_PATH == 0 {
-			return 0, unix.EFAULT
-		}
+	if err != nil {
+		return k.reply(c, 0, err)
+	}
+	return k.resolvedCall(c, dirfd, path, func(cl *vfs.Caller, at *vfs.Handle, path string) (int64, error) {
+		return fn(cl, at, path, flags)
+	})
+}
+
+func newfstatat(k *Kernel, c *interpose.Call, dirfd int32, pathAddr, statAddr uintptr, flags int) interpose.Reply {
+	return k.statCall(c, dirfd, pathAddr, flags, func(cl *vfs.Caller, at *vfs.Handle, path string, flags int) (int64, error) {
 		st, err := k.View.Stat(cl, at, path, flags)
 		if err != nil {
 			return 0, err
@@ -47,14 +74,11 @@ func Statx(k *Kernel, c *interpose.Call) interpose.Reply {
 	flags := int(c.Args[2].Int())
 	mask := c.Args[3].Uint()
 	statxAddr := c.Args[4].Pointer()
-	if mask&unix.STATX__RESERVED != 0 {
+	// do_statx and do_statx_fd, before everything else.
+	if mask&unix.STATX__RESERVED != 0 || flags&atStatxSyncType == atStatxSyncType {
 		return interpose.Fail(unix.EINVAL)
 	}
-	return k.nullablePathCall(c, dirfd, pathAddr, func(cl *vfs.Caller, at *vfs.Handle, path string) (int64, error) {
-		if pathAddr == 0 {
-			// Since Linux 6.11 a NULL path means AT_EMPTY_PATH.
-			flags |= unix.AT_EMPTY_PATH
-		}
+	return k.statCall(c, dirfd, pathAddr, flags, func(cl *vfs.Caller, at *vfs.Handle, path string, flags int) (int64, error) {
 		stx, err := k.View.Statx(cl, at, path, flags, mask)
 		if err != nil {
 			return 0, err

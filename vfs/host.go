@@ -214,12 +214,7 @@ func (h *Host) Access(c *Caller, at *Handle, path string, mode uint32, flags int
 	}
 	cred := c.Cred.FS()
 	if flags&unix.AT_EACCESS == 0 {
-		cred.FSUID, cred.FSGID = c.Cred.UID, c.Cred.GID
-		if c.Cred.UID != 0 {
-			// Linux's access() drops every capability for a non-root
-			// real user (unless it is root in its namespace).
-			cred.CapEff = 0
-		}
+		cred = accessCred(c.Cred).FS()
 	}
 	return h.self.AsCaller(&cred, func() error {
 		return unix.Faccessat2(dirfd, p, mode, flags|unix.AT_EACCESS)

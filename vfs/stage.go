@@ -243,8 +243,9 @@ func copyXattrs(src, dst int) {
 }
 
 // createLocked makes a new staged object of type typ, in the staging area
-// of dir's mount, and attaches it as name in dir. mk creates the object at
-// the staging name, relative to the area's descriptor at.
+// of dir's mount, and attaches it as name in dir. mode is the requested
+// one, before the caller's umask (newOwner applies it). mk creates the
+// object at the staging name, relative to the area's descriptor at.
 //
 // Preconditions: v.mu held; permission to create in dir was checked.
 func (v *Tx) createLocked(c *Caller, dir *Node, name string, mode uint32, mk func(at int, stagingName string, perm uint32) error) (*Node, error) {

@@ -122,15 +122,9 @@ func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, f
 		store.AttrAtime|store.AttrMtime,
 		func(hat *Handle, hp string) error { return v.host.Utimens(c, hat, hp, ts, flags) },
 		func(n *Node, a attrs, vpath string) error {
-			toNow := ts == nil || (ts[0].Nsec == unix.UTIME_NOW || ts[0].Nsec == unix.UTIME_OMIT) &&
-				(ts[1].Nsec == unix.UTIME_NOW || ts[1].Nsec == unix.UTIME_OMIT)
-			if !isOwner(c, a) {
-				if !toNow {
-					return unix.EPERM
-				}
-				if err := permission(c, a, mayWrite); err != nil {
-					return err
-				}
+			toNow := timesTouch(ts)
+			if err := mayChangeTimes(c, a, toNow); err != nil {
+				return err
 			}
 			if err := v.appendOnlyLocked(n, toNow, "setting the times of"); err != nil {
 				return err

@@ -152,7 +152,7 @@ func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (
 }
 
 // Access implements View. access(2) checks with the real ids unless
-// AT_EACCESS, and without capabilities for a non-root real user.
+// AT_EACCESS (accessCred).
 func (v *Tx) Access(c *Caller, at *Handle, path string, mode uint32, flags int) error {
 	return withErr(v, c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0,
 		func(hat *Handle, hp string) error { return v.host.Access(c, hat, hp, mode, flags) },
@@ -165,12 +165,7 @@ func (v *Tx) Access(c *Caller, at *Handle, path string, mode uint32, flags int) 
 			}
 			who := c
 			if flags&unix.AT_EACCESS == 0 {
-				cr := *c.Cred
-				cr.FSUID, cr.FSGID = cr.UID, cr.GID
-				if cr.UID != 0 {
-					cr.CapEff = 0
-				}
-				who = &Caller{Tid: c.Tid, Tgid: c.Tgid, Cred: &cr}
+				who = &Caller{Tid: c.Tid, Tgid: c.Tgid, Cred: accessCred(c.Cred)}
 			}
 			a, err := v.attrsLocked(t.node)
 			if err != nil {
@@ -204,6 +199,11 @@ func (v *Tx) Readlink(c *Caller, at *Handle, path string) (string, error) {
 				return "", unix.ENOENT
 			}
 			if t.node.typ != unix.S_IFLNK {
+				// do_readlinkat: an empty path names the descriptor
+				// itself, which is no symlink: ENOENT, not EINVAL.
+				if path == "" {
+					return "", unix.ENOENT
+				}
 				return "", unix.EINVAL
 			}
 			return v.readlinkLocked(t.node)

@@ -86,19 +86,18 @@ func (v *Tx) renameLocked(c *Caller, ot, nt target, flags uint) error {
 	if dst == src {
 		return nil // two names of one object: nothing to do (rename(2))
 	}
-	if dst != nil && !exchange {
-		switch {
-		case src.isDir() && !dst.isDir():
-			return unix.ENOTDIR
-		case !src.isDir() && dst.isDir():
-			return unix.EISDIR
-		}
-	}
-	if err := v.mayDeleteLocked(c, ot.dir, src); err != nil {
+	// vfs_rename: may_delete of the source, then of a target, which must
+	// be of the source's type unless the two are exchanged — the types
+	// only after the permissions (mayDelete).
+	if err := v.mayDeleteLocked(c, ot.dir, src, src.isDir()); err != nil {
 		return err
 	}
 	if dst != nil {
-		if err := v.mayDeleteLocked(c, nt.dir, dst); err != nil {
+		isDir := src.isDir()
+		if exchange {
+			isDir = dst.isDir()
+		}
+		if err := v.mayDeleteLocked(c, nt.dir, dst, isDir); err != nil {
 			return err
 		}
 	} else if err := v.mayCreateLocked(c, nt.dir, nt.name); err != nil {

@@ -38,8 +38,29 @@ func checkResolve(how OpenHow) error {
 	return nil
 }
 
+// checkOpenFlags refuses, as build_open_flags does before any lookup,
+// O_CREAT with O_DIRECTORY (Linux 6.4 and later: it used to create a
+// regular file) and an O_TMPFILE without O_DIRECTORY or without write
+// access. open(2) drops all flags but a few from an O_PATH open
+// (build_open_how), so these never apply to one.
+func checkOpenFlags(flags uint64) error {
+	if flags&unix.O_PATH != 0 {
+		return nil
+	}
+	if flags&(unix.O_CREAT|unix.O_DIRECTORY) == unix.O_CREAT|unix.O_DIRECTORY {
+		return unix.EINVAL
+	}
+	if flags&oTmpfileBit != 0 && (flags&unix.O_DIRECTORY == 0 || flags&unix.O_ACCMODE == unix.O_RDONLY) {
+		return unix.EINVAL
+	}
+	return nil
+}
+
 // Open implements View.
 func (v *Tx) Open(c *Caller, at *Handle, path string, how OpenHow) (int, error) {
+	if err := checkOpenFlags(how.Flags); err != nil {
+		return -1, err
+	}
 	if err := checkResolve(how); err != nil {
 		return -1, err
 	}
@@ -185,7 +206,7 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 		if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
 			return -1, err
 		}
-		mode := unix.S_IFREG | how.Mode&^c.Umask&0o7777
+		mode := unix.S_IFREG | how.Mode&0o7777
 		var err error
 		n, err = v.createLocked(c, t.dir, t.name, mode, func(at int, sname string, perm uint32) error {
 			fd, err := unix.Openat(at, sname, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, perm)
@@ -207,11 +228,13 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 	if n.typ == unix.S_IFLNK {
 		// The final symlink was not followed (O_NOFOLLOW): only O_PATH
 		// opens a symlink itself.
+		// do_open asks for a directory before may_open refuses a
+		// symlink.
 		switch {
-		case flags&unix.O_PATH == 0:
-			return -1, unix.ELOOP
 		case flags&unix.O_DIRECTORY != 0:
 			return -1, unix.ENOTDIR
+		case flags&unix.O_PATH == 0:
+			return -1, unix.ELOOP
 		}
 		return v.pathTokenLocked(n)
 	}
@@ -415,24 +438,23 @@ func (v *Tx) openTmpfileLocked(c *Caller, t target, how OpenHow) (int, error) {
 	if !dir.isDir() {
 		return -1, unix.ENOTDIR
 	}
-	if how.Flags&unix.O_ACCMODE == unix.O_RDONLY {
-		return -1, unix.EINVAL
-	}
 	da, err := v.attrsLocked(dir)
 	if err != nil {
 		return -1, err
 	}
-	if err := permission(c, da, mayWrite|mayExec); err != nil {
+	// do_tmpfile: the mount is writable (mnt_want_write) before the
+	// directory's permission is checked.
+	if err := v.roCheckLocked(dir); err != nil {
 		return -1, err
 	}
-	if err := v.roCheckLocked(dir); err != nil {
+	if err := permission(c, da, mayWrite|mayExec); err != nil {
 		return -1, err
 	}
 	a, err := v.areaForLocked(dir, dir.viewPathLocked())
 	if err != nil {
 		return -1, err
 	}
-	uid, gid, mode := newOwner(c, da, unix.S_IFREG|how.Mode&^c.Umask&0o7777)
+	uid, gid, mode := newOwner(c, da, unix.S_IFREG|how.Mode&0o7777)
 	fd, err := unix.Openat(a.fd, ".", int(how.Flags&^unix.O_CREAT)|unix.O_CLOEXEC, mode&0o7777)
 	if err != nil {
 		return -1, err
@@ -472,10 +494,12 @@ func (v *Tx) mayCreateLocked(c *Caller, dir *Node, name string) error {
 	if err != nil {
 		return err
 	}
-	if err := permission(c, da, mayWrite|mayExec); err != nil {
+	// inode_permission refuses a read-only mount and an immutable
+	// directory before it looks at the mode.
+	if err := v.roCheckLocked(dir); err != nil {
 		return err
 	}
-	return v.roCheckLocked(dir)
+	return permission(c, da, mayWrite|mayExec)
 }
 
 // roCheckLocked fails writes to objects on read-only mounts, and to
@@ -558,7 +582,7 @@ func (v *Tx) Mkdir(c *Caller, at *Handle, path string, mode uint32) error {
 			if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
 				return err
 			}
-			_, err := v.createLocked(c, t.dir, t.name, unix.S_IFDIR|mode&^c.Umask&0o1777, func(at int, sname string, perm uint32) error {
+			_, err := v.createLocked(c, t.dir, t.name, unix.S_IFDIR|mode&0o1777, func(at int, sname string, perm uint32) error {
 				return unix.Mkdirat(at, sname, perm)
 			})
 			return err
@@ -583,7 +607,7 @@ func (v *Tx) Mknod(c *Caller, at *Handle, path string, mode uint32, dev uint64) 
 			if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
 				return err
 			}
-			_, err := v.createLocked(c, t.dir, t.name, typ|mode&^c.Umask&0o7777, func(at int, sname string, perm uint32) error {
+			_, err := v.createLocked(c, t.dir, t.name, typ|mode&0o7777, func(at int, sname string, perm uint32) error {
 				return unix.Mknodat(at, sname, typ|perm, int(dev))
 			})
 			return err
@@ -632,13 +656,15 @@ func (v *Tx) Unlink(c *Caller, at *Handle, path string, flags int) error {
 			if n == nil {
 				return unix.ENOENT
 			}
-			if (rmdir || t.slash) && !n.isDir() {
+			if !rmdir && t.slash {
+				// do_unlinkat answers a trailing slash before it
+				// looks at permissions.
+				if n.isDir() {
+					return unix.EISDIR
+				}
 				return unix.ENOTDIR
 			}
-			if !rmdir && n.isDir() {
-				return unix.EISDIR
-			}
-			if err := v.mayDeleteLocked(c, t.dir, n); err != nil {
+			if err := v.mayDeleteLocked(c, t.dir, n, rmdir); err != nil {
 				return err
 			}
 			vpath := childPath(t.dir.viewPathLocked(), t.name)
@@ -666,8 +692,11 @@ func lastComp(p string) string {
 	return parts[len(parts)-1]
 }
 
-// mayDeleteLocked checks removing victim from dir.
-func (v *Tx) mayDeleteLocked(c *Caller, dir, victim *Node) error {
+// mayDeleteLocked checks removing victim from dir (mayDelete; isDir says
+// whether the call removes a directory).
+//
+// Preconditions: v.mu held.
+func (v *Tx) mayDeleteLocked(c *Caller, dir, victim *Node, isDir bool) error {
 	da, err := v.attrsLocked(dir)
 	if err != nil {
 		return err
@@ -676,19 +705,12 @@ func (v *Tx) mayDeleteLocked(c *Caller, dir, victim *Node) error {
 	if err != nil {
 		return err
 	}
-	if err := mayDelete(c, da, va); err != nil {
-		return err
-	}
+	// inode_permission(dir, MAY_WRITE) refuses a read-only mount and an
+	// immutable directory before it looks at the mode.
 	if err := v.roCheckLocked(dir); err != nil {
 		return err
 	}
-	// may_delete: nothing leaves an append-only directory, and an
-	// append-only or immutable object cannot be removed or replaced.
-	if v.hostFlagsLocked(dir)&unix.STATX_ATTR_APPEND != 0 ||
-		v.hostFlagsLocked(victim)&(unix.STATX_ATTR_APPEND|unix.STATX_ATTR_IMMUTABLE) != 0 {
-		return unix.EPERM
-	}
-	return nil
+	return mayDelete(c, da, va, v.hostFlagsLocked(dir), v.hostFlagsLocked(victim), isDir)
 }
 
 // removableDirLocked checks that directory n can be removed: empty in the
