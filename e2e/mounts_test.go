@@ -46,6 +46,11 @@ func mountOn(t *testing.T, dir string, m otherMount) {
 		err = unix.Mount("tmpfs", dir, "tmpfs", 0, "mode=0755")
 	case bindMount:
 		err = unix.Mount(t.TempDir(), dir, "", unix.MS_BIND, "")
+	default:
+		// "bind:SRC": a bind mount of the directory SRC.
+		src, ok := strings.CutPrefix(string(m), "bind:")
+		require.True(t, ok, "unknown mount kind %q", m)
+		err = unix.Mount(src, dir, "", unix.MS_BIND, "")
 	}
 	if err == unix.EPERM {
 		skipOrFail(t, "cannot mount a %s: %v", m, err)
@@ -346,4 +351,48 @@ func TestReflinkCopyUp(t *testing.T) {
 	assert.Equal(t, []byte{last, 'x'}, tail)
 	assert.Empty(t, areasIn(t, mnt), "staging areas after commit")
 	assert.Less(t, before-free(), int64(64<<20), "after commit too")
+}
+
+// TestReadOnlyMountErrnos: on a read-only mount every call that would
+// change it fails with the errno Linux gives, in Linux's order: EROFS
+// before a missing name's ENOENT for unlink and rmdir (the mount is
+// checked before the lookup), EEXIST before EROFS for mkdir of an existing
+// name, EROFS for changes to existing objects.
+func TestReadOnlyMountErrnos(t *testing.T) {
+	requireTools(t, "python3")
+	const script = `
+import os
+def try_(name, f):
+    try:
+        f()
+        print(name, "ok")
+    except OSError as e:
+        print(name, e.strerror)
+try_("unlink missing", lambda: os.unlink("ro/missing"))
+try_("rmdir missing", lambda: os.rmdir("ro/missing"))
+try_("unlink file", lambda: os.unlink("ro/f"))
+try_("rmdir dir", lambda: os.rmdir("ro/d"))
+try_("mkdir existing", lambda: os.mkdir("ro/d"))
+try_("mkdir new", lambda: os.mkdir("ro/new"))
+try_("create", lambda: os.close(os.open("ro/g", os.O_CREAT | os.O_WRONLY, 0o644)))
+try_("open write", lambda: os.close(os.open("ro/f", os.O_WRONLY)))
+try_("chmod", lambda: os.chmod("ro/f", 0o600))
+try_("rename", lambda: os.rename("ro/f", "ro/h"))
+try_("symlink", lambda: os.symlink("f", "ro/l"))
+try_("read", lambda: open("ro/f").read())
+`
+	src := t.TempDir()
+	writeFiles(t, src, map[string]string{"f": "data\n", "d/x": "x\n"})
+	dir := t.TempDir()
+	ro := filepath.Join(dir, "ro")
+	require.NoError(t, os.Mkdir(ro, 0o755))
+	mountOn(t, ro, otherMount("bind:"+src))
+	require.NoError(t, unix.Mount("", ro, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""))
+	want := run(t, native, command{Argv: []string{"python3", "-c", script}, Dir: dir})
+	require.Equal(t, 0, want.Status, want.Stderr)
+	require.Contains(t, want.Stdout, "unlink missing Read-only file system")
+	for _, m := range underTxexec {
+		got := run(t, m, command{Argv: []string{"python3", "-c", script}, Dir: dir})
+		assert.Equal(t, want.Stdout, got.Stdout, m.String())
+	}
 }

@@ -33,6 +33,16 @@ func Creat(k *Kernel, c *interpose.Call) interpose.Reply {
 	return openat(k, c, unix.AT_FDCWD, pathAddr, vfs.OpenHow{Flags: unix.O_CREAT | unix.O_WRONLY | unix.O_TRUNC, Mode: mode})
 }
 
+// validOpenFlags is the kernel's VALID_OPEN_FLAGS (include/linux/fcntl.h);
+// oPathFlags the flags O_PATH allows beside it (O_PATH_FLAGS, fs/open.c).
+const (
+	validOpenFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_NOCTTY | unix.O_TRUNC |
+		unix.O_APPEND | unix.O_NONBLOCK | unix.O_SYNC | unix.O_DSYNC | unix.O_ASYNC | unix.O_DIRECT |
+		unix.O_LARGEFILE | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NOATIME | unix.O_CLOEXEC |
+		unix.O_PATH | unix.O_TMPFILE
+	oPathFlags = unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_PATH | unix.O_CLOEXEC
+)
+
 // openHowSizeVer0 is OPEN_HOW_SIZE_VER0.
 const openHowSizeVer0 = 24
 
@@ -60,6 +70,11 @@ func Openat2(k *Kernel, c *interpose.Call) interpose.Reply {
 	}
 	how := *(*unix.OpenHow)(unsafe.Pointer(&buf[0]))
 	if how.Mode > 0o7777 || (how.Mode != 0 && how.Flags&(unix.O_CREAT|unix.O_TMPFILE) == 0) {
+		return interpose.Fail(unix.EINVAL)
+	}
+	// open(2) and openat(2) drop flags they do not know, and every flag
+	// but a few beside O_PATH; openat2 refuses them (build_open_flags).
+	if how.Flags&^validOpenFlags != 0 || how.Flags&unix.O_PATH != 0 && how.Flags&^oPathFlags != 0 {
 		return interpose.Fail(unix.EINVAL)
 	}
 	return openat(k, c, dirfd, pathAddr, vfs.OpenHow{Flags: how.Flags, Mode: uint32(how.Mode), Resolve: how.Resolve})

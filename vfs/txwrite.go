@@ -522,6 +522,17 @@ func (v *Tx) roCheckLocked(n *Node) error {
 	return nil
 }
 
+// readOnlyMountLocked reports whether directory d of the view is on a
+// read-only mount (that of its nearest host directory: one made in the
+// transaction is on its parent's mount).
+//
+// Preconditions: v.mu held; d is a directory.
+func (v *Tx) readOnlyMountLocked(d *Node) bool {
+	hd := hostDirOf(d)
+	var sfs unix.Statfs_t
+	return hd != nil && unix.Fstatfs(hd.hostFd, &sfs) == nil && sfs.Flags&unix.ST_RDONLY != 0
+}
+
 // hostFlagsLocked returns the immutable and append-only attributes
 // (STATX_ATTR_IMMUTABLE, STATX_ATTR_APPEND) of n's host original; 0 for
 // objects the transaction staged or made, which carry none.
@@ -654,6 +665,11 @@ func (v *Tx) Unlink(c *Caller, at *Handle, path string, flags int) error {
 				return unix.EINVAL
 			}
 			if n == nil {
+				// do_unlinkat asks for write access to the mount
+				// (mnt_want_write) before it looks the name up.
+				if v.readOnlyMountLocked(t.dir) {
+					return unix.EROFS
+				}
 				return unix.ENOENT
 			}
 			if !rmdir && t.slash {
