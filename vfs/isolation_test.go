@@ -472,3 +472,26 @@ func TestXattrPermissions(t *testing.T) {
 		})
 	}
 }
+
+// TestXattrThroughDirFD: a descriptor of a host directory is the host's
+// (directories are not copied up), so the attributes the transaction set
+// on it are found only through the view (fgetxattr, flistxattr).
+func TestXattrThroughDirFD(t *testing.T) {
+	e := newEnv(t, func(dir string) { require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755)) })
+	e.must(e.v.Setxattr(e.c, e.c.Cwd, "d", XattrOp{}, "user.k", []byte("v"), 0), "setxattr")
+	fd, err := e.v.Open(e.c, e.c.Cwd, "d", OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY})
+	e.must(err, "open d")
+	defer unix.Close(fd)
+	n, err := unix.Flistxattr(fd, make([]byte, 100))
+	require.NoError(t, err)
+	require.Zero(t, n, "the descriptor is the host directory's")
+	h, err := e.v.HandleOf(e.c, fd)
+	e.must(err, "handle")
+	defer h.Release()
+	list, _, err := e.v.Listxattr(e.c, h, "", XattrOp{EmptyAt: true}, 100)
+	require.NoError(t, err)
+	assert.Equal(t, "user.k\x00", string(list))
+	value, _, err := e.v.Getxattr(e.c, h, "", XattrOp{EmptyAt: true}, "user.k", 100)
+	require.NoError(t, err)
+	assert.Equal(t, "v", string(value))
+}
