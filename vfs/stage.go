@@ -342,7 +342,8 @@ func (v *Tx) stagedLinksLocked(n *Node) {
 // identity at commit (directories, multiply-linked files); others carry
 // their attributes in their staged copy.
 func (v *Tx) setattrLocked(n *Node, path string, mask store.AttrMask) error {
-	if !n.inPlace {
+	if !n.inPlace || n.staged == "" {
+		// Not copied up: the call changed nothing (chown to -1, -1).
 		return nil
 	}
 	var st unix.Stat_t

@@ -789,3 +789,25 @@ func TestPathDescriptors(t *testing.T) {
 	_, err = e.v.Open(e.c, e.c.Cwd, "sl", OpenHow{Flags: unix.O_NOFOLLOW | unix.O_PATH | unix.O_DIRECTORY})
 	assert.ErrorIs(t, err, unix.ENOTDIR, "O_DIRECTORY on a symlink")
 }
+
+// TestChownKeepKeep: chown to (-1, -1) changes no owner. It needs no copy-up
+// of a host directory or a hard-linked host file; on a file it clears the
+// set-ID bits a chown clears (a mode change: EPERM for a non-owner).
+func TestChownKeepKeep(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644))
+		require.NoError(t, os.Link(filepath.Join(dir, "f"), filepath.Join(dir, "f2")))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "s"), []byte("x"), 0o644))
+		require.NoError(t, unix.Chmod(filepath.Join(dir, "s"), 0o4755))
+	})
+	const keep = ^uint32(0)
+	for _, p := range []string{"d", "f"} {
+		require.NoError(t, e.v.Chown(e.c, e.c.Cwd, p, keep, keep, 0), p)
+	}
+	assert.ErrorIs(t, e.v.Chown(e.as(1000, 1000), e.c.Cwd, "s", keep, keep, 0), unix.EPERM)
+	require.NoError(t, e.v.Chown(e.c, e.c.Cwd, "s", keep, keep, 0))
+	st, err := e.v.Stat(e.c, e.c.Cwd, "s", 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(0o755), st.Mode&0o7777)
+}

@@ -84,8 +84,15 @@ func (v *Tx) Chown(c *Caller, at *Handle, path string, uid, gid uint32, flags in
 			if gid != keep && !(owner && (gid == a.gid || c.Cred.InGroup(gid))) && !capChown {
 				return unix.EPERM
 			}
-			if uid == keep && gid == keep {
+			if uid == keep && gid == keep && !chownKillsSetID(c, n, a) {
+				// Only ctime changes; nothing to stage.
 				return nil
+			}
+			if uid == keep && gid == keep && !isOwner(c, a) {
+				// The set-ID bits it clears are a mode change, which
+				// needs ownership (notify_change turns ATTR_KILL_S*ID
+				// into ATTR_MODE, setattr_prepare checks it).
+				return unix.EPERM
 			}
 			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
@@ -109,6 +116,21 @@ func (v *Tx) Chown(c *Caller, at *Handle, path string, uid, gid uint32, flags in
 			}
 			return nil
 		})
+}
+
+// chownKillsSetID reports whether a chown of n by c clears set-ID bits
+// (chown_common's ATTR_KILL_SUID and setattr_should_drop_sgid): set-user-ID,
+// and set-group-ID with group execute or for a caller outside the file's
+// group without CAP_FSETID; directories keep theirs.
+func chownKillsSetID(c *Caller, n *Node, a attrs) bool {
+	if n.isDir() {
+		return false
+	}
+	if a.mode&unix.S_ISUID != 0 {
+		return true
+	}
+	return a.mode&unix.S_ISGID != 0 &&
+		(a.mode&unix.S_IXGRP != 0 || !c.Cred.InGroup(a.gid) && !c.Cred.HasCap(unix.CAP_FSETID))
 }
 
 // Utimens implements View.
