@@ -811,3 +811,23 @@ func TestChownKeepKeep(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint32(0o755), st.Mode&0o7777)
 }
+
+// TestUtimensOmitKeepsEntryChangeTime: a directory's view mtime is the time
+// its entries last changed; setting only its access time keeps it.
+func TestUtimensOmitKeepsEntryChangeTime(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+		old := unix.NsecToTimespec(1e9)
+		require.NoError(t, unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(dir, "d"), []unix.Timespec{old, old}, 0))
+	})
+	e.create("d/new", "", 0o644)
+	before, err := e.v.Stat(e.c, e.c.Cwd, "d", 0)
+	require.NoError(t, err)
+	require.Greater(t, before.Mtim.Sec, int64(1))
+	ts := [2]unix.Timespec{{Sec: 5}, {Nsec: unix.UTIME_OMIT}}
+	require.NoError(t, e.v.Utimens(e.c, e.c.Cwd, "d", &ts, 0))
+	after, err := e.v.Stat(e.c, e.c.Cwd, "d", 0)
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), after.Atim.Sec)
+	assert.Equal(t, before.Mtim, after.Mtim)
+}

@@ -160,11 +160,15 @@ func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, f
 			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
 			}
-			var times []unix.Timespec
+			times := []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
 			if ts != nil {
-				times = ts[:]
-			} else {
-				times = []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
+				times = []unix.Timespec{ts[0], ts[1]}
+			}
+			if times[1].Nsec == unix.UTIME_OMIT && n.changed != nil {
+				// The view's modification time (of a directory's
+				// entries, of a FIFO's last writer) is not the backing
+				// object's: an omitted one must stay what the view shows.
+				times[1] = *n.changed
 			}
 			p, nofollow := v.objPath(n)
 			if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, times, nofollow); err != nil {
