@@ -367,6 +367,20 @@ func TestFifoWithOutside(t *testing.T) {
 	assert.True(t, set, "no setattr of the FIFO's mtime in the journal")
 }
 
+// TestFifoReadTruncIsNoWrite: O_TRUNC is ignored for a FIFO (may_open), so
+// a read-only open with it does not count as a write for the FIFO's times.
+func TestFifoReadTruncIsNoWrite(t *testing.T) {
+	e := newEnv(t, hostTree)
+	oldTimes(t, e.dir)
+	fd, err := e.v.Open(e.c, e.c.Cwd, "fifo", OpenHow{Flags: unix.O_RDONLY | unix.O_TRUNC | unix.O_NONBLOCK})
+	require.NoError(t, err)
+	unix.Close(fd)
+	st, err := e.v.Stat(e.c, e.c.Cwd, "fifo", 0)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1009843200), st.Mtim.Sec, "the host FIFO's old time")
+	assert.False(t, e.v.Changed())
+}
+
 // TestFifoOpenEndsWithCaller: an open of a FIFO waits for the other end,
 // but not longer than the caller lives (the supervisor must not stay
 // blocked when the caller is killed).
