@@ -298,6 +298,7 @@ func (v *Tx) setEntryLocked(dir *Node, name string, n *Node) {
 		dir.entries[name] = n
 	}
 	v.touchDirLocked(dir)
+	v.noteEntryLocked(dir, name)
 }
 
 // linkCountLocked adjusts n's link count in the view.
