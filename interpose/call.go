@@ -2,6 +2,9 @@ package interpose
 
 import (
 	"fmt"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -128,6 +131,29 @@ func (p *pidfdCache) close() {
 			p.slots[i].ok = false
 		}
 	}
+}
+
+// CloseOnExec reports whether descriptor fd of thread tid is close-on-exec
+// (/proc/TID/fdinfo shows the flag among the file's flags). A descriptor
+// that is not open is EBADF.
+func CloseOnExec(tid, fd int) (bool, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", tid, fd))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return false, unix.EBADF
+		}
+		return false, err
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "flags:"); ok {
+			fl, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
+			if err != nil {
+				return false, fmt.Errorf("parse fdinfo flags %q: %w", v, err)
+			}
+			return fl&unix.O_CLOEXEC != 0, nil
+		}
+	}
+	return false, fmt.Errorf("no flags in fdinfo of descriptor %d of %d", fd, tid)
 }
 
 // GetFD duplicates descriptor fd of thread tid into the supervisor.

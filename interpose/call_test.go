@@ -64,3 +64,22 @@ func TestPidfdCache(t *testing.T) {
 	sameFile(t, fd, int(f.Fd()))
 	unix.Close(fd)
 }
+
+// TestCloseOnExec reads the close-on-exec flag of a thread's descriptor, as
+// the kernel's exec sees it.
+func TestCloseOnExec(t *testing.T) {
+	fd, err := unix.Open("/", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	tid := unix.Gettid()
+	got, err := CloseOnExec(tid, fd)
+	require.NoError(t, err)
+	assert.True(t, got)
+	_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFD, 0)
+	require.NoError(t, err)
+	got, err = CloseOnExec(tid, fd)
+	require.NoError(t, err)
+	assert.False(t, got)
+	_, err = CloseOnExec(tid, 100000)
+	assert.ErrorIs(t, err, unix.EBADF)
+}

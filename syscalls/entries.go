@@ -94,17 +94,18 @@ func Entries() []Entry {
 		emulated(unix.SYS_CHROOT, "chroot", Chroot, ArgPath),
 		observed(unix.SYS_UMASK, "umask", Umask, ArgMode),
 
-		// ---- Extended attributes. fgetxattr and flistxattr read the
-		// backing object, which carries the transaction's metadata.
+		// ---- Extended attributes. fgetxattr and flistxattr are served
+		// too: a descriptor of a host directory is the host's, whose
+		// attributes are not the transaction's.
 		emulated(unix.SYS_SETXATTR, "setxattr", Setxattr, ArgPath, ArgPath, ArgPtr, ArgUint, ArgHex),
 		emulated(unix.SYS_LSETXATTR, "lsetxattr", Lsetxattr, ArgPath, ArgPath, ArgPtr, ArgUint, ArgHex),
 		emulated(unix.SYS_FSETXATTR, "fsetxattr", Fsetxattr, ArgFD, ArgPath, ArgPtr, ArgUint, ArgHex),
 		emulated(unix.SYS_GETXATTR, "getxattr", Getxattr, ArgPath, ArgPath, ArgPtr, ArgUint),
 		emulated(unix.SYS_LGETXATTR, "lgetxattr", Lgetxattr, ArgPath, ArgPath, ArgPtr, ArgUint),
-		passthrough(unix.SYS_FGETXATTR, "fgetxattr", ArgFD, ArgPtr, ArgPtr, ArgUint),
+		emulated(unix.SYS_FGETXATTR, "fgetxattr", Fgetxattr, ArgFD, ArgPath, ArgPtr, ArgUint),
 		emulated(unix.SYS_LISTXATTR, "listxattr", Listxattr, ArgPath, ArgPtr, ArgUint),
 		emulated(unix.SYS_LLISTXATTR, "llistxattr", Llistxattr, ArgPath, ArgPtr, ArgUint),
-		passthrough(unix.SYS_FLISTXATTR, "flistxattr", ArgFD, ArgPtr, ArgUint),
+		emulated(unix.SYS_FLISTXATTR, "flistxattr", Flistxattr, ArgFD, ArgPtr, ArgUint),
 		emulated(unix.SYS_REMOVEXATTR, "removexattr", Removexattr, ArgPath, ArgPath),
 		emulated(unix.SYS_LREMOVEXATTR, "lremovexattr", Lremovexattr, ArgPath, ArgPath),
 		emulated(unix.SYS_FREMOVEXATTR, "fremovexattr", Fremovexattr, ArgFD, ArgPath),

@@ -102,22 +102,56 @@ func (k *Kernel) planExec(req *interpose.ExecRequest) (interpose.ExecPlan, error
 		at = h
 	}
 	// The name a script sees as its own: what was passed, or for
-	// execveat(fd, "", AT_EMPTY_PATH) /dev/fd/N as Linux spells it.
-	scriptName := path
+	// execveat(fd, "", AT_EMPTY_PATH) /dev/fd/N as Linux spells it. Through
+	// a close-on-exec descriptor that name is gone once the interpreter
+	// runs, so Linux refuses to run a script that way (binfmt_script,
+	// BINPRM_FLAGS_PATH_INACCESSIBLE).
+	s := execSubject{name: path, fd: -1}
 	if path == "" {
-		scriptName = "/dev/fd/" + strconv.Itoa(int(req.Dirfd))
+		s.name = "/dev/fd/" + strconv.Itoa(int(req.Dirfd))
+		s.fd = int(req.Dirfd)
 	} else if req.Dirfd != unix.AT_FDCWD && !strings.HasPrefix(path, "/") {
-		scriptName = "/dev/fd/" + strconv.Itoa(int(req.Dirfd)) + "/" + path
+		s.name = "/dev/fd/" + strconv.Itoa(int(req.Dirfd)) + "/" + path
 	}
-	return k.planExecFile(cl, at, path, int(req.Flags), scriptName, 0)
+	if req.Dirfd != unix.AT_FDCWD && !strings.HasPrefix(path, "/") {
+		cloexec, err := interpose.CloseOnExec(req.Tid, int(req.Dirfd))
+		if err != nil {
+			return interpose.ExecPlan{}, err
+		}
+		s.nameGone = cloexec
+	}
+	return k.planExecFile(cl, at, path, int(req.Flags), s, 0)
 }
 
-func (k *Kernel) planExecFile(cl *vfs.Caller, at *vfs.Handle, path string, flags int, scriptName string, depth int) (interpose.ExecPlan, error) {
+// execSubject is what an exec names, beyond the path resolved in the view.
+type execSubject struct {
+	// name is the name a script is given as its own.
+	name string
+	// nameGone says that name no longer exists once exec has closed the
+	// close-on-exec descriptors.
+	nameGone bool
+	// fd is the caller's descriptor that is the program itself
+	// (execveat AT_EMPTY_PATH), or -1.
+	fd int
+}
+
+func (k *Kernel) planExecFile(cl *vfs.Caller, at *vfs.Handle, path string, flags int, s execSubject, depth int) (interpose.ExecPlan, error) {
 	exe, err := k.View.Executable(cl, at, path, flags)
 	if err != nil {
 		return interpose.ExecPlan{}, err
 	}
 	defer unix.Close(exe.FD)
+	if exe.Path == "" {
+		if s.fd < 0 {
+			// Renamed or removed while it was being resolved.
+			return interpose.ExecPlan{}, unix.ENOENT
+		}
+		// A memfd or an unlinked file: the kernel reaches it through the
+		// caller's own descriptor, opened before exec closes it. Which
+		// file that is when the kernel opens it is checked at
+		// PTRACE_EVENT_EXEC against Expect, as for any path.
+		exe.Path = "/proc/self/fd/" + strconv.Itoa(s.fd)
+	}
 	head := make([]byte, binprmBufSize)
 	n, _ := unix.Pread(exe.FD, head, 0)
 	head = head[:max(n, 0)]
@@ -131,7 +165,10 @@ func (k *Kernel) planExecFile(cl *vfs.Caller, at *vfs.Handle, path string, flags
 	if err != nil {
 		return interpose.ExecPlan{}, err
 	}
-	plan, err := k.planExecFile(cl, cl.Cwd, interp, 0 /* flags */, interp, depth+1)
+	if s.nameGone {
+		return interpose.ExecPlan{}, unix.ENOENT
+	}
+	plan, err := k.planExecFile(cl, cl.Cwd, interp, 0 /* flags */, execSubject{name: interp, fd: -1}, depth+1)
 	if err != nil {
 		return interpose.ExecPlan{}, err
 	}
@@ -145,7 +182,7 @@ func (k *Kernel) planExecFile(cl *vfs.Caller, at *vfs.Handle, path string, flags
 		// without the leading interpreter name it already supplied.
 		prefix = append(plan.ArgvPrefix, prefix[1:]...)
 	}
-	plan.ArgvPrefix = append(prefix, scriptName)
+	plan.ArgvPrefix = append(prefix, s.name)
 	return plan, nil
 }
 

@@ -83,7 +83,7 @@ func Utime(k *Kernel, c *interpose.Call) interpose.Reply {
 		}
 		ts = &[2]unix.Timespec{{Sec: ub[0]}, {Sec: ub[1]}}
 	}
-	return utimensat(k, c, unix.AT_FDCWD, pathAddr, ts, 0 /* flags */, false)
+	return utimensat(k, c, unix.AT_FDCWD, pathAddr, ts, 0 /* flags */)
 }
 
 // Utimes implements utimes(2).
@@ -110,7 +110,9 @@ func futimesat(k *Kernel, c *interpose.Call, dirfd int32, pathAddr, timesAddr ui
 		}
 		ts = &[2]unix.Timespec{{Sec: tv[0].Sec, Nsec: tv[0].Usec * 1000}, {Sec: tv[1].Sec, Nsec: tv[1].Usec * 1000}}
 	}
-	return utimensat(k, c, dirfd, pathAddr, ts, 0 /* flags */, false)
+	// do_utimes: a NULL path with a descriptor is the descriptor's object,
+	// for futimesat as for utimensat (utimes passes AT_FDCWD: EFAULT).
+	return utimensat(k, c, dirfd, pathAddr, ts, 0 /* flags */)
 }
 
 // Utimensat implements utimensat(2), and futimens (a NULL path).
@@ -134,11 +136,11 @@ func Utimensat(k *Kernel, c *interpose.Call) interpose.Reply {
 			}
 		}
 	}
-	return utimensat(k, c, dirfd, pathAddr, ts, flags, true)
+	return utimensat(k, c, dirfd, pathAddr, ts, flags)
 }
 
-func utimensat(k *Kernel, c *interpose.Call, dirfd int32, pathAddr uintptr, ts *[2]unix.Timespec, flags int, nullPathIsFD bool) interpose.Reply {
-	if pathAddr == 0 && nullPathIsFD {
+func utimensat(k *Kernel, c *interpose.Call, dirfd int32, pathAddr uintptr, ts *[2]unix.Timespec, flags int) interpose.Reply {
+	if pathAddr == 0 {
 		if dirfd == unix.AT_FDCWD {
 			return interpose.Fail(unix.EFAULT)
 		}

@@ -87,6 +87,11 @@ func Lgetxattr(k *Kernel, c *interpose.Call) interpose.Reply {
 	return getxattr(k, c, vfs.XattrOp{NoFollow: true})
 }
 
+// Fgetxattr implements fgetxattr(2).
+func Fgetxattr(k *Kernel, c *interpose.Call) interpose.Reply {
+	return getxattr(k, c, vfs.XattrOp{EmptyAt: true})
+}
+
 func getxattr(k *Kernel, c *interpose.Call, op vfs.XattrOp) interpose.Reply {
 	target := c.Args[0]
 	nameAddr := c.Args[1].Pointer()
@@ -116,6 +121,11 @@ func Listxattr(k *Kernel, c *interpose.Call) interpose.Reply {
 // Llistxattr implements llistxattr(2).
 func Llistxattr(k *Kernel, c *interpose.Call) interpose.Reply {
 	return listxattr(k, c, vfs.XattrOp{NoFollow: true})
+}
+
+// Flistxattr implements flistxattr(2).
+func Flistxattr(k *Kernel, c *interpose.Call) interpose.Reply {
+	return listxattr(k, c, vfs.XattrOp{EmptyAt: true})
 }
 
 func listxattr(k *Kernel, c *interpose.Call, op vfs.XattrOp) interpose.Reply {

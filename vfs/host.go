@@ -565,5 +565,12 @@ func exeOf(pathFD int) (Exe, error) {
 		unix.Close(fd)
 		return Exe{}, err
 	}
+	// The kernel keeps a name for a memfd ("/memfd:N (deleted)") or an
+	// unlinked file too; only a name that leads back to this very file is
+	// one the kernel can execute.
+	var pst unix.Stat_t
+	if !strings.HasPrefix(p, "/") || unix.Stat(p, &pst) != nil || pst.Dev != st.Dev || pst.Ino != st.Ino {
+		p = ""
+	}
 	return Exe{Path: p, FD: fd, Dev: st.Dev, Ino: st.Ino}, nil
 }

@@ -367,6 +367,20 @@ func TestFifoWithOutside(t *testing.T) {
 	assert.True(t, set, "no setattr of the FIFO's mtime in the journal")
 }
 
+// TestFifoReadTruncIsNoWrite: O_TRUNC is ignored for a FIFO (may_open), so
+// a read-only open with it does not count as a write for the FIFO's times.
+func TestFifoReadTruncIsNoWrite(t *testing.T) {
+	e := newEnv(t, hostTree)
+	oldTimes(t, e.dir)
+	fd, err := e.v.Open(e.c, e.c.Cwd, "fifo", OpenHow{Flags: unix.O_RDONLY | unix.O_TRUNC | unix.O_NONBLOCK})
+	require.NoError(t, err)
+	unix.Close(fd)
+	st, err := e.v.Stat(e.c, e.c.Cwd, "fifo", 0)
+	require.NoError(t, err)
+	assert.Equal(t, int64(1009843200), st.Mtim.Sec, "the host FIFO's old time")
+	assert.False(t, e.v.Changed())
+}
+
 // TestFifoOpenEndsWithCaller: an open of a FIFO waits for the other end,
 // but not longer than the caller lives (the supervisor must not stay
 // blocked when the caller is killed).
@@ -471,4 +485,27 @@ func TestXattrPermissions(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestXattrThroughDirFD: a descriptor of a host directory is the host's
+// (directories are not copied up), so the attributes the transaction set
+// on it are found only through the view (fgetxattr, flistxattr).
+func TestXattrThroughDirFD(t *testing.T) {
+	e := newEnv(t, func(dir string) { require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755)) })
+	e.must(e.v.Setxattr(e.c, e.c.Cwd, "d", XattrOp{}, "user.k", []byte("v"), 0), "setxattr")
+	fd, err := e.v.Open(e.c, e.c.Cwd, "d", OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY})
+	e.must(err, "open d")
+	defer unix.Close(fd)
+	n, err := unix.Flistxattr(fd, make([]byte, 100))
+	require.NoError(t, err)
+	require.Zero(t, n, "the descriptor is the host directory's")
+	h, err := e.v.HandleOf(e.c, fd)
+	e.must(err, "handle")
+	defer h.Release()
+	list, _, err := e.v.Listxattr(e.c, h, "", XattrOp{EmptyAt: true}, 100)
+	require.NoError(t, err)
+	assert.Equal(t, "user.k\x00", string(list))
+	value, _, err := e.v.Getxattr(e.c, h, "", XattrOp{EmptyAt: true}, "user.k", 100)
+	require.NoError(t, err)
+	assert.Equal(t, "v", string(value))
 }

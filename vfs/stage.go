@@ -304,6 +304,7 @@ func (v *Tx) setEntryLocked(dir *Node, name string, n *Node) {
 		dir.entries[name] = n
 	}
 	v.touchDirLocked(dir)
+	v.noteEntryLocked(dir, name)
 }
 
 // linkCountLocked adjusts n's link count in the view.
@@ -348,7 +349,8 @@ func (v *Tx) stagedLinksLocked(n *Node) {
 // identity at commit (directories, multiply-linked files); others carry
 // their attributes in their staged copy.
 func (v *Tx) setattrLocked(n *Node, path string, mask store.AttrMask) error {
-	if !n.inPlace {
+	if !n.inPlace || n.staged == "" {
+		// Not copied up: the call changed nothing (chown to -1, -1).
 		return nil
 	}
 	var st unix.Stat_t

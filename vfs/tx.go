@@ -72,6 +72,11 @@ type Tx struct {
 	// home's included; areaErrs says why one could not be made.
 	areas    map[uint64]*area
 	areaErrs map[uint64]error
+
+	// dirShadows follow the directories whose entries changed, for their
+	// size (dirsize.go).
+	dirShadows map[*Node]*dirShadow
+
 	// doomed is set when the transaction can no longer commit (the host
 	// changed under it, or an internal error); it aborts with this reason.
 	doomed error

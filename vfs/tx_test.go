@@ -841,3 +841,45 @@ func TestListingCacheFollowsChanges(t *testing.T) {
 	require.Len(t, ents, 1)
 	require.Equal(t, "c", ents[0].Name)
 }
+
+// TestChownKeepKeep: chown to (-1, -1) changes no owner. It needs no copy-up
+// of a host directory or a hard-linked host file; on a file it clears the
+// set-ID bits a chown clears (a mode change: EPERM for a non-owner).
+func TestChownKeepKeep(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644))
+		require.NoError(t, os.Link(filepath.Join(dir, "f"), filepath.Join(dir, "f2")))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "s"), []byte("x"), 0o644))
+		require.NoError(t, unix.Chmod(filepath.Join(dir, "s"), 0o4755))
+	})
+	const keep = ^uint32(0)
+	for _, p := range []string{"d", "f"} {
+		require.NoError(t, e.v.Chown(e.c, e.c.Cwd, p, keep, keep, 0), p)
+	}
+	assert.ErrorIs(t, e.v.Chown(e.as(1000, 1000), e.c.Cwd, "s", keep, keep, 0), unix.EPERM)
+	require.NoError(t, e.v.Chown(e.c, e.c.Cwd, "s", keep, keep, 0))
+	st, err := e.v.Stat(e.c, e.c.Cwd, "s", 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(0o755), st.Mode&0o7777)
+}
+
+// TestUtimensOmitKeepsEntryChangeTime: a directory's view mtime is the time
+// its entries last changed; setting only its access time keeps it.
+func TestUtimensOmitKeepsEntryChangeTime(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+		old := unix.NsecToTimespec(1e9)
+		require.NoError(t, unix.UtimesNanoAt(unix.AT_FDCWD, filepath.Join(dir, "d"), []unix.Timespec{old, old}, 0))
+	})
+	e.create("d/new", "", 0o644)
+	before, err := e.v.Stat(e.c, e.c.Cwd, "d", 0)
+	require.NoError(t, err)
+	require.Greater(t, before.Mtim.Sec, int64(1))
+	ts := [2]unix.Timespec{{Sec: 5}, {Nsec: unix.UTIME_OMIT}}
+	require.NoError(t, e.v.Utimens(e.c, e.c.Cwd, "d", &ts, 0))
+	after, err := e.v.Stat(e.c, e.c.Cwd, "d", 0)
+	require.NoError(t, err)
+	assert.Equal(t, int64(5), after.Atim.Sec)
+	assert.Equal(t, before.Mtim, after.Mtim)
+}

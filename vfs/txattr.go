@@ -84,8 +84,15 @@ func (v *Tx) Chown(c *Caller, at *Handle, path string, uid, gid uint32, flags in
 			if gid != keep && !(owner && (gid == a.gid || c.Cred.InGroup(gid))) && !capChown {
 				return unix.EPERM
 			}
-			if uid == keep && gid == keep {
+			if uid == keep && gid == keep && !chownKillsSetID(c, n, a) {
+				// Only ctime changes; nothing to stage.
 				return nil
+			}
+			if uid == keep && gid == keep && !isOwner(c, a) {
+				// The set-ID bits it clears are a mode change, which
+				// needs ownership (notify_change turns ATTR_KILL_S*ID
+				// into ATTR_MODE, setattr_prepare checks it).
+				return unix.EPERM
 			}
 			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
@@ -111,6 +118,21 @@ func (v *Tx) Chown(c *Caller, at *Handle, path string, uid, gid uint32, flags in
 		})
 }
 
+// chownKillsSetID reports whether a chown of n by c clears set-ID bits
+// (chown_common's ATTR_KILL_SUID and setattr_should_drop_sgid): set-user-ID,
+// and set-group-ID with group execute or for a caller outside the file's
+// group without CAP_FSETID; directories keep theirs.
+func chownKillsSetID(c *Caller, n *Node, a attrs) bool {
+	if n.isDir() {
+		return false
+	}
+	if a.mode&unix.S_ISUID != 0 {
+		return true
+	}
+	return a.mode&unix.S_ISGID != 0 &&
+		(a.mode&unix.S_IXGRP != 0 || !c.Cred.InGroup(a.gid) && !c.Cred.HasCap(unix.CAP_FSETID))
+}
+
 // Utimens implements View.
 func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, flags int) error {
 	if ts != nil && ts[0].Nsec == unix.UTIME_OMIT && ts[1].Nsec == unix.UTIME_OMIT {
@@ -132,11 +154,15 @@ func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, f
 			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
 			}
-			var times []unix.Timespec
+			times := []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
 			if ts != nil {
-				times = ts[:]
-			} else {
-				times = []unix.Timespec{{Nsec: unix.UTIME_NOW}, {Nsec: unix.UTIME_NOW}}
+				times = []unix.Timespec{ts[0], ts[1]}
+			}
+			if times[1].Nsec == unix.UTIME_OMIT && n.changed != nil {
+				// The view's modification time (of a directory's
+				// entries, of a FIFO's last writer) is not the backing
+				// object's: an omitted one must stay what the view shows.
+				times[1] = *n.changed
 			}
 			p, nofollow := v.objPath(n)
 			if err := unix.UtimesNanoAt(unix.AT_FDCWD, p, times, nofollow); err != nil {

@@ -284,6 +284,12 @@ func (v *Tx) Close() {
 		unix.Close(v.roRootFd)
 		v.roRootFd = -1
 	}
+	for _, s := range v.dirShadows {
+		if s.fd >= 0 {
+			unix.Close(s.fd)
+			s.fd = -1
+		}
+	}
 	for _, a := range v.areasLocked() {
 		if a.fd >= 0 {
 			unix.Close(a.fd)

@@ -143,6 +143,9 @@ func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (
 				return stx, err
 			}
 			stx.Nlink = uint32(st.Nlink)
+			if n.isDir() {
+				stx.Size, stx.Blocks = uint64(st.Size), uint64(st.Blocks)
+			}
 			if n.changed != nil {
 				stx.Mtime = unix.StatxTimestamp{Sec: n.changed.Sec, Nsec: uint32(n.changed.Nsec)}
 				stx.Ctime = stx.Mtime

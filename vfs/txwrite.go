@@ -278,7 +278,9 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 		if err != nil {
 			return -1, err
 		}
-		if writes && n.typ == unix.S_IFIFO && n.host != (FileID{}) {
+		// may_open ignores O_TRUNC here: only the access mode opens a
+		// FIFO for writing.
+		if (acc == unix.O_WRONLY || acc == unix.O_RDWR) && n.typ == unix.S_IFIFO && n.host != (FileID{}) {
 			// Writes through the read-only mount leave the host FIFO's
 			// times alone; the view shows, and commit applies, the time
 			// of the last open for writing (docs/semantics.md).

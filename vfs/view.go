@@ -128,7 +128,9 @@ type Dirent struct {
 
 // Exe is a file about to be executed.
 type Exe struct {
-	// Path is the host path of the backing file, for the kernel.
+	// Path is the host path of the backing file, for the kernel; empty when
+	// no path reaches it (a memfd, or an unlinked file reached through a
+	// descriptor): the caller then names it by its own descriptor.
 	Path string
 	// FD is a readable supervisor descriptor on it; the receiver closes it.
 	FD int

@@ -338,6 +338,9 @@ func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
 	if n.changed != nil {
 		st.Mtim, st.Ctim = *n.changed, *n.changed
 	}
+	if n.isDir() {
+		v.dirSizeLocked(n, &st)
+	}
 	return st, nil
 }
 

@@ -1,0 +1,180 @@
+package vfs
+
+import (
+	"golang.org/x/sys/unix"
+)
+
+// A directory's size on the host grows with its entries (ext4: a block at a
+// time, as its hash tree splits) and, on most file systems, never shrinks;
+// on tmpfs it counts them. The view keeps a changed directory's entries in
+// memory, so the backing object's size is the host directory's as it was
+// (or an empty staged directory's). To show what the host file system
+// would, the names of such a directory are mirrored, when it is first
+// stat'ed, into a shadow directory in the staging area on its mount — the
+// same file system, so the same growth — as hard links to one empty file:
+// the host names, then those the transaction changed in the order it first
+// changed them; later changes are replayed at the next stat. The shadow is
+// never part of the journal; it goes with the staging area.
+
+// maxShadowNames bounds a shadow: a larger directory shows the backing
+// object's size, rather than costing a link per name at its first stat.
+const maxShadowNames = 1 << 16
+
+// dirShadow follows the names of one directory whose entries the
+// transaction changed.
+type dirShadow struct {
+	// log holds the names changed since the last sync, in the order they
+	// were first changed; logged is its set.
+	log    []string
+	logged map[string]bool
+	// area, fd and names are the shadow directory, once made: an O_PATH
+	// descriptor on it, the names it holds.
+	area  *area
+	fd    int
+	names map[string]bool
+	// target is the empty file the names link to (a new one when it has
+	// as many links as the file system allows).
+	target string
+	// broken: the shadow could not be kept (no space, say); the backing
+	// object's size is shown.
+	broken bool
+}
+
+// noteEntryLocked records that name in directory dir changed.
+//
+// Preconditions: v.mu held.
+func (v *Tx) noteEntryLocked(dir *Node, name string) {
+	s := v.dirShadows[dir]
+	if s == nil {
+		if v.dirShadows == nil {
+			v.dirShadows = map[*Node]*dirShadow{}
+		}
+		s = &dirShadow{fd: -1}
+		v.dirShadows[dir] = s
+	}
+	if s.broken {
+		return
+	}
+	if s.logged == nil {
+		s.logged = map[string]bool{}
+	}
+	if !s.logged[name] {
+		s.logged[name] = true
+		s.log = append(s.log, name)
+	}
+}
+
+// dirSizeLocked sets st's size and blocks for directory n, whose other
+// attributes st holds, to what the host file system would show once it
+// held n's entries in the view. It leaves st alone for a directory whose
+// entries did not change.
+//
+// Preconditions: v.mu held; n is a directory.
+func (v *Tx) dirSizeLocked(n *Node, st *unix.Stat_t) {
+	s := v.dirShadows[n]
+	if s == nil || s.broken || n.removed {
+		return
+	}
+	if err := v.syncShadowLocked(n, s); err != nil {
+		s.broken = true
+		s.log, s.logged = nil, nil
+		return
+	}
+	var sst unix.Stat_t
+	var sfs unix.Statfs_t
+	if unix.Fstat(s.fd, &sst) != nil || unix.Fstatfs(s.fd, &sfs) != nil {
+		return
+	}
+	// A new directory is the shadow's size; a host one keeps its own when
+	// larger (it does not shrink), except on tmpfs, which counts entries.
+	if n.host == (FileID{}) || sfs.Type == unix.TMPFS_MAGIC || sst.Size > st.Size {
+		st.Size, st.Blocks = sst.Size, sst.Blocks
+	}
+}
+
+// syncShadowLocked makes s's shadow directory hold n's names in the view.
+//
+// Preconditions: v.mu held.
+func (v *Tx) syncShadowLocked(n *Node, s *dirShadow) error {
+	if s.area == nil {
+		// Only on a mount where the transaction already stages: a stat
+		// never makes a staging area.
+		a := v.areas[v.mountOfLocked(n)]
+		if a == nil {
+			return unix.EXDEV
+		}
+		name := "dirsize-" + v.newStagedNameLocked()
+		if err := unix.Mkdirat(a.fd, name, 0o700); err != nil {
+			return err
+		}
+		fd, err := unix.Openat(a.fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		s.area, s.fd, s.names = a, fd, map[string]bool{}
+		if n.hostFd >= 0 && !n.opaque {
+			host := n.hostList
+			if host == nil {
+				// Read without recording it: a stat is no listing.
+				if host, err = readHostDirAll(n.hostFd); err != nil {
+					return err
+				}
+			}
+			if len(host) > maxShadowNames {
+				return unix.EFBIG
+			}
+			for _, e := range host {
+				if _, changed := n.entries[e.Name]; !changed && e.Name != "." && e.Name != ".." {
+					if err := v.shadowAddLocked(s, e.Name); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	for _, name := range s.log {
+		switch inView := n.entries[name] != nil; {
+		case inView && !s.names[name]:
+			if err := v.shadowAddLocked(s, name); err != nil {
+				return err
+			}
+		case !inView && s.names[name]:
+			if err := unix.Unlinkat(s.fd, name, 0); err != nil {
+				return err
+			}
+			delete(s.names, name)
+		}
+	}
+	// New ones, not cleared: clearing a map costs its capacity.
+	s.log, s.logged = nil, nil
+	return nil
+}
+
+// shadowAddLocked adds name to s's shadow directory.
+//
+// Preconditions: v.mu held.
+func (v *Tx) shadowAddLocked(s *dirShadow, name string) error {
+	if len(s.names) >= maxShadowNames {
+		return unix.EFBIG
+	}
+	for {
+		if s.target == "" {
+			t := "dirsize-" + v.newStagedNameLocked()
+			fd, err := unix.Openat(s.area.fd, t, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+			if err != nil {
+				return err
+			}
+			unix.Close(fd)
+			s.target = t
+		}
+		err := unix.Linkat(s.area.fd, s.target, s.fd, name, 0)
+		if err == unix.EMLINK {
+			s.target = ""
+			continue
+		}
+		if err == nil {
+			s.names[name] = true
+		}
+		return err
+	}
+}
