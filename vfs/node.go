@@ -99,6 +99,14 @@ type Node struct {
 	// in-place file).
 	locDir  *Node
 	locName string
+	// names are the names the view has seen n by (a non-directory may
+	// have several), for the journal to name it by one that still exists
+	// (liveNameLocked); names no longer n's are pruned as others come.
+	names []nameRef
+	// grave is where the journal last removed the last name the view knew
+	// of a non-directory that still has names elsewhere on the host: ops
+	// on it go before that removal (see placeLocked).
+	grave *grave
 	// token names the file in the home staging area whose descriptors
 	// stand for this object where an O_PATH descriptor would
 	// (Tx.pathTokenLocked).
