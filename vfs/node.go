@@ -94,9 +94,9 @@ type Node struct {
 	attr    attrs
 	attrSet bool
 
-	// locDir and locName are one name of a non-directory in the view, for
-	// calls that reach it by descriptor (linkat AT_EMPTY_PATH, fchmod of an
-	// in-place file).
+	// locDir and locName are one name of a non-directory in the view (the
+	// first it was found or made by, then where a rename moved it): its
+	// mount, and its /proc/self/fd path. The journal names it by names.
 	locDir  *Node
 	locName string
 	// names are the names the view has seen n by (a non-directory may
