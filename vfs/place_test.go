@@ -193,12 +193,18 @@ func TestChangesAfterNameRemoved(t *testing.T) {
 			w.hostStat("d/new")
 		}},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			w := newView(t)
-			tt.do(w)
-			w.commit()
-			tt.check(w)
+	for _, m := range treeMounts {
+		t.Run(string(m), func(t *testing.T) {
+			for _, tt := range tests {
+				t.Run(tt.name, func(t *testing.T) {
+					w := newViewOn(t, m)
+					tt.do(w)
+					// An anchor name, too, is in the area of its file's mount.
+					checkStagedOnMount(t, w, m, w.v.Journal())
+					w.commit()
+					tt.check(w)
+				})
+			}
 		})
 	}
 }
