@@ -35,7 +35,9 @@
 //     replay; every op carries the inode it expects there (replayIno).
 //     Objects that keep their identity at commit (directories, hard-linked
 //     files, FIFOs) are changed in place (inPlace: setattr, copydata);
-//     others are replaced by their staged object (rename).
+//     others are replaced by their staged object (rename). An object
+//     reached by descriptor is named by a name it still has (place.go);
+//     one with no name left anywhere by no op at all.
 //   - A staged object is in the staging area of the mount of every path
 //     the journal places it at: rename and link across mounts fail with
 //     EXDEV in the view as in Linux, and a change on a mount where no area

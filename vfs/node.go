@@ -101,11 +101,19 @@ type Node struct {
 	attr    attrs
 	attrSet bool
 
-	// locDir and locName are one name of a non-directory in the view, for
-	// calls that reach it by descriptor (linkat AT_EMPTY_PATH, fchmod of an
-	// in-place file).
+	// locDir and locName are one name of a non-directory in the view (the
+	// first it was found or made by, then where a rename moved it): its
+	// mount, and its /proc/self/fd path. The journal names it by names.
 	locDir  *Node
 	locName string
+	// names are the names the view has seen n by (a non-directory may
+	// have several), for the journal to name it by one that still exists
+	// (liveNameLocked); names no longer n's are pruned as others come.
+	names []nameRef
+	// grave is where the journal last removed the last name the view knew
+	// of a non-directory that still has names elsewhere on the host: ops
+	// on it go before that removal (see placeLocked).
+	grave *grave
 	// token names the file in the home staging area whose descriptors
 	// stand for this object where an O_PATH descriptor would
 	// (Tx.pathTokenLocked).

@@ -92,12 +92,12 @@ func (v *Tx) copyUpLocked(n *Node, path string) error {
 		// place.
 		n.inPlace = true
 	case n.inPlace && n.typ == unix.S_IFREG:
-		v.journalLocked(store.RedoOp{Kind: store.OpCopyData, Src: a.pathOf(name), Path: path, Ino: n.replayIno})
+		v.journalOnLocked(n, store.RedoOp{Kind: store.OpCopyData, Src: a.pathOf(name), Path: path, Ino: n.replayIno})
 	case n.inPlace:
 		// A hard-linked symlink or device: only its attributes can
 		// change, journaled as setattr.
 	default:
-		v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: a.pathOf(name), Path: path, Ino: n.stagedID.Ino})
+		v.journalOnLocked(n, store.RedoOp{Kind: store.OpRename, Src: a.pathOf(name), Path: path, Ino: n.stagedID.Ino})
 		n.replayIno = n.stagedID.Ino
 	}
 	return nil
@@ -288,6 +288,7 @@ func (v *Tx) createLocked(c *Caller, dir *Node, name string, mode uint32, mk fun
 		n.locDir, n.locName = dir, name
 	}
 	v.setEntryLocked(dir, name, n)
+	n.addNameLocked(dir, name)
 	v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: a.pathOf(sname), Path: path, Ino: n.stagedID.Ino})
 	return n, nil
 }
@@ -357,7 +358,7 @@ func (v *Tx) setattrLocked(n *Node, path string, mask store.AttrMask) error {
 	if err := unix.Fstatat(n.area.fd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return err
 	}
-	v.journalLocked(store.RedoOp{Kind: store.OpSetattr, Path: path, Ino: n.replayIno,
+	v.journalOnLocked(n, store.RedoOp{Kind: store.OpSetattr, Path: path, Ino: n.replayIno,
 		Attrs: mask,
 		Mode:  st.Mode & 0o7777, UID: st.Uid, GID: st.Gid,
 		Atime: store.Timespec{Sec: st.Atim.Sec, Nsec: st.Atim.Nsec}, Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}})

@@ -80,6 +80,9 @@ type Tx struct {
 	// doomed is set when the transaction can no longer commit (the host
 	// changed under it, or an internal error); it aborts with this reason.
 	doomed error
+	// graves are the nodes' graves (Node.grave), which move with the
+	// journal ops they index.
+	graves []*grave
 }
 
 // readRecord is what the transaction observed of one host path, for
@@ -248,6 +251,7 @@ func (v *Tx) hostNodeLocked(dir *Node, name string, st *unix.Stat_t) (*Node, err
 		if n.isDir() && n.parent == nil && n != v.root {
 			n.parent, n.name = dir, name
 		}
+		n.addNameLocked(dir, name)
 		return n, nil
 	}
 	n := &Node{typ: st.Mode & unix.S_IFMT, host: id, hostParent: dir, hostName: name,
@@ -268,6 +272,7 @@ func (v *Tx) hostNodeLocked(dir *Node, name string, st *unix.Stat_t) (*Node, err
 		n.passthrough = v.isPassthroughPath(n.hostPath)
 	} else {
 		n.locDir, n.locName = dir, name
+		n.addNameLocked(dir, name)
 		n.inPlace = st.Nlink > 1 && st.Mode&unix.S_IFMT == unix.S_IFREG
 	}
 	v.nodes[id] = n

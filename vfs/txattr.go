@@ -279,7 +279,7 @@ func (v *Tx) journalXattrLocked(n *Node, path string, kind store.OpKind, name st
 	if !n.inPlace || n.host == (FileID{}) {
 		return
 	}
-	v.journalLocked(store.RedoOp{Kind: kind, Path: path, Ino: n.replayIno, XattrName: name,
+	v.journalOnLocked(n, store.RedoOp{Kind: kind, Path: path, Ino: n.replayIno, XattrName: name,
 		XattrValue: append([]byte(nil), value...)})
 }
 

@@ -27,24 +27,36 @@ func (v *Tx) Journal() []store.RedoOp {
 // for writing. No call of the transaction named those
 // changes (reads and writes on descriptors are not intercepted), and the
 // data copy at commit would leave the file with the commit's time.
+// Each is applied through a name the object has at the end, or before the
+// removal of the last name the view knew (placeLocked); an object with no
+// name left gets none.
 //
 // Preconditions: v.mu held.
 func (v *Tx) fullJournalLocked() []store.RedoOp {
 	out := append([]store.RedoOp(nil), v.journal...)
 	seen := map[*Node]bool{}
 	var times []store.RedoOp
+	var early []placedOp // before graves
 	for _, n := range v.nodes {
-		if seen[n] || n.host == (FileID{}) || n.hostParent == nil {
+		if seen[n] || n.host == (FileID{}) || n.hostParent == nil || n.isDir() {
 			continue
 		}
 		seen[n] = true
-		if n.locDir == nil || n.locDir.removed || !n.locDir.entryIs(n.locName, n) {
+		p, ok := v.placeLocked(n)
+		if !ok || p.path == "" {
 			continue
 		}
-		path := childPath(n.locDir.viewPathLocked(), n.locName)
+		path := p.path
+		add := func(op store.RedoOp) {
+			if p.before >= 0 {
+				early = append(early, placedOp{p.before, op})
+			} else {
+				times = append(times, op)
+			}
+		}
 		if n.typ == unix.S_IFIFO && n.changed != nil {
 			// Written in the transaction (see openNodeLocked).
-			times = append(times, store.RedoOp{Kind: store.OpSetattr, Path: path, Ino: n.replayIno,
+			add(store.RedoOp{Kind: store.OpSetattr, Path: path, Ino: n.replayIno,
 				Attrs: store.AttrMtime, Mtime: store.Timespec{Sec: n.changed.Sec, Nsec: n.changed.Nsec}})
 			continue
 		}
@@ -66,13 +78,25 @@ func (v *Tx) fullJournalLocked() []store.RedoOp {
 		if mask == 0 {
 			continue
 		}
-		times = append(times, store.RedoOp{Kind: store.OpSetattr,
+		add(store.RedoOp{Kind: store.OpSetattr,
 			Path: path, Ino: n.replayIno,
 			Attrs: mask, Mode: st.Mode & 0o7777,
 			Atime: store.Timespec{Sec: st.Atim.Sec, Nsec: st.Atim.Nsec}, Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}})
 	}
+	// Later graves first, so that the earlier ones' indices still hold;
+	// each grave is one object's.
+	sort.Slice(early, func(i, j int) bool { return early[i].before > early[j].before })
+	for _, e := range early {
+		out = slices.Insert(out, e.before, e.op)
+	}
 	sort.Slice(times, func(i, j int) bool { return times[i].Path < times[j].Path })
 	return append(out, times...)
+}
+
+// placedOp is an op to place before journal index before.
+type placedOp struct {
+	before int
+	op     store.RedoOp
 }
 
 // Changed reports whether the transaction changed anything.

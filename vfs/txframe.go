@@ -129,18 +129,21 @@ func withParentErr(v *Tx, c *Caller, at *Handle, path string,
 }
 
 // pathOfLocked is the view path of a resolved object, as the journal names
-// it.
+// it: the path the call gave, or for an object reached by descriptor (or
+// as ".") the name placeLocked finds for it; "" for one that has no name
+// left anywhere, whose changes journalOnLocked drops.
 func (v *Tx) pathOfLocked(t target) (string, error) {
 	if t.dir != nil {
 		return childPath(t.dir.viewPathLocked(), t.name), nil
 	}
-	if t.node != nil && t.node.isDir() {
-		return t.node.viewPathLocked(), nil
+	if t.node == nil {
+		return "", unix.EINVAL
 	}
-	if t.node != nil && t.node.locDir != nil && t.node.locDir.entryIs(t.node.locName, t.node) {
-		return childPath(t.node.locDir.viewPathLocked(), t.node.locName), nil
+	p, ok := v.placeLocked(t.node)
+	if !ok {
+		return "", unix.EINVAL
 	}
-	return "", unix.EINVAL
+	return p.path, nil
 }
 
 // entryIs reports whether name in directory d currently is n.

@@ -152,6 +152,9 @@ func (v *Tx) renameLocked(c *Caller, ot, nt target, flags uint) error {
 	v.setEntryLocked(nt.dir, nt.name, src)
 	v.movedLocked(src, nt.dir, nt.name, ot.dir)
 	v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: oldVPath, Path: newVPath, Ino: src.replayIno})
+	if dst != nil {
+		v.buryLocked(dst, newVPath)
+	}
 	if whiteout {
 		// The whiteout the file system leaves at the old name: a
 		// character device 0:0 of mode 0, owned as any new object.
@@ -196,4 +199,5 @@ func (v *Tx) movedLocked(n, dir *Node, name string, from *Node) {
 		return
 	}
 	n.locDir, n.locName = dir, name
+	n.addNameLocked(dir, name)
 }

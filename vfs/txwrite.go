@@ -698,6 +698,7 @@ func (v *Tx) Unlink(c *Caller, at *Handle, path string, flags int) error {
 			v.setEntryLocked(t.dir, t.name, nil)
 			v.linkCountLocked(n, -1)
 			v.journalLocked(store.RedoOp{Kind: store.OpUnlink, Path: vpath, Ino: n.replayIno})
+			v.buryLocked(n, vpath)
 			return nil
 		})
 }
@@ -827,10 +828,11 @@ func (v *Tx) Link(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPa
 		n.staged = sname
 		n.locDir, n.locName = nt.dir, nt.name
 		v.setEntryLocked(nt.dir, nt.name, n)
+		n.addNameLocked(nt.dir, nt.name)
 		v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: n.area.pathOf(sname), Path: newVPath, Ino: n.stagedID.Ino})
 		return nil
 	}
-	oldVPath, err := v.pathOfLocked(old)
+	oldVPath, err := v.linkSourceLocked(old)
 	if err != nil {
 		return err
 	}
@@ -841,6 +843,7 @@ func (v *Tx) Link(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPa
 		n.inPlace = true
 	}
 	v.setEntryLocked(nt.dir, nt.name, n)
+	n.addNameLocked(nt.dir, nt.name)
 	v.linkCountLocked(n, +1)
 	if n.locDir == nil {
 		n.locDir, n.locName = nt.dir, nt.name

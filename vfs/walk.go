@@ -118,11 +118,11 @@ func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, w
 				if ws.has(unix.RESOLVE_BENEATH) {
 					return resolved{}, unix.EXDEV
 				}
-			} else if cur.parent != nil {
-				if ws.has(unix.RESOLVE_NO_XDEV) && v.mountOfLocked(cur.parent) != v.mountOfLocked(cur) {
+			} else if up := dotdotOf(cur); up != nil {
+				if ws.has(unix.RESOLVE_NO_XDEV) && v.mountOfLocked(up) != v.mountOfLocked(cur) {
 					return resolved{}, unix.EXDEV
 				}
-				cur = cur.parent
+				cur = up
 			}
 			if last {
 				return resolved{node: cur, slash: slash}, nil
@@ -175,6 +175,17 @@ func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, w
 		cur = child
 	}
 	return resolved{node: cur}, nil
+}
+
+// dotdotOf is the directory ".." of directory n leads to: its parent, or
+// for a directory removed from the view (or renamed over) the one it was
+// removed from — Linux keeps a removed dentry's parent, so a process in a
+// removed directory gets back out with "cd ..".
+func dotdotOf(n *Node) *Node {
+	if n.removed {
+		return n.removedFrom
+	}
+	return n.parent
 }
 
 // mountOfLocked identifies the mount a directory of the view is on: a host
