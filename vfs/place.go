@@ -143,6 +143,7 @@ func (v *Tx) journalOnLocked(n *Node, op store.RedoOp) {
 // Preconditions: v.mu held.
 func (v *Tx) insertJournalLocked(at int, op store.RedoOp) {
 	v.journal = slices.Insert(v.journal, at, op)
+	v.gen++
 	for _, g := range v.graves {
 		if g.at >= at {
 			g.at++
