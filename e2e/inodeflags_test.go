@@ -195,3 +195,24 @@ lsattr -d resolv.conf log sealed deep deep/er/g | cut -c5,6
 	got := run(t, transaction, command{Argv: []string{"true"}, Dir: t.TempDir(), Env: env})
 	assert.Equal(t, 0, got.Status, "the state directory stays usable; stderr:\n%s", got.Stderr)
 }
+
+// TestInodeFlagReachingTheHostRefusesCommit: chattr on a descriptor to an
+// unchanged host directory reaches the host at once (ioctl is not
+// intercepted, docs/semantics.md); a commit that would then have to
+// create an entry in the now immutable directory is refused before its
+// commit point (exit 70, nothing written), instead of failing after it
+// and leaving the state directory stuck in recovery.
+func TestInodeFlagReachingTheHostRefusesCommit(t *testing.T) {
+	needRoot(t)
+	requireTools(t, "chattr")
+	dir := filepath.Join(t.TempDir(), "work")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "hd"), 0o755))
+	t.Cleanup(func() { exec.Command("chattr", "-R", "-i", "-a", dir).Run() })
+	env := []string{"TXEXEC_STATE_DIR=" + t.TempDir()}
+	got := run(t, transaction, command{Argv: []string{"sh", "-c", "touch hd/new && chattr +i hd"}, Dir: dir, Env: env})
+	assert.Equal(t, 70, got.Status, "stderr:\n%s", got.Stderr)
+	assert.Contains(t, got.Stderr, filepath.Join(dir, "hd")+" is immutable (chattr +i) and cannot be changed; nothing was committed")
+	assert.NoFileExists(t, filepath.Join(dir, "hd", "new"))
+	got = run(t, transaction, command{Argv: []string{"true"}, Dir: dir, Env: env})
+	assert.Equal(t, 0, got.Status, "the state directory stays usable; stderr:\n%s", got.Stderr)
+}

@@ -241,6 +241,9 @@ func (m *Manager) commit(id int64, p, stored store.Prepared, host func() error, 
 		if conflict == nil {
 			conflict = host()
 		}
+		if conflict == nil {
+			conflict = Preflight(p.Ops)
+		}
 		return conflict
 	}, stored)
 	if err != nil {
