@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -128,4 +129,90 @@ func TestAppendOnlyAppendUnsupported(t *testing.T) {
 	assert.Equal(t, 0, got.Status, "stderr:\n%s", got.Stderr)
 	assert.NotEqual(t, "status 0\n", got.Stdout, "the open fails and the shell goes on")
 	assert.Contains(t, got.Stderr, "Operation not supported")
+}
+
+// TestInodeFlagsSetInTransaction: chattr +i and +a on files and a
+// directory the transaction itself made are in force inside it, and its
+// commit places them and then sets the flags (a staged object that kept
+// them could not be renamed into place after the commit point, which left
+// the state directory failing in recovery). An aborted transaction leaves
+// nothing, not even its staging area.
+func TestInodeFlagsSetInTransaction(t *testing.T) {
+	needRoot(t)
+	requireTools(t, "chattr", "lsattr")
+	script := `set -e
+printf 'nameserver 192.0.2.1\n' > resolv.conf
+chattr +i resolv.conf
+printf 'one\n' > log
+chattr +a log
+printf 'two\n' >> log
+mkdir sealed
+echo in > sealed/f
+chattr +i sealed
+mkdir -p deep/er
+echo x > deep/er/g
+chattr +a deep/er/g deep
+if rm -f resolv.conf 2>/dev/null; then echo "rm allowed"; fi
+if touch sealed/new 2>/dev/null; then echo "create allowed"; fi
+lsattr -d resolv.conf log sealed deep deep/er/g | cut -c5,6
+`
+	state := t.TempDir()
+	env := []string{"TXEXEC_STATE_DIR=" + state}
+	want := "i-\n-a\ni-\n-a\n-a\n"
+	for _, onExit := range []string{"abort", "commit"} {
+		dir := filepath.Join(t.TempDir(), "work")
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		t.Cleanup(func() { exec.Command("chattr", "-R", "-i", "-a", dir).Run() })
+		got := run(t, transaction, command{Argv: []string{"sh", "-c", script}, Dir: dir, Env: env,
+			TxArgs: []string{"--on-exit=" + onExit}})
+		require.Equal(t, 0, got.Status, "%s: stderr:\n%s", onExit, got.Stderr)
+		assert.Equal(t, want, got.Stdout, "%s: the flags are in force in the transaction", onExit)
+		ents, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		if onExit == "abort" {
+			assert.Empty(t, ents, "an aborted transaction leaves nothing")
+			continue
+		}
+		lsattr := exec.Command("lsattr", "-d", "resolv.conf", "log", "sealed", "deep", "deep/er/g")
+		lsattr.Dir = dir
+		out, err := lsattr.Output()
+		require.NoError(t, err)
+		var flags string
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			flags += l[4:6] + "\n"
+		}
+		assert.Equal(t, want, flags, "the flags are committed")
+		for f, content := range map[string]string{"resolv.conf": "nameserver 192.0.2.1\n", "log": "one\ntwo\n", "sealed/f": "in\n", "deep/er/g": "x\n"} {
+			b, err := os.ReadFile(filepath.Join(dir, f))
+			require.NoError(t, err)
+			assert.Equal(t, content, string(b), f)
+		}
+	}
+	staged, err := os.ReadDir(filepath.Join(state, "staging"))
+	if err == nil {
+		assert.Empty(t, staged, "no staging area is left behind")
+	}
+	got := run(t, transaction, command{Argv: []string{"true"}, Dir: t.TempDir(), Env: env})
+	assert.Equal(t, 0, got.Status, "the state directory stays usable; stderr:\n%s", got.Stderr)
+}
+
+// TestInodeFlagReachingTheHostRefusesCommit: chattr on a descriptor to an
+// unchanged host directory reaches the host at once (ioctl is not
+// intercepted, docs/semantics.md); a commit that would then have to
+// create an entry in the now immutable directory is refused before its
+// commit point (exit 70, nothing written), instead of failing after it
+// and leaving the state directory stuck in recovery.
+func TestInodeFlagReachingTheHostRefusesCommit(t *testing.T) {
+	needRoot(t)
+	requireTools(t, "chattr")
+	dir := filepath.Join(t.TempDir(), "work")
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "hd"), 0o755))
+	t.Cleanup(func() { exec.Command("chattr", "-R", "-i", "-a", dir).Run() })
+	env := []string{"TXEXEC_STATE_DIR=" + t.TempDir()}
+	got := run(t, transaction, command{Argv: []string{"sh", "-c", "touch hd/new && chattr +i hd"}, Dir: dir, Env: env})
+	assert.Equal(t, 70, got.Status, "stderr:\n%s", got.Stderr)
+	assert.Contains(t, got.Stderr, filepath.Join(dir, "hd")+" is immutable (chattr +i) and cannot be changed; nothing was committed")
+	assert.NoFileExists(t, filepath.Join(dir, "hd", "new"))
+	got = run(t, transaction, command{Argv: []string{"true"}, Dir: dir, Env: env})
+	assert.Equal(t, 0, got.Status, "the state directory stays usable; stderr:\n%s", got.Stderr)
 }

@@ -1,6 +1,7 @@
 package interpose
 
 import (
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -68,8 +69,34 @@ func notifRecv(fd int, n *seccompNotif) error {
 	return nil
 }
 
+// retryInterrupted makes a listener ioctl that takes the listener's lock
+// with mutex_lock_interruptible (SEND, ID_VALID, SET_FLAGS; see
+// kernel/seccomp.c) until the lock wait is not interrupted. While another
+// thread holds the lock (a worker receiving or replying, a tracee queueing
+// its call), a signal to the calling thread — Go's preemption SIGURG, the
+// SIGCHLD of every ptrace stop — ends the wait with EINTR before the ioctl
+// has done anything: that says nothing about the notification. Taken for
+// a failure, it made Valid answer ESRCH to live callers, and a reply
+// silently lost left its caller waiting for ever.
+func retryInterrupted(ioctl func() unix.Errno) unix.Errno {
+	for {
+		e := ioctl()
+		if e != unix.EINTR {
+			return e
+		}
+		interruptedIoctls.Add(1)
+	}
+}
+
+// interruptedIoctls counts the listener ioctls retryInterrupted made again,
+// for tests.
+var interruptedIoctls atomic.Int64
+
 func notifSend(fd int, r *seccompNotifResp) error {
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_SEND), uintptr(unsafe.Pointer(r)))
+	e := retryInterrupted(func() unix.Errno {
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_SEND), uintptr(unsafe.Pointer(r)))
+		return e
+	})
 	if e != 0 {
 		return e
 	}
@@ -77,9 +104,14 @@ func notifSend(fd int, r *seccompNotifResp) error {
 }
 
 // notifIDValid reports whether the notification id is still pending: the
-// tracee has not been killed or interrupted since the supervisor received it.
+// tracee has not been killed or interrupted since the supervisor received
+// it (ENOENT otherwise). It is a raw system call (no runtime bookkeeping):
+// ID_VALID never blocks for long, and it is made once per intercepted call.
 func notifIDValid(fd int, id uint64) error {
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ID_VALID), uintptr(unsafe.Pointer(&id)))
+	e := retryInterrupted(func() unix.Errno {
+		_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ID_VALID), uintptr(unsafe.Pointer(&id)))
+		return e
+	})
 	if e != 0 {
 		return e
 	}
@@ -97,7 +129,10 @@ func notifAddfd(fd int, a *seccompNotifAddfd) (int, error) {
 // setSyncWakeUp asks the kernel to wake the tracee on the supervisor's CPU
 // (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP, Linux 6.6): about half the round trip.
 func setSyncWakeUp(fd int) error {
-	_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS), uintptr(unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP))
+	e := retryInterrupted(func() unix.Errno {
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_SET_FLAGS), uintptr(unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP))
+		return e
+	})
 	if e != 0 {
 		return e
 	}

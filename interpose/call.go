@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -53,15 +52,19 @@ func (c *Call) MemoryRead() bool { return c.memRead }
 // Valid checks that the notification is still pending. Handlers call it after
 // copying in their arguments and before acting on them: a pid read from the
 // notification may have been recycled if the caller died meanwhile.
+//
+// ESRCH means the caller is gone (killed, or its call interrupted): nobody
+// waits for the answer. Any other failure is the supervisor's own, an
+// internal error: a live caller must never be told ESRCH for it.
 func (c *Call) Valid() error {
-	// A raw system call (no runtime bookkeeping): NOTIF_ID_VALID never
-	// blocks, and it is made once per intercepted call.
-	id := c.ID
-	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(c.listener.fd), uintptr(unix.SECCOMP_IOCTL_NOTIF_ID_VALID), uintptr(unsafe.Pointer(&id)))
-	if e != 0 {
+	switch err := notifIDValid(c.listener.fd, c.ID); err {
+	case nil:
+		return nil
+	case unix.ENOENT:
 		return unix.ESRCH
+	default:
+		return fmt.Errorf("check that the call of %d is pending: %v", c.Tid, err)
 	}
-	return nil
 }
 
 // GetFD duplicates the tracee's descriptor fd into the supervisor
@@ -102,23 +105,47 @@ func (p *pidfdCache) getFD(tid, fd int) (int, error) {
 				unix.Close(s.fd)
 				s.ok = false
 			}
-			pidfd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD)
+			pidfd, err := openThread(tid)
 			if err != nil {
-				return -1, unix.ESRCH
+				return -1, err
 			}
 			s.tid, s.fd, s.ok = tid, pidfd, true
 		}
-		nfd, err := unix.PidfdGetfd(s.fd, fd, 0)
-		switch {
-		case err == nil:
-			return nfd, nil
-		case err == unix.ESRCH && !fresh:
+		nfd, err := getfd(s.fd, tid, fd)
+		if err == unix.ESRCH && !fresh {
 			continue // a thread that has gone; tid is someone else's now
-		case err == unix.EBADF:
-			return -1, unix.EBADF
 		}
+		return nfd, err
+	}
+}
+
+// openThread opens a pidfd on thread tid. ESRCH and EINVAL (a pid with no
+// task any more) mean the thread is gone; anything else (EMFILE, ENOMEM)
+// is the supervisor's failure, an internal error rather than "no such
+// process" for a caller that is alive.
+func openThread(tid int) (int, error) {
+	pidfd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD)
+	switch {
+	case err == nil:
+		return pidfd, nil
+	case err == unix.ESRCH || err == unix.EINVAL:
+		return -1, unix.ESRCH
+	}
+	return -1, fmt.Errorf("pidfd_open %d: %v", tid, err)
+}
+
+// getfd duplicates descriptor fd of the thread pidfd (thread tid) opens.
+// EBADF is the caller's (no such descriptor) and ESRCH means the thread is
+// gone or exiting; anything else is an internal error (see openThread).
+func getfd(pidfd, tid, fd int) (int, error) {
+	nfd, err := unix.PidfdGetfd(pidfd, fd, 0)
+	switch {
+	case err == nil:
+		return nfd, nil
+	case err == unix.EBADF || err == unix.ESRCH:
 		return -1, err
 	}
+	return -1, fmt.Errorf("pidfd_getfd %d of %d: %v", fd, tid, err)
 }
 
 // close releases every cached pidfd.
@@ -158,19 +185,12 @@ func CloseOnExec(tid, fd int) (bool, error) {
 
 // GetFD duplicates descriptor fd of thread tid into the supervisor.
 func GetFD(tid, fd int) (int, error) {
-	pidfd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD)
+	pidfd, err := openThread(tid)
 	if err != nil {
-		return -1, unix.ESRCH
-	}
-	defer unix.Close(pidfd)
-	nfd, err := unix.PidfdGetfd(pidfd, fd, 0)
-	if err != nil {
-		if err == unix.EBADF {
-			return -1, unix.EBADF
-		}
 		return -1, err
 	}
-	return nfd, nil
+	defer unix.Close(pidfd)
+	return getfd(pidfd, tid, fd)
 }
 
 func (c *Call) String() string {

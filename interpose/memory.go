@@ -82,8 +82,11 @@ func (m Memory) procMem(addr uintptr, buf []byte, write bool) (int, error) {
 		flag = os.O_WRONLY
 	}
 	f, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", m.Tid), flag, 0)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+		return 0, unix.ESRCH // the thread is gone
+	}
 	if err != nil {
-		return 0, unix.ESRCH
+		return 0, err
 	}
 	defer f.Close()
 	if write {

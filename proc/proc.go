@@ -2,6 +2,7 @@ package proc
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -286,11 +287,21 @@ func (tb *Table) Exited(tid int) {
 	}
 }
 
+// goneOr turns the failure to read a thread's /proc entry into ESRCH when
+// the thread is gone (no such entry), and into an internal error (not an
+// errno, which a handler would answer to a caller that is alive) else.
+func goneOr(err error) error {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+		return unix.ESRCH
+	}
+	return fmt.Errorf("%v", err)
+}
+
 // ReadCred reads a thread's credentials from /proc/TID/status.
 func ReadCred(tid int) (*Cred, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", tid))
 	if err != nil {
-		return nil, unix.ESRCH
+		return nil, goneOr(err)
 	}
 	defer f.Close()
 	c := &Cred{}
@@ -358,7 +369,7 @@ func parseIDs(f []string) ([4]uint32, error) {
 func ReadUmask(pid int) (uint32, error) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, unix.ESRCH
+		return 0, goneOr(err)
 	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if v, ok := strings.CutPrefix(l, "Umask:"); ok {

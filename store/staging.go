@@ -3,10 +3,13 @@ package store
 import (
 	"database/sql"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // AreaPrefix begins the name of a staging area at the root of a mount
@@ -83,7 +86,7 @@ func areaPaths(q querier, id int64) ([]string, error) {
 // staging/ID and its areas on other mounts (absent is fine), and forgets
 // the areas. Call it once the transaction is aborted or applied.
 func (s *Store) RemoveStaging(id int64) error {
-	if err := os.RemoveAll(s.StagingDir(id)); err != nil {
+	if err := removeStaged(s.StagingDir(id)); err != nil {
 		return fmt.Errorf("remove staging of transaction %d: %w", id, err)
 	}
 	paths, err := areaPaths(s.db, id)
@@ -111,7 +114,7 @@ func (s *Store) RemoveStaging(id int64) error {
 // tx, its record. The directory goes first: a crash between the two
 // leaves a record of an absent area, which the next removal forgets.
 func removeArea(tx *sql.Tx, id int64, path string) error {
-	if err := os.RemoveAll(path); err != nil {
+	if err := removeStaged(path); err != nil {
 		return err
 	}
 	_, err := tx.Exec(`DELETE FROM staging_area WHERE tx_id = ? AND path = ?`, id, path)
@@ -142,7 +145,7 @@ func (s *Store) GCStaging() ([]int64, error) {
 			if err != nil || id <= 0 || strconv.FormatInt(id, 10) != e.Name() || live[id] {
 				continue
 			}
-			if err := os.RemoveAll(s.StagingDir(id)); err != nil {
+			if err := removeStaged(s.StagingDir(id)); err != nil {
 				return err
 			}
 			removed[id] = true
@@ -199,4 +202,37 @@ func finishedAreas(tx *sql.Tx) ([]areaRecord, error) {
 		return a, err
 	}, `SELECT a.tx_id, a.path FROM staging_area a JOIN tx t ON t.id = a.tx_id
 		WHERE t.state IN (?, ?) ORDER BY a.tx_id, a.path`, StateAborted, StateApplied)
+}
+
+// removeStaged removes a staging directory or area. Staged objects may
+// carry the immutable or append-only flag (chattr +i, +a by the
+// transaction, which commit moves to the write-through, but an aborted
+// transaction never gets there), which forbids removing them or their
+// entries: those flags are cleared, then the removal is tried again.
+func removeStaged(path string) error {
+	err := os.RemoveAll(path)
+	if err == nil {
+		return nil
+	}
+	filepath.WalkDir(path, func(p string, d fs.DirEntry, werr error) error {
+		if werr == nil && (d.Type().IsRegular() || d.IsDir()) {
+			clearFlags(p)
+		}
+		return nil
+	})
+	return os.RemoveAll(path)
+}
+
+// clearFlags clears the immutable and append-only flags of the regular
+// file or directory p, if it has them.
+func clearFlags(p string) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	f, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err == nil && f&(FlagImmutable|FlagAppend) != 0 {
+		unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(f&^(FlagImmutable|FlagAppend)))
+	}
 }

@@ -102,9 +102,24 @@ const (
 	// OpRemovexattr removes the extended attribute XattrName of Path
 	// (inode Ino, not followed); already absent is done.
 	OpRemovexattr OpKind = "removexattr"
+	// OpAddFlags adds the inode flags Mode — only FS_IMMUTABLE_FL and
+	// FS_APPEND_FL, chattr +i and +a — to the regular file or directory
+	// Path (inode Ino), keeping its others. Those flags forbid renaming
+	// the object and changing the directory, so a staged object never
+	// carries them at the commit point: they are cleared on it before,
+	// and these ops, last in the list, set them once everything is in
+	// place.
+	OpAddFlags OpKind = "addflags"
 	// OpFsyncDir asks for directory Path to be fsynced at the end (when
 	// durable). The applier already does so for every directory it changes.
 	OpFsyncDir OpKind = "fsyncdir"
+)
+
+// The inode flags OpAddFlags sets (FS_IMMUTABLE_FL and FS_APPEND_FL of
+// linux/fs.h, which golang.org/x/sys/unix does not define).
+const (
+	FlagImmutable uint32 = 0x10
+	FlagAppend    uint32 = 0x20
 )
 
 // AttrMask says which attribute fields of a RedoOp are set.
@@ -138,7 +153,7 @@ type RedoOp struct {
 	Ino   uint64 // the inode expected, which makes the op idempotent
 	Ino2  uint64 // a second inode expected, for ops on two objects
 	Attrs AttrMask
-	Mode  uint32
+	Mode  uint32 // the mode of OpSetattr; the inode flags of OpAddFlags
 	UID   uint32
 	GID   uint32
 	Atime Timespec

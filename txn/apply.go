@@ -50,6 +50,10 @@ func checkOp(op store.RedoOp) error {
 	case store.OpRename, store.OpExchange, store.OpLink, store.OpCopyData:
 		needSrc = true
 	case store.OpUnlink, store.OpRmdir, store.OpSetattr, store.OpFsyncDir:
+	case store.OpAddFlags:
+		if op.Mode == 0 || op.Mode&^addableFlags != 0 {
+			return fmt.Errorf("inode flags %#x are not immutable or append-only", op.Mode)
+		}
 	case store.OpSetxattr, store.OpRemovexattr:
 		if op.XattrName == "" {
 			return errors.New("no extended attribute name")
@@ -105,8 +109,9 @@ func Apply(ops []store.RedoOp, opt ApplyOptions) error {
 	for i, op := range ops {
 		store.Fault(FaultBeforeOp)
 		why, err := a.apply(op)
+		a.closeNames()
 		if err != nil {
-			return fmt.Errorf("apply redo op %d (%s): %w", i, op.Kind, err)
+			return &OpError{Index: i, Op: op, Err: err}
 		}
 		if why != "" && opt.Skipped != nil {
 			opt.Skipped(i, op, why)
@@ -133,6 +138,52 @@ type applier struct {
 	opt    ApplyOptions
 	toSync []syncTarget    // in the order first touched
 	synced map[string]bool // paths in toSync
+	// open are the closers of the descriptors that sys opened for the
+	// current op.
+	open []func()
+}
+
+// OpError is a redo op that failed: Apply stops there, and whoever redoes
+// the transaction (recovery) meets it again until its cause is removed.
+type OpError struct {
+	Index int
+	Op    store.RedoOp
+	Err   error
+}
+
+func (e *OpError) Error() string {
+	return fmt.Sprintf("apply redo op %d (%s): %v", e.Index, e.Op.Kind, e.Err)
+}
+
+func (e *OpError) Unwrap() error { return e.Err }
+
+// sys returns the name under which system calls reach path: path itself,
+// or through a descriptor on its directory when path is longer than
+// PATH_MAX (sysx.ShortPath), closed when the op ends.
+func (a *applier) sys(path string) (string, error) {
+	name, done, err := sysx.ShortPath(path)
+	if err != nil {
+		return "", &os.PathError{Op: "open the directory of", Path: path, Err: err}
+	}
+	a.open = append(a.open, done)
+	return name, nil
+}
+
+// sys2 is sys for the two paths of an op.
+func (a *applier) sys2(p1, p2 string) (string, string, error) {
+	n1, err := a.sys(p1)
+	if err != nil {
+		return "", "", err
+	}
+	n2, err := a.sys(p2)
+	return n1, n2, err
+}
+
+func (a *applier) closeNames() {
+	for _, done := range a.open {
+		done()
+	}
+	a.open = a.open[:0]
 }
 
 func (a *applier) syncLater(path string, ino uint64) {
@@ -162,6 +213,8 @@ func (a *applier) apply(op store.RedoOp) (skipped string, err error) {
 		return a.xattr(op)
 	case store.OpFsyncDir:
 		return a.fsyncDir(op)
+	case store.OpAddFlags:
+		return a.addFlags(op)
 	}
 	panic("unreachable: CheckOps knows every kind")
 }
@@ -169,7 +222,11 @@ func (a *applier) apply(op store.RedoOp) (skipped string, err error) {
 // lstat stats path without following a final symlink; ok is false when
 // it does not exist.
 func lstat(path string) (st unix.Stat_t, ok bool, err error) {
-	err = sysx.Retry(func() error { return unix.Lstat(path, &st) })
+	name, done, err := sysx.ShortPath(path)
+	if err == nil {
+		err = sysx.Retry(func() error { return unix.Lstat(name, &st) })
+		done()
+	}
 	switch {
 	case err == unix.ENOENT || err == unix.ENOTDIR:
 		return st, false, nil
@@ -197,7 +254,11 @@ func (a *applier) rename(op store.RedoOp) (string, error) {
 	if _, why, err := expect(op.Src, op.Ino); why != "" || err != nil {
 		return why, err
 	}
-	err := sysx.Retry(func() error { return unix.Renameat(unix.AT_FDCWD, op.Src, unix.AT_FDCWD, op.Path) })
+	src, dst, err := a.sys2(op.Src, op.Path)
+	if err != nil {
+		return "", err
+	}
+	err = sysx.Retry(func() error { return unix.Renameat(unix.AT_FDCWD, src, unix.AT_FDCWD, dst) })
 	if err != nil {
 		return "", &os.LinkError{Op: "rename", Old: op.Src, New: op.Path, Err: err}
 	}
@@ -222,8 +283,12 @@ func (a *applier) exchange(op store.RedoOp) (string, error) {
 		return fmt.Sprintf("%s and %s are inodes %d and %d, not %d and %d",
 			op.Src, op.Path, src.Ino, dst.Ino, op.Ino, op.Ino2), nil
 	}
+	sname, dname, err := a.sys2(op.Src, op.Path)
+	if err != nil {
+		return "", err
+	}
 	err = sysx.Retry(func() error {
-		return unix.Renameat2(unix.AT_FDCWD, op.Src, unix.AT_FDCWD, op.Path, unix.RENAME_EXCHANGE)
+		return unix.Renameat2(unix.AT_FDCWD, sname, unix.AT_FDCWD, dname, unix.RENAME_EXCHANGE)
 	})
 	if err != nil {
 		return "", &os.LinkError{Op: "exchange", Old: op.Src, New: op.Path, Err: err}
@@ -247,7 +312,11 @@ func (a *applier) link(op store.RedoOp) (string, error) {
 	if _, why, err := expect(op.Src, op.Ino); why != "" || err != nil {
 		return why, err
 	}
-	err = sysx.Retry(func() error { return unix.Linkat(unix.AT_FDCWD, op.Src, unix.AT_FDCWD, op.Path, 0) })
+	sname, dname, err := a.sys2(op.Src, op.Path)
+	if err != nil {
+		return "", err
+	}
+	err = sysx.Retry(func() error { return unix.Linkat(unix.AT_FDCWD, sname, unix.AT_FDCWD, dname, 0) })
 	if err != nil {
 		return "", &os.LinkError{Op: "link", Old: op.Src, New: op.Path, Err: err}
 	}
@@ -271,7 +340,11 @@ func (a *applier) remove(op store.RedoOp) (string, error) {
 	} else if isDir {
 		return "", &os.PathError{Op: verb, Path: op.Path, Err: unix.EISDIR}
 	}
-	if err := sysx.Retry(func() error { return unix.Unlinkat(unix.AT_FDCWD, op.Path, flags) }); err != nil {
+	name, err := a.sys(op.Path)
+	if err != nil {
+		return "", err
+	}
+	if err := sysx.Retry(func() error { return unix.Unlinkat(unix.AT_FDCWD, name, flags) }); err != nil {
 		return "", &os.PathError{Op: verb, Path: op.Path, Err: err}
 	}
 	a.syncLater(filepath.Dir(op.Path), 0)
@@ -284,11 +357,14 @@ func (a *applier) xattr(op store.RedoOp) (string, error) {
 	if _, why, err := expect(op.Path, op.Ino); why != "" || err != nil {
 		return why, err
 	}
-	var err error
+	name, err := a.sys(op.Path)
+	if err != nil {
+		return "", err
+	}
 	if op.Kind == store.OpSetxattr {
-		err = sysx.Retry(func() error { return unix.Lsetxattr(op.Path, op.XattrName, op.XattrValue, 0) })
+		err = sysx.Retry(func() error { return unix.Lsetxattr(name, op.XattrName, op.XattrValue, 0) })
 	} else {
-		err = sysx.Retry(func() error { return unix.Lremovexattr(op.Path, op.XattrName) })
+		err = sysx.Retry(func() error { return unix.Lremovexattr(name, op.XattrName) })
 		if err == unix.ENODATA {
 			err = nil
 		}
@@ -305,6 +381,10 @@ func (a *applier) setattr(op store.RedoOp) (string, error) {
 	if why != "" || err != nil {
 		return why, err
 	}
+	name, err := a.sys(op.Path)
+	if err != nil {
+		return "", err
+	}
 	// Owner first: chown clears set-user-ID and set-group-ID bits that the
 	// mode may set again.
 	if op.Attrs&(store.AttrUID|store.AttrGID) != 0 {
@@ -316,7 +396,7 @@ func (a *applier) setattr(op store.RedoOp) (string, error) {
 			gid = int(op.GID)
 		}
 		err := sysx.Retry(func() error {
-			return unix.Fchownat(unix.AT_FDCWD, op.Path, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+			return unix.Fchownat(unix.AT_FDCWD, name, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
 		})
 		if err != nil {
 			return "", &os.PathError{Op: "chown", Path: op.Path, Err: err}
@@ -326,7 +406,7 @@ func (a *applier) setattr(op store.RedoOp) (string, error) {
 	typ := st.Mode & unix.S_IFMT
 	if op.Attrs&store.AttrMode != 0 && typ != unix.S_IFLNK {
 		// Not a symlink (checked above), so following is the same as not.
-		err := sysx.Retry(func() error { return unix.Fchmodat(unix.AT_FDCWD, op.Path, op.Mode&0o7777, 0) })
+		err := sysx.Retry(func() error { return unix.Fchmodat(unix.AT_FDCWD, name, op.Mode&0o7777, 0) })
 		if err != nil {
 			return "", &os.PathError{Op: "chmod", Path: op.Path, Err: err}
 		}
@@ -340,7 +420,7 @@ func (a *applier) setattr(op store.RedoOp) (string, error) {
 			ts[1] = unix.Timespec{Sec: op.Mtime.Sec, Nsec: op.Mtime.Nsec}
 		}
 		err := sysx.Retry(func() error {
-			return unix.UtimesNanoAt(unix.AT_FDCWD, op.Path, ts, unix.AT_SYMLINK_NOFOLLOW)
+			return unix.UtimesNanoAt(unix.AT_FDCWD, name, ts, unix.AT_SYMLINK_NOFOLLOW)
 		})
 		if err != nil {
 			return "", &os.PathError{Op: "utimensat", Path: op.Path, Err: err}
@@ -367,12 +447,16 @@ func (a *applier) copyData(op store.RedoOp) (string, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return "", &os.PathError{Op: "copy data to", Path: op.Path, Err: errors.New("not a regular file")}
 	}
-	src, err := os.OpenFile(op.Src, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	sname, dname, err := a.sys2(op.Src, op.Path)
+	if err != nil {
+		return "", err
+	}
+	src, err := os.OpenFile(sname, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return "", err
 	}
 	defer src.Close()
-	dst, err := os.OpenFile(op.Path, os.O_WRONLY|unix.O_NOFOLLOW, 0)
+	dst, err := os.OpenFile(dname, os.O_WRONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return "", err
 	}
@@ -410,6 +494,60 @@ func (a *applier) copyData(op store.RedoOp) (string, error) {
 	return "", nil
 }
 
+// addableFlags are the inode flags store.OpAddFlags sets.
+const addableFlags = store.FlagImmutable | store.FlagAppend
+
+// addFlags sets the inode flags op.Mode (chattr +i, +a) on the regular
+// file or directory op.Path, keeping its other flags; flags already set
+// are done.
+func (a *applier) addFlags(op store.RedoOp) (string, error) {
+	st, why, err := expect(op.Path, op.Ino)
+	if why != "" || err != nil {
+		return why, err
+	}
+	typ := st.Mode & unix.S_IFMT
+	if typ != unix.S_IFREG && typ != unix.S_IFDIR {
+		return "", &os.PathError{Op: "set inode flags of", Path: op.Path, Err: errors.New("not a regular file or directory")}
+	}
+	name, err := a.sys(op.Path)
+	if err != nil {
+		return "", err
+	}
+	var fd int
+	err = sysx.Retry(func() error {
+		var err error
+		fd, err = unix.Open(name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOATIME|unix.O_CLOEXEC, 0)
+		return err
+	})
+	if err != nil {
+		return "", &os.PathError{Op: "open", Path: op.Path, Err: err}
+	}
+	defer unix.Close(fd)
+	// Check again on the descriptor: it is the descriptor that is changed.
+	var fst unix.Stat_t
+	if err := unix.Fstat(fd, &fst); err != nil {
+		return "", &os.PathError{Op: "fstat", Path: op.Path, Err: err}
+	}
+	if fst.Ino != op.Ino {
+		return fmt.Sprintf("%s is inode %d, not %d", op.Path, fst.Ino, op.Ino), nil
+	}
+	cur, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return "", &os.PathError{Op: "get inode flags of", Path: op.Path, Err: err}
+	}
+	if cur|op.Mode != cur {
+		if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(cur|op.Mode)); err != nil {
+			return "", &os.PathError{Op: "set inode flags of", Path: op.Path, Err: err}
+		}
+	}
+	if typ == unix.S_IFDIR {
+		a.syncLater(op.Path, 0)
+	} else {
+		a.syncLater(op.Path, op.Ino)
+	}
+	return "", nil
+}
+
 func (a *applier) fsyncDir(op store.RedoOp) (string, error) {
 	st, ok, err := lstat(op.Path)
 	if err != nil {
@@ -440,11 +578,15 @@ func fsyncPath(path string, ino uint64) error {
 		}
 	}
 	var fd int
-	err := sysx.Retry(func() error {
-		var err error
-		fd, err = unix.Open(path, flags, 0)
-		return err
-	})
+	name, done, err := sysx.ShortPath(path)
+	if err == nil {
+		defer done()
+		err = sysx.Retry(func() error {
+			var err error
+			fd, err = unix.Open(name, flags, 0)
+			return err
+		})
+	}
 	switch {
 	case err == unix.ENOENT || err == unix.ENOTDIR || err == unix.ELOOP:
 		return nil // removed or replaced (by a symlink: ELOOP)

@@ -458,6 +458,9 @@ func TestCheckOps(t *testing.T) {
 		{"unlink with source", store.RedoOp{Kind: store.OpUnlink, Src: "/b", Path: "/a", Ino: 1}, "unexpected source"},
 		{"no inode", store.RedoOp{Kind: store.OpSetattr, Path: "/a"}, "no expected inode"},
 		{"attributes on unlink", store.RedoOp{Kind: store.OpUnlink, Path: "/a", Ino: 1, Attrs: store.AttrMode}, "attributes"},
+		{"valid addflags", store.RedoOp{Kind: store.OpAddFlags, Path: "/a", Ino: 1, Mode: store.FlagImmutable | store.FlagAppend}, ""},
+		{"addflags without flags", store.RedoOp{Kind: store.OpAddFlags, Path: "/a", Ino: 1}, "inode flags"},
+		{"addflags of another flag", store.RedoOp{Kind: store.OpAddFlags, Path: "/a", Ino: 1, Mode: 0x4000}, "inode flags"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -708,4 +711,121 @@ func TestApplyErrorNamesOp(t *testing.T) {
 	assert.Equal(t, d+"/dir", pe.Path)
 	assert.True(t, strings.HasPrefix(err.Error(), "apply redo op 1 (rmdir): rmdir "), err.Error())
 	assert.NoFileExists(t, d+"/f", "ops before the failing one are done")
+}
+
+// inodeFlags returns the inode flags of path (FS_IOC_GETFLAGS), skipping
+// the test where the file system has none.
+func inodeFlags(t *testing.T, path string) uint32 {
+	t.Helper()
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	f, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err == unix.ENOTTY || err == unix.EOPNOTSUPP {
+		t.Skipf("%s: no inode flags on this file system", path)
+	}
+	require.NoError(t, err)
+	return f
+}
+
+func clearInodeFlags(path string) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	if f, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS); err == nil {
+		unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(f&^(store.FlagImmutable|store.FlagAppend)))
+	}
+}
+
+// TestApplyAddFlags: OpAddFlags sets chattr +i / +a after the renames that
+// placed the objects, keeps the other flags, is idempotent, and skips an
+// object that is not the expected inode.
+func TestApplyAddFlags(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("setting the immutable flag needs CAP_LINUX_IMMUTABLE")
+	}
+	d := t.TempDir()
+	staging := filepath.Join(d, "staging")
+	require.NoError(t, os.Mkdir(staging, 0o755))
+	writeFile(t, staging+"/1", "data")
+	require.NoError(t, os.Mkdir(staging+"/2", 0o755))
+	before := inodeFlags(t, staging+"/1")
+	t.Cleanup(func() {
+		clearInodeFlags(d + "/f")
+		clearInodeFlags(d + "/dir")
+	})
+	ops := []store.RedoOp{
+		{Kind: store.OpRename, Src: staging + "/1", Path: d + "/f", Ino: inoOf(t, staging+"/1")},
+		{Kind: store.OpRename, Src: staging + "/2", Path: d + "/dir", Ino: inoOf(t, staging+"/2")},
+		{Kind: store.OpAddFlags, Path: d + "/dir", Ino: inoOf(t, staging+"/2"), Mode: store.FlagAppend},
+		{Kind: store.OpAddFlags, Path: d + "/f", Ino: inoOf(t, staging+"/1"), Mode: store.FlagImmutable},
+		{Kind: store.OpAddFlags, Path: d + "/f", Ino: 1, Mode: store.FlagAppend}, // another inode: skipped
+	}
+	var skipped []int
+	opt := ApplyOptions{Durable: true, Skipped: func(i int, _ store.RedoOp, _ string) { skipped = append(skipped, i) }}
+	require.NoError(t, Apply(ops, opt))
+	assert.Equal(t, before|store.FlagImmutable, inodeFlags(t, d+"/f"))
+	assert.NotZero(t, inodeFlags(t, d+"/dir")&store.FlagAppend)
+	assert.Equal(t, []int{4}, skipped)
+	skipped = nil
+	require.NoError(t, Apply(ops, opt), "redone")
+	assert.Equal(t, before|store.FlagImmutable, inodeFlags(t, d+"/f"))
+	assert.Equal(t, "data", readFile(t, d+"/f"))
+}
+
+// TestApplyLongPaths: paths of PATH_MAX bytes and more (a transaction
+// reaches them through relative paths) are written through like others.
+func TestApplyLongPaths(t *testing.T) {
+	d := t.TempDir()
+	staging := filepath.Join(d, "staging")
+	require.NoError(t, os.Mkdir(staging, 0o755))
+	// Make d/n/n/…/n deeper than PATH_MAX, one level at a time.
+	name := strings.Repeat("n", 200)
+	fd, err := unix.Open(d, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	deep := d
+	for len(deep) < unix.PathMax+300 {
+		require.NoError(t, unix.Mkdirat(fd, name, 0o755))
+		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		require.NoError(t, err)
+		unix.Close(fd)
+		fd, deep = next, deep+"/"+name
+	}
+	defer unix.Close(fd)
+	// The inode of an object reached through fd.
+	inoAt := func(name string) uint64 {
+		var st unix.Stat_t
+		require.NoError(t, unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW))
+		return st.Ino
+	}
+	writeFile(t, staging+"/1", "deep data")
+	require.NoError(t, os.Mkdir(staging+"/2", 0o700))
+	fileIno, dirIno := inoOf(t, staging+"/1"), inoOf(t, staging+"/2")
+	ops := []store.RedoOp{
+		{Kind: store.OpRename, Src: staging + "/1", Path: deep + "/f", Ino: fileIno},
+		{Kind: store.OpRename, Src: staging + "/2", Path: deep + "/sub", Ino: dirIno},
+		{Kind: store.OpLink, Src: deep + "/f", Path: deep + "/sub/g", Ino: fileIno},
+		{Kind: store.OpSetattr, Path: deep + "/f", Ino: fileIno, Attrs: store.AttrMode | store.AttrMtime, Mode: 0o640, Mtime: ts(1000)},
+		{Kind: store.OpRename, Src: deep + "/sub/g", Path: deep + "/h", Ino: fileIno},
+		{Kind: store.OpUnlink, Path: deep + "/h", Ino: fileIno},
+		{Kind: store.OpFsyncDir, Path: deep},
+	}
+	require.NoError(t, Apply(ops, ApplyOptions{Durable: true}))
+	require.NoError(t, Apply(ops, ApplyOptions{Durable: true}), "redone")
+	assert.Equal(t, fileIno, inoAt("f"))
+	assert.Equal(t, dirIno, inoAt("sub"))
+	var st unix.Stat_t
+	require.NoError(t, unix.Fstatat(fd, "f", &st, 0))
+	assert.Equal(t, uint32(0o640), st.Mode&0o7777)
+	assert.Equal(t, int64(1000), st.Mtim.Sec)
+	assert.Equal(t, uint64(1), st.Nlink)
+	assert.Error(t, unix.Fstatat(fd, "h", &st, 0), "unlinked")
+	ffd, err := unix.Openat(fd, "f", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	b := make([]byte, 64)
+	n, _ := unix.Read(ffd, b)
+	unix.Close(ffd)
+	assert.Equal(t, "deep data", string(b[:n]))
 }

@@ -174,7 +174,11 @@ func (t *Transaction) prepare() (store.Prepared, error) {
 		t.m.abort(t.ID, err.Error())
 		return store.Prepared{}, &CommitError{Conflict: isConflict(err), Err: err}
 	}
-	ops := v.Journal()
+	ops, err := v.CommitJournal()
+	if err != nil {
+		t.m.abort(t.ID, err.Error())
+		return store.Prepared{}, &CommitError{Err: err}
+	}
 	if err := CheckOps(ops); err != nil {
 		// A malformed op in the redo log would block recovery for good.
 		err = fmt.Errorf("internal error: %w", err)
@@ -236,6 +240,9 @@ func (m *Manager) commit(id int64, p, stored store.Prepared, host func() error, 
 		conflict = conflictWith(reads, listed, since)
 		if conflict == nil {
 			conflict = host()
+		}
+		if conflict == nil {
+			conflict = Preflight(p.Ops)
 		}
 		return conflict
 	}, stored)
@@ -373,7 +380,7 @@ func recoverLocked(s *store.Store, durable bool) (finished, aborted []int64, err
 	}
 	for _, p := range pending {
 		if err := Apply(p.Ops, ApplyOptions{Durable: durable}); err != nil {
-			return finished, nil, fmt.Errorf("recover transaction %d: %w", p.ID, err)
+			return finished, nil, &RecoveryError{ID: p.ID, Err: err}
 		}
 		if err := s.MarkApplied(p.ID); err != nil {
 			return finished, nil, err
@@ -391,6 +398,27 @@ func recoverLocked(s *store.Store, durable bool) (finished, aborted []int64, err
 	_, err = s.GCStaging()
 	return finished, aborted, err
 }
+
+// RecoveryError is a committed transaction whose write-through recovery
+// cannot finish: a redo op fails (Err, an *OpError when it is one op), and
+// will again at every recovery until its cause is removed. Recovery stops
+// there: the transactions committed after it may depend on its changes.
+type RecoveryError struct {
+	ID  int64
+	Err error
+}
+
+func (e *RecoveryError) Error() string {
+	what := e.Err.Error()
+	var oe *OpError
+	if errors.As(e.Err, &oe) {
+		what = fmt.Sprintf("redo op %d (%s %s) failed: %v", oe.Index, oe.Op.Kind, oe.Op.Path, oe.Err)
+	}
+	return fmt.Sprintf("transaction %d is committed but its write-through cannot finish: %s; "+
+		"every txexec with this state directory retries it first: remove the cause on the host, then run `txexec recover`", e.ID, what)
+}
+
+func (e *RecoveryError) Unwrap() error { return e.Err }
 
 // Alive reports whether a supervisor process still runs: the pid exists and
 // has the start time it had.

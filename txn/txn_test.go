@@ -3,6 +3,7 @@ package txn
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -238,4 +239,46 @@ func TestRecoverFinishesDeadOwners(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, finished)
 	assert.Empty(t, aborted)
+}
+
+// TestRecoverReportsAStuckOp: a redo op that fails at every try stops
+// recovery with one line that names the transaction, the op and its path,
+// the error, and what to do.
+func TestRecoverReportsAStuckOp(t *testing.T) {
+	host := t.TempDir()
+	dir := t.TempDir()
+	crashed, err := store.Open(dir, store.Options{Owner: store.Owner{Pid: 1, Start: 1<<64 - 1}})
+	require.NoError(t, err)
+	defer crashed.Close()
+	tx, err := crashed.Begin(store.TxInfo{})
+	require.NoError(t, err)
+	staged := filepath.Join(crashed.StagingDir(tx.ID), "1")
+	writeFile(t, staged, "x")
+	target := filepath.Join(host, "gone", "f")
+	_, err = crashed.Commit(tx.ID, nil, store.Prepared{Ops: []store.RedoOp{
+		{Kind: store.OpRename, Src: staged, Path: target, Ino: inoOf(t, staged)}}})
+	require.NoError(t, err)
+
+	// A recoverer that passes for dead too, so that each Recover claims
+	// the transaction again as the next txexec would.
+	s, err := store.Open(dir, store.Options{Owner: store.Owner{Pid: 1, Start: 1<<64 - 1}})
+	require.NoError(t, err)
+	defer s.Close()
+	for range 2 {
+		_, _, err = Recover(s, false)
+		var re *RecoveryError
+		require.ErrorAs(t, err, &re)
+		assert.Equal(t, tx.ID, re.ID)
+		assert.ErrorIs(t, err, unix.ENOENT)
+		msg := err.Error()
+		assert.NotContains(t, msg, "\n")
+		assert.Contains(t, msg, fmt.Sprintf("transaction %d is committed", tx.ID))
+		assert.Contains(t, msg, "redo op 0 (rename "+target+") failed")
+		assert.Contains(t, msg, "txexec recover")
+	}
+	require.NoError(t, os.Mkdir(filepath.Join(host, "gone"), 0o755))
+	finished, _, err := Recover(s, false)
+	require.NoError(t, err, "recovery finishes once the cause is removed")
+	assert.Equal(t, []int64{tx.ID}, finished)
+	assert.Equal(t, "x", readFile(t, target))
 }

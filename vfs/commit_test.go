@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -351,5 +352,83 @@ func checkStagedOnMount(t *testing.T, w *view, m treeMount, ops []store.RedoOp) 
 		if staged {
 			assert.Equal(t, want, filepath.Dir(op.Src), "op %d (%s %s)", i, op.Kind, op.Path)
 		}
+	}
+}
+
+// setFlags adds inode flags to the object fd is open on, skipping the test
+// where the file system has none.
+func setFlags(t *testing.T, fd int, add uint32) {
+	t.Helper()
+	f, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if err == unix.ENOTTY || err == unix.EOPNOTSUPP {
+		t.Skip("no inode flags on this file system")
+	}
+	require.NoError(t, err)
+	require.NoError(t, unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(f|add)))
+}
+
+func flagsOf(t *testing.T, path string) uint32 {
+	t.Helper()
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	f, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	require.NoError(t, err)
+	return f
+}
+
+// TestCommitJournalDefersInodeFlags: the immutable and append-only flags a
+// transaction sets on objects it made hold in the view (no removal, no new
+// entries), and commit clears them on the staged objects before the
+// commit point and sets them again after placing them (OpAddFlags, last).
+func TestCommitJournalDefersInodeFlags(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("setting the immutable flag needs CAP_LINUX_IMMUTABLE")
+	}
+	for _, m := range treeMounts {
+		t.Run(string(m), func(t *testing.T) {
+			w := newViewOn(t, m)
+			t.Cleanup(func() {
+				for _, p := range []string{"new", "newdir", "f"} {
+					exec.Command("chattr", "-i", "-a", filepath.Join(w.dir, p)).Run()
+				}
+			})
+			w.write("new", unix.O_CREAT, "made\n")
+			w.write("f", unix.O_TRUNC, "changed\n")
+			w.ok(w.v.Mkdir(w.c, w.c.Cwd, "newdir", 0o755))
+			for p, f := range map[string]uint32{"new": store.FlagImmutable, "f": store.FlagAppend, "newdir": store.FlagImmutable} {
+				fd, err := w.v.Open(w.c, w.c.Cwd, p, vfs.OpenHow{Flags: unix.O_RDONLY | unix.O_NONBLOCK})
+				w.ok(err)
+				setFlags(t, fd, f)
+				unix.Close(fd)
+			}
+			assert.ErrorIs(t, w.v.Unlink(w.c, w.c.Cwd, "new", 0), unix.EPERM)
+			assert.ErrorIs(t, w.v.Unlink(w.c, w.c.Cwd, "f", 0), unix.EPERM)
+			_, err := w.v.Open(w.c, w.c.Cwd, "newdir/x", vfs.OpenHow{Flags: unix.O_WRONLY | unix.O_CREAT, Mode: 0o644})
+			assert.ErrorIs(t, err, unix.EPERM)
+			seen := w.manifest()
+
+			ops, err := w.v.CommitJournal()
+			w.ok(err)
+			var flagOps []string
+			for i, op := range ops {
+				if op.Kind == store.OpAddFlags {
+					flagOps = append(flagOps, fmt.Sprintf("%s %#x", strings.TrimPrefix(op.Path, w.dir), op.Mode))
+				} else {
+					assert.Empty(t, flagOps, "op %d (%s) after the flags", i, op.Kind)
+				}
+			}
+			assert.Equal(t, []string{"/f 0x20", "/new 0x10", "/newdir 0x10"}, flagOps)
+			require.NoError(t, txn.Apply(ops, txn.ApplyOptions{
+				Skipped: func(i int, op store.RedoOp, why string) {
+					t.Errorf("op %d (%s %s) skipped: %s", i, op.Kind, op.Path, why)
+				},
+			}))
+			w.removeStaging()
+			assert.Equal(t, seen, hostManifest(t, w.dir))
+			assert.NotZero(t, flagsOf(t, filepath.Join(w.dir, "new"))&store.FlagImmutable)
+			assert.NotZero(t, flagsOf(t, filepath.Join(w.dir, "f"))&store.FlagAppend)
+			assert.NotZero(t, flagsOf(t, filepath.Join(w.dir, "newdir"))&store.FlagImmutable)
+		})
 	}
 }

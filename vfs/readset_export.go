@@ -41,7 +41,7 @@ func ValidateReadSet(reads []store.ReadRecord) error {
 	for _, r := range recs {
 		p := r.Path
 		var st unix.Stat_t
-		err := unix.Lstat(p, &st)
+		err := lstatLong(p, &st)
 		if !r.Exists {
 			if err == nil {
 				return &ConflictError{p, "created by another process after the transaction found it absent"}
@@ -65,7 +65,7 @@ func ValidateReadSet(reads []store.ReadRecord) error {
 			}
 		}
 		if r.Listing {
-			fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			fd, err := openDirLong(p)
 			if err != nil {
 				return &ConflictError{p, "removed by another process after it was listed"}
 			}

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"txexec/internal/sysx"
 	"txexec/store"
 )
 
@@ -18,6 +19,100 @@ func (v *Tx) Journal() []store.RedoOp {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	return v.fullJournalLocked()
+}
+
+// CommitJournal is Journal for the commit, which it prepares: the staged
+// objects' immutable and append-only flags (chattr +i, +a, which a
+// transaction may set on what it created or changed) forbid the renames
+// that place them and the changes of directories that carry them, so
+// they are cleared on the staged objects now, before the commit point, and
+// the journal ends with the ops that set them again once everything is
+// in place (store.OpAddFlags), which recovery can redo.
+func (v *Tx) CommitJournal() ([]store.RedoOp, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	flags, err := v.deferFlagsLocked()
+	if err != nil {
+		return nil, err
+	}
+	return append(v.fullJournalLocked(), flags...), nil
+}
+
+// deferredFlags are the inode flags deferFlagsLocked moves to the end of
+// the write-through.
+const deferredFlags = store.FlagImmutable | store.FlagAppend
+
+// deferFlagsLocked clears the deferred flags of every staged regular file
+// and directory and returns the ops that set them again on those still in
+// the view, by path.
+//
+// Preconditions: v.mu held.
+func (v *Tx) deferFlagsLocked() ([]store.RedoOp, error) {
+	seen := map[*Node]bool{}
+	var ops []store.RedoOp
+	for _, n := range v.nodes {
+		if seen[n] || n.staged == "" || n.anon || n.area == nil || n.area.fd < 0 ||
+			(n.typ != unix.S_IFREG && n.typ != unix.S_IFDIR) {
+			continue
+		}
+		seen[n] = true
+		f, err := clearStagedFlags(n.area.fd, n.staged)
+		if err != nil {
+			return nil, &os.PathError{Op: "clear the inode flags of", Path: n.area.pathOf(n.staged), Err: err}
+		}
+		if f == 0 || n.keepsIdentity() {
+			// A host directory's staged copy carries only attribute
+			// changes: the caller's descriptors are on the host one.
+			continue
+		}
+		var path string
+		switch {
+		case n.isDir():
+			if n.removed {
+				continue
+			}
+			path = n.viewPathLocked()
+		case n.locDir == nil || n.locDir.removed || !n.locDir.entryIs(n.locName, n):
+			continue
+		default:
+			path = childPath(n.locDir.viewPathLocked(), n.locName)
+		}
+		ops = append(ops, store.RedoOp{Kind: store.OpAddFlags, Path: path, Ino: n.replayIno, Mode: f})
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i].Path < ops[j].Path })
+	return ops, nil
+}
+
+// clearStagedFlags clears the deferred flags of name in the staging area
+// at, and returns those it had. A file system without inode flags has
+// none.
+func clearStagedFlags(at int, name string) (uint32, error) {
+	// One statx tells for most objects (file systems that report the
+	// attributes) that there is nothing to clear, without opening them.
+	const attrs = unix.STATX_ATTR_IMMUTABLE | unix.STATX_ATTR_APPEND
+	var stx unix.Statx_t
+	if unix.Statx(at, name, unix.AT_SYMLINK_NOFOLLOW, 0, &stx) == nil &&
+		stx.Attributes_mask&attrs == attrs && stx.Attributes&attrs == 0 {
+		return 0, nil
+	}
+	fd, err := unix.Openat(at, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOATIME|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, err
+	}
+	defer unix.Close(fd)
+	f, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	switch {
+	case err == unix.ENOTTY || err == unix.EOPNOTSUPP || err == unix.EINVAL:
+		return 0, nil
+	case err != nil:
+		return 0, err
+	case f&deferredFlags == 0:
+		return 0, nil
+	}
+	if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(f&^deferredFlags)); err != nil {
+		return 0, err
+	}
+	return f & deferredFlags, nil
 }
 
 // fullJournalLocked is the journal plus the attributes that I/O gave host
@@ -155,6 +250,29 @@ func (v *Tx) ListedPaths() []string {
 	return out
 }
 
+// lstatLong is lstat of a host path that may be longer than PATH_MAX: a
+// transaction reaches deeper objects through relative paths, and
+// validating them must not take ENAMETOOLONG for their removal.
+func lstatLong(p string, st *unix.Stat_t) error {
+	name, done, err := sysx.ShortPath(p)
+	if err != nil {
+		return err
+	}
+	defer done()
+	return unix.Lstat(name, st)
+}
+
+// openDirLong opens the host directory p, which may be longer than
+// PATH_MAX, with O_PATH.
+func openDirLong(p string) (int, error) {
+	name, done, err := sysx.ShortPath(p)
+	if err != nil {
+		return -1, err
+	}
+	defer done()
+	return unix.Open(name, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+}
+
 // isStaged reports whether p names an object in one of the staging areas.
 func isStaged(areas []*area, p string) bool {
 	for _, a := range areas {
@@ -192,7 +310,7 @@ func (v *Tx) Validate() error {
 	for _, p := range paths {
 		r := v.reads[p]
 		var st unix.Stat_t
-		err := unix.Lstat(p, &st)
+		err := lstatLong(p, &st)
 		if !r.exists {
 			if err == nil {
 				return &ConflictError{p, "created by another process after the transaction found it absent"}
@@ -214,7 +332,7 @@ func (v *Tx) Validate() error {
 			}
 		}
 		if r.listing {
-			fd, err := unix.Open(p, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			fd, err := openDirLong(p)
 			if err != nil {
 				return &ConflictError{p, "removed by another process after it was listed"}
 			}

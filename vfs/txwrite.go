@@ -508,11 +508,11 @@ func (v *Tx) mayCreateLocked(c *Caller, dir *Node, name string) error {
 // immutable ones (chattr +i), as inode_permission does for MAY_WRITE.
 func (v *Tx) roCheckLocked(n *Node) error {
 	fd := n.hostFd
-	if n.staged != "" || n.host == (FileID{}) {
-		return nil
-	}
 	if v.hostFlagsLocked(n)&unix.STATX_ATTR_IMMUTABLE != 0 {
 		return unix.EPERM
+	}
+	if n.staged != "" || n.host == (FileID{}) {
+		return nil
 	}
 	if fd < 0 && n.hostParent != nil {
 		fd = n.hostParent.hostFd
@@ -536,17 +536,28 @@ func (v *Tx) readOnlyMountLocked(d *Node) bool {
 }
 
 // hostFlagsLocked returns the immutable and append-only attributes
-// (STATX_ATTR_IMMUTABLE, STATX_ATTR_APPEND) of n's host original; 0 for
-// objects the transaction staged or made, which carry none.
+// (STATX_ATTR_IMMUTABLE, STATX_ATTR_APPEND) of n: of its host original,
+// or of the object the transaction staged or made for it, which has them
+// when the transaction set them (chattr through a descriptor on it; the
+// commit sets them after placing it, see CommitJournal). A host directory,
+// FIFO or device keeps its identity: its staged copy carries only
+// attribute changes, and descriptors are on the host object.
 //
 // Preconditions: v.mu held.
 func (v *Tx) hostFlagsLocked(n *Node) uint64 {
-	if n.staged != "" || n.anon || n.host == (FileID{}) {
+	if n.anon {
 		return 0
 	}
 	var stx unix.Statx_t
 	var err error
 	switch {
+	case n.staged != "" && !n.keepsIdentity():
+		if n.area == nil || n.area.fd < 0 {
+			return 0
+		}
+		err = unix.Statx(n.area.fd, n.staged, unix.AT_SYMLINK_NOFOLLOW, 0, &stx)
+	case n.host == (FileID{}):
+		return 0
 	case n.hostFd >= 0:
 		err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, 0, &stx)
 	case n.hostParent != nil && n.hostParent.hostFd >= 0:
@@ -574,6 +585,11 @@ func (v *Tx) appendOnlyLocked(n *Node, linuxAllows bool, what string) error {
 	}
 	if !linuxAllows {
 		return unix.EPERM
+	}
+	if n.staged != "" && !n.inPlace {
+		// Made or staged by the transaction: commit places it before it
+		// sets the flag again (CommitJournal).
+		return nil
 	}
 	return &Unsupported{What: what + " the append-only file " + n.hostPath}
 }

@@ -1,0 +1,110 @@
+package txn
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/internal/sysx"
+	"txexec/store"
+)
+
+// Preflight checks, before the commit point, that no redo op will meet an
+// immutable or append-only flag (chattr +i, +a) on the host: those refuse
+// the renames, links, removals and attribute changes of write-through
+// even to root, so a commit that met one would stop after its commit
+// point, and recovery with it. The transaction's own staged objects carry
+// none (CommitJournal moves them to OpAddFlags); a host object can have
+// got one meanwhile — from outside, or through ioctl(FS_IOC_SETFLAGS) on a
+// descriptor to an unchanged host object, which is not intercepted. Such
+// a commit is refused instead (nothing is written), with an error that
+// names the object.
+//
+// It looks at the host as it is now, which is the host at the start of
+// the write-through for every path the ops do not change first; objects
+// an earlier op makes are not there yet and are skipped.
+func Preflight(ops []store.RedoOp) error {
+	for i, op := range ops {
+		if err := preflightOp(op); err != nil {
+			return fmt.Errorf("cannot write through redo op %d (%s %s): %w; nothing was committed", i, op.Kind, op.Path, err)
+		}
+	}
+	return nil
+}
+
+func preflightOp(op store.RedoOp) error {
+	var dirsChanged, dirsShrunk, objects []string
+	switch op.Kind {
+	case store.OpRename, store.OpExchange:
+		dirsChanged = []string{filepath.Dir(op.Src), filepath.Dir(op.Path)}
+		dirsShrunk = []string{filepath.Dir(op.Src)}
+		objects = []string{op.Src}
+		if op.Kind == store.OpExchange {
+			dirsShrunk = append(dirsShrunk, filepath.Dir(op.Path))
+		}
+		if _, ok := flagsOf(op.Path); ok {
+			// Replaced: removed from its directory.
+			dirsShrunk = append(dirsShrunk, filepath.Dir(op.Path))
+			if err := check(op.Path, 0, unix.STATX_ATTR_IMMUTABLE|unix.STATX_ATTR_APPEND, "replaced"); err != nil {
+				return err
+			}
+		}
+	case store.OpLink:
+		dirsChanged = []string{filepath.Dir(op.Path)}
+		objects = []string{op.Src}
+	case store.OpUnlink, store.OpRmdir:
+		dirsChanged = []string{filepath.Dir(op.Path)}
+		dirsShrunk = dirsChanged
+		objects = []string{op.Path}
+	case store.OpSetattr, store.OpSetxattr, store.OpRemovexattr, store.OpCopyData:
+		objects = []string{op.Path}
+	}
+	for _, d := range dirsChanged {
+		if err := check(d, 0, unix.STATX_ATTR_IMMUTABLE, "changed"); err != nil {
+			return err
+		}
+	}
+	for _, d := range dirsShrunk {
+		if err := check(d, 0, unix.STATX_ATTR_APPEND, "have an entry removed"); err != nil {
+			return err
+		}
+	}
+	for _, o := range objects {
+		if err := check(o, op.Ino, unix.STATX_ATTR_IMMUTABLE|unix.STATX_ATTR_APPEND, "changed"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// check fails if path (when ino is not 0: only if it is that inode) has
+// one of the flags.
+func check(path string, ino uint64, flags uint64, what string) error {
+	st, ok := flagsOf(path)
+	if !ok || ino != 0 && st.Ino != ino {
+		return nil
+	}
+	switch have := st.Attributes & st.Attributes_mask & flags; {
+	case have&unix.STATX_ATTR_IMMUTABLE != 0:
+		return fmt.Errorf("%s is immutable (chattr +i) and cannot be %s", path, what)
+	case have&unix.STATX_ATTR_APPEND != 0:
+		return fmt.Errorf("%s is append-only (chattr +a) and cannot be %s", path, what)
+	}
+	return nil
+}
+
+// flagsOf stats path without following a final symlink; ok is false when
+// it cannot (absent: made by an earlier op).
+func flagsOf(path string) (unix.Statx_t, bool) {
+	var st unix.Statx_t
+	name, done, err := sysx.ShortPath(path)
+	if err != nil {
+		return st, false
+	}
+	defer done()
+	err = sysx.Retry(func() error {
+		return unix.Statx(unix.AT_FDCWD, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO, &st)
+	})
+	return st, err == nil
+}
