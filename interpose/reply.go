@@ -155,12 +155,18 @@ const workerWake = unix.Signal(40)
 // instead of around each ADDFD (two rt_sigprocmask calls per descriptor
 // reply, 7% of the supervisor's CPU under dpkg). It returns the function
 // that restores the old mask, to be called before the thread is unlocked.
+//
+// The signals of faults stay open: the kernel forces a fault's signal
+// through a mask by resetting its handler to the default, which would
+// kill txexec where Go turns a nil dereference in a handler into a panic
+// that the listener recovers (an EIO for that call). They only arise from
+// the worker's own code, never while it waits in an ioctl.
 func workerSignals(profiled bool) (restore func(), err error) {
 	var mask, old unix.Sigset_t
 	for i := range mask.Val {
 		mask.Val[i] = ^uint64(0)
 	}
-	pass := []unix.Signal{workerWake}
+	pass := []unix.Signal{workerWake, unix.SIGSEGV, unix.SIGBUS, unix.SIGFPE, unix.SIGILL, unix.SIGTRAP}
 	if profiled {
 		pass = append(pass, unix.SIGPROF)
 	}

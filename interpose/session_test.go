@@ -107,6 +107,27 @@ func allowRest(rules []Rule) []Rule {
 	return rules
 }
 
+// faultingHandler dereferences nil while serving getuid.
+type faultingHandler struct{ getuidHandler }
+
+func (h faultingHandler) Handle(c *Call) Reply {
+	if c.Nr == unix.SYS_GETUID {
+		var p *int
+		return Return(int64(*p))
+	}
+	return h.getuidHandler.Handle(c)
+}
+
+// TestSessionSurvivesHandlerFault: a handler that faults (a bug) fails
+// that call with EIO and the supervisor goes on serving; the fault must
+// not kill txexec, whatever its workers' signal masks.
+func TestSessionSurvivesHandlerFault(t *testing.T) {
+	out, st := run(t, faultingHandler{}, "/bin/sh", "-c", "id -u; id -u; echo served")
+	// getuid cannot fail: the EIO reaches id as uid (uid_t)-5.
+	assert.Equal(t, "4294967291\n4294967291\nserved\n", out)
+	assert.Equal(t, 0, st)
+}
+
 func TestSessionRunsCommandAndServesCalls(t *testing.T) {
 	out, st := run(t, getuidHandler{}, "/bin/sh", "-c", "id -u; exit 3")
 	assert.Equal(t, "4242\n", out)
