@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -44,10 +45,11 @@ func TestProcessParity(t *testing.T) {
 }
 
 // startWatched starts txexec with stdin, stdout and stderr as pipes, the
-// latter two read line by line.
-func startWatched(t *testing.T, c command) (*exec.Cmd, io.WriteCloser, *lineReader, *lineReader) {
+// latter two read line by line; ctx bounds its run (it is killed, with its
+// tree, when ctx is done).
+func startWatched(ctx context.Context, t *testing.T, c command) (*exec.Cmd, io.WriteCloser, *lineReader, *lineReader) {
 	t.Helper()
-	cmd := newCmd(context.Background(), t, transaction, c)
+	cmd := newCmd(ctx, t, transaction, c)
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	out, err := cmd.StdoutPipe()
@@ -64,6 +66,25 @@ func startWatched(t *testing.T, c command) (*exec.Cmd, io.WriteCloser, *lineRead
 	return cmd, in, newLineReader(out), newLineReader(errp)
 }
 
+// drain returns the rest of lr's lines. It fails the test when they have
+// not ended (every writer gone) by the time ctx is done: what the test
+// waits for did not happen in time, and waiting on would hang the suite.
+func (lr *lineReader) drain(ctx context.Context, t *testing.T, what string) []string {
+	t.Helper()
+	var out []string
+	for {
+		select {
+		case l, ok := <-lr.lines:
+			if !ok {
+				return out
+			}
+			out = append(out, l)
+		case <-ctx.Done():
+			t.Fatalf("%s: not within the bound (%v); lines so far: %q", what, context.Cause(ctx), out)
+		}
+	}
+}
+
 var waitsFor = regexp.MustCompile(`^txexec: transaction [0-9]+ waits for pids ([0-9 ]+) \(still running after the command exited\)$`)
 
 // TestProcessOutlivingTheCommand: a child that writes after the command
@@ -73,7 +94,9 @@ func TestProcessOutlivingTheCommand(t *testing.T) {
 	// The child waits for the test, which goes on only once txexec has
 	// said that it waits: so the child really outlives the command.
 	script := `exec 3<&0; (read x <&3; echo late > z) & echo $!; exit 0`
-	cmd, in, out, errs := startWatched(t, command{Argv: []string{"sh", "-c", script}, Dir: dir})
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd, in, out, errs := startWatched(ctx, t, command{Argv: []string{"sh", "-c", script}, Dir: dir})
 	child := out.next(t)
 	m := waitsFor.FindStringSubmatch(errs.next(t))
 	require.NotNil(t, m, "txexec says whom it waits for")
@@ -82,10 +105,7 @@ func TestProcessOutlivingTheCommand(t *testing.T) {
 	_, err := io.WriteString(in, "go\n")
 	require.NoError(t, err)
 	in.Close()
-	var rest []string
-	for l := range errs.lines {
-		rest = append(rest, l)
-	}
+	rest := errs.drain(ctx, t, "txexec ends after the late child")
 	require.NoError(t, cmd.Wait(), "stderr: %q", rest)
 	assert.Empty(t, rest, "nothing more on stderr (the wait is reported once)")
 	assert.Equal(t, "late\n", readString(t, filepath.Join(dir, "z")), "the late write is committed")
@@ -93,8 +113,10 @@ func TestProcessOutlivingTheCommand(t *testing.T) {
 
 // TestProcessAbortKillsTree: when the transaction is bound to abort, the
 // processes still running after the command exited are killed and txexec
-// returns at once (the 1000 s sleeps would otherwise hold it).
+// returns at once (the 1000 s sleeps would otherwise hold it): each case
+// must be over within abortBound.
 func TestProcessAbortKillsTree(t *testing.T) {
+	const abortBound = 30 * time.Second
 	sigtool := buildSigtool(t)
 	for _, tc := range []struct {
 		name   string
@@ -120,7 +142,9 @@ func TestProcessAbortKillsTree(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := strings.ReplaceAll(tc.script, "SIGTOOL", sigtool)
-			cmd, in, out, errs := startWatched(t, command{Argv: []string{"sh", "-c", script}, Dir: t.TempDir(), TxArgs: tc.args})
+			ctx, cancel := context.WithTimeout(context.Background(), abortBound)
+			defer cancel()
+			cmd, in, out, errs := startWatched(ctx, t, command{Argv: []string{"sh", "-c", script}, Dir: t.TempDir(), TxArgs: tc.args})
 			var pids []int
 			if tc.release {
 				p, err := strconv.Atoi(out.next(t))
@@ -131,18 +155,16 @@ func TestProcessAbortKillsTree(t *testing.T) {
 				require.NoError(t, err)
 			}
 			in.Close()
-			for l := range out.lines {
+			for _, l := range out.drain(ctx, t, "the aborted tree is gone") {
 				if p, err := strconv.Atoi(l); err == nil {
 					pids = append(pids, p)
 				} else {
 					assert.Equal(t, "ENOTSUP", l, "the unsupported call fails")
 				}
 			}
-			var stderr []string
-			for l := range errs.lines {
-				stderr = append(stderr, l)
-			}
+			stderr := errs.drain(ctx, t, "txexec returns")
 			err := cmd.Wait()
+			require.NoError(t, ctx.Err(), "txexec returned within %v", abortBound)
 			if err != nil {
 				var ee *exec.ExitError
 				require.ErrorAs(t, err, &ee)
