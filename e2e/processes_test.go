@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestProcessParity: process trees, groups, sessions, wait and exit
@@ -41,6 +42,45 @@ func TestProcessParity(t *testing.T) {
 		{name: "failing pipeline aborts", argv: []string{"sh", "-c", `echo x > written; seq 1 10 | false`}},
 	} {
 		t.Run(p.name, p.check)
+	}
+}
+
+// TestProcessFifoMadeInTransaction: a FIFO made in the transaction works
+// inside it, is not on the host before the commit, and is committed as an
+// empty FIFO with its mode (the data left in it is dropped with its last
+// descriptor, as natively); an abort leaves nothing.
+func TestProcessFifoMadeInTransaction(t *testing.T) {
+	script := `umask 022; mkfifo -m 640 f; exec 3<>f; echo through >&3; read -r got <&3; echo "$got"; echo unread >&3; echo made; read x; exit $x`
+	for _, tc := range []struct {
+		name   string
+		status int
+	}{{"commit", 0}, {"abort", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := startHeld(t, transaction, command{Argv: []string{"sh", "-c", script}, Dir: dir}, nil)
+			assert.Equal(t, "through", h.lines.next(t), "the FIFO works inside; stderr:\n%s", h.stderr)
+			require.Equal(t, "made", h.lines.next(t), "stderr:\n%s", h.stderr)
+			f := filepath.Join(dir, "f")
+			assert.NoFileExists(t, f, "not on the host before the commit")
+			_, err := io.WriteString(h.in, strconv.Itoa(tc.status)+"\n")
+			require.NoError(t, err)
+			h.in.Close()
+			err = h.cmd.Wait()
+			assert.Equal(t, tc.status, statusOf(h.cmd.ProcessState), "%v; stderr:\n%s", err, h.stderr)
+			if tc.status != 0 {
+				assert.NoFileExists(t, f, "an abort leaves nothing")
+				return
+			}
+			var st unix.Stat_t
+			require.NoError(t, unix.Lstat(f, &st))
+			assert.Equal(t, uint32(unix.S_IFIFO|0o640), st.Mode, "a FIFO with its mode")
+			fd, err := unix.Open(f, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+			require.NoError(t, err)
+			defer unix.Close(fd)
+			n, err := unix.Read(fd, make([]byte, 64))
+			assert.NoError(t, err)
+			assert.Zero(t, n, "empty: what was left unread in it is gone")
+		})
 	}
 }
 
