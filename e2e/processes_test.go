@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -9,9 +10,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // TestProcessParity: process trees, groups, sessions, wait and exit
@@ -42,11 +45,51 @@ func TestProcessParity(t *testing.T) {
 	}
 }
 
+// TestProcessFifoMadeInTransaction: a FIFO made in the transaction works
+// inside it, is not on the host before the commit, and is committed as an
+// empty FIFO with its mode (the data left in it is dropped with its last
+// descriptor, as natively); an abort leaves nothing.
+func TestProcessFifoMadeInTransaction(t *testing.T) {
+	script := `umask 022; mkfifo -m 640 f; exec 3<>f; echo through >&3; read -r got <&3; echo "$got"; echo unread >&3; echo made; read x; exit $x`
+	for _, tc := range []struct {
+		name   string
+		status int
+	}{{"commit", 0}, {"abort", 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			h := startHeld(t, transaction, command{Argv: []string{"sh", "-c", script}, Dir: dir}, nil)
+			assert.Equal(t, "through", h.lines.next(t), "the FIFO works inside; stderr:\n%s", h.stderr)
+			require.Equal(t, "made", h.lines.next(t), "stderr:\n%s", h.stderr)
+			f := filepath.Join(dir, "f")
+			assert.NoFileExists(t, f, "not on the host before the commit")
+			_, err := io.WriteString(h.in, strconv.Itoa(tc.status)+"\n")
+			require.NoError(t, err)
+			h.in.Close()
+			err = h.cmd.Wait()
+			assert.Equal(t, tc.status, statusOf(h.cmd.ProcessState), "%v; stderr:\n%s", err, h.stderr)
+			if tc.status != 0 {
+				assert.NoFileExists(t, f, "an abort leaves nothing")
+				return
+			}
+			var st unix.Stat_t
+			require.NoError(t, unix.Lstat(f, &st))
+			assert.Equal(t, uint32(unix.S_IFIFO|0o640), st.Mode, "a FIFO with its mode")
+			fd, err := unix.Open(f, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+			require.NoError(t, err)
+			defer unix.Close(fd)
+			n, err := unix.Read(fd, make([]byte, 64))
+			assert.NoError(t, err)
+			assert.Zero(t, n, "empty: what was left unread in it is gone")
+		})
+	}
+}
+
 // startWatched starts txexec with stdin, stdout and stderr as pipes, the
-// latter two read line by line.
-func startWatched(t *testing.T, c command) (*exec.Cmd, io.WriteCloser, *lineReader, *lineReader) {
+// latter two read line by line; ctx bounds its run (it is killed, with its
+// tree, when ctx is done).
+func startWatched(ctx context.Context, t *testing.T, c command) (*exec.Cmd, io.WriteCloser, *lineReader, *lineReader) {
 	t.Helper()
-	cmd := newCmd(context.Background(), t, transaction, c)
+	cmd := newCmd(ctx, t, transaction, c)
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	out, err := cmd.StdoutPipe()
@@ -63,6 +106,25 @@ func startWatched(t *testing.T, c command) (*exec.Cmd, io.WriteCloser, *lineRead
 	return cmd, in, newLineReader(out), newLineReader(errp)
 }
 
+// drain returns the rest of lr's lines. It fails the test when they have
+// not ended (every writer gone) by the time ctx is done: what the test
+// waits for did not happen in time, and waiting on would hang the suite.
+func (lr *lineReader) drain(ctx context.Context, t *testing.T, what string) []string {
+	t.Helper()
+	var out []string
+	for {
+		select {
+		case l, ok := <-lr.lines:
+			if !ok {
+				return out
+			}
+			out = append(out, l)
+		case <-ctx.Done():
+			t.Fatalf("%s: not within the bound (%v); lines so far: %q", what, context.Cause(ctx), out)
+		}
+	}
+}
+
 var waitsFor = regexp.MustCompile(`^txexec: transaction [0-9]+ waits for pids ([0-9 ]+) \(still running after the command exited\)$`)
 
 // TestProcessOutlivingTheCommand: a child that writes after the command
@@ -72,7 +134,9 @@ func TestProcessOutlivingTheCommand(t *testing.T) {
 	// The child waits for the test, which goes on only once txexec has
 	// said that it waits: so the child really outlives the command.
 	script := `exec 3<&0; (read x <&3; echo late > z) & echo $!; exit 0`
-	cmd, in, out, errs := startWatched(t, command{Argv: []string{"sh", "-c", script}, Dir: dir})
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd, in, out, errs := startWatched(ctx, t, command{Argv: []string{"sh", "-c", script}, Dir: dir})
 	child := out.next(t)
 	m := waitsFor.FindStringSubmatch(errs.next(t))
 	require.NotNil(t, m, "txexec says whom it waits for")
@@ -81,10 +145,7 @@ func TestProcessOutlivingTheCommand(t *testing.T) {
 	_, err := io.WriteString(in, "go\n")
 	require.NoError(t, err)
 	in.Close()
-	var rest []string
-	for l := range errs.lines {
-		rest = append(rest, l)
-	}
+	rest := errs.drain(ctx, t, "txexec ends after the late child")
 	require.NoError(t, cmd.Wait(), "stderr: %q", rest)
 	assert.Empty(t, rest, "nothing more on stderr (the wait is reported once)")
 	assert.Equal(t, "late\n", readString(t, filepath.Join(dir, "z")), "the late write is committed")
@@ -92,8 +153,10 @@ func TestProcessOutlivingTheCommand(t *testing.T) {
 
 // TestProcessAbortKillsTree: when the transaction is bound to abort, the
 // processes still running after the command exited are killed and txexec
-// returns at once (the 1000 s sleeps would otherwise hold it).
+// returns at once (the 1000 s sleeps would otherwise hold it): each case
+// must be over within abortBound.
 func TestProcessAbortKillsTree(t *testing.T) {
+	const abortBound = 30 * time.Second
 	sigtool := buildSigtool(t)
 	for _, tc := range []struct {
 		name   string
@@ -119,7 +182,9 @@ func TestProcessAbortKillsTree(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			script := strings.ReplaceAll(tc.script, "SIGTOOL", sigtool)
-			cmd, in, out, errs := startWatched(t, command{Argv: []string{"sh", "-c", script}, Dir: t.TempDir(), TxArgs: tc.args})
+			ctx, cancel := context.WithTimeout(context.Background(), abortBound)
+			defer cancel()
+			cmd, in, out, errs := startWatched(ctx, t, command{Argv: []string{"sh", "-c", script}, Dir: t.TempDir(), TxArgs: tc.args})
 			var pids []int
 			if tc.release {
 				p, err := strconv.Atoi(out.next(t))
@@ -130,18 +195,16 @@ func TestProcessAbortKillsTree(t *testing.T) {
 				require.NoError(t, err)
 			}
 			in.Close()
-			for l := range out.lines {
+			for _, l := range out.drain(ctx, t, "the aborted tree is gone") {
 				if p, err := strconv.Atoi(l); err == nil {
 					pids = append(pids, p)
 				} else {
 					assert.Equal(t, "ENOTSUP", l, "the unsupported call fails")
 				}
 			}
-			var stderr []string
-			for l := range errs.lines {
-				stderr = append(stderr, l)
-			}
+			stderr := errs.drain(ctx, t, "txexec returns")
 			err := cmd.Wait()
+			require.NoError(t, ctx.Err(), "txexec returned within %v", abortBound)
 			if err != nil {
 				var ee *exec.ExitError
 				require.ErrorAs(t, err, &ee)
@@ -168,54 +231,90 @@ func TestProcessAbortKillsTree(t *testing.T) {
 }
 
 // TestProcessReachAround: calls that would reach a process outside the
-// transaction are refused with a message naming call and pids; into the
-// transaction's own processes they work as natively. Calls without
-// transactional meaning follow --unsupported.
+// transaction are refused with a message naming the call and both pids;
+// into the transaction's own processes they work as natively (ptrace
+// excepted: txexec is the tracer). Calls without transactional meaning
+// (io_uring, mount, open_by_handle_at) follow --unsupported, each policy
+// with a message naming the call and the caller's pid.
 func TestProcessReachAround(t *testing.T) {
 	sigtool := buildSigtool(t)
 	target := startSigTarget(t, sigtool, 0)
 	p := strconv.Itoa(target.pid)
-	for _, tc := range []struct {
-		name     string
-		script   string
-		args     []string
-		stdout   string
-		status   int
-		message  string
-		noCommit bool
-	}{
-		{name: "process_vm_writev outside", script: `SIGTOOL send vmwritev P`, stdout: "EPERM",
-			message: `txexec: refused process_vm_writev of pid [0-9]+ into pid P, which is outside the transaction`},
-		{name: "process_vm_writev inside", script: `SIGTOOL send vmwritev $$`, stdout: "EFAULT"},
-		{name: "pidfd_getfd outside", script: `SIGTOOL send getfd P 0`, stdout: "EPERM",
-			message: `txexec: refused pidfd_getfd of pid [0-9]+ on pid P, which is outside the transaction`},
-		{name: "pidfd_getfd inside", script: `SIGTOOL send getfd $$ 1`, stdout: "ok"},
-		{name: "ptrace outside", script: `SIGTOOL send ptrace P`, stdout: "EPERM"},
-		{name: "io_uring aborts by default", script: `echo x > f; SIGTOOL send io_uring`, stdout: "ENOTSUP", status: -1, noCommit: true,
-			message: `txexec: transaction [0-9]+ aborted: pid [0-9]+ called io_uring_setup, which has no transactional meaning`},
-		{name: "io_uring fails under --unsupported=error", script: `echo x > f; SIGTOOL send io_uring`, args: []string{"--unsupported=error"}, stdout: "ENOTSUP"},
-		{name: "io_uring runs under --unsupported=allow", script: `echo x > f; SIGTOOL send io_uring`, args: []string{"--unsupported=allow"}, stdout: "ok",
-			message: `txexec: warning: pid [0-9]+ called io_uring_setup, which has no transactional meaning; running it anyway`},
+	const (
+		noMeaning = `pid CALLER called %s, which has no transactional meaning`
+		aborted   = `txexec: transaction [0-9]+ aborted: ` + noMeaning + ` \(see --unsupported\)`
+		failed    = `txexec: ` + noMeaning + `; it fails with ENOTSUP \(--unsupported=error\)`
+		allowed   = `txexec: warning: ` + noMeaning + `; running it anyway \(--unsupported=allow\)`
+	)
+	type reachCase struct {
+		name string
+		// call is what sigtool sends, from the process whose pid the
+		// message names (CALLER); P is the target outside.
+		call string
+		args []string
+		// stdout is the call's result; "" when it is the native one
+		// (the call ran in the kernel).
+		stdout string
+		// doomed: the transaction aborts and f is not committed.
+		doomed  bool
+		message string
+	}
+	cases := []reachCase{
+		{name: "process_vm_writev outside", call: `vmwritev P`, stdout: "EPERM",
+			message: `txexec: refused process_vm_writev of pid CALLER into pid P, which is outside the transaction`},
+		{name: "process_vm_writev inside", call: `vmwritev $$`, stdout: "EFAULT"},
+		{name: "pidfd_getfd outside", call: `getfd P 0`, stdout: "EPERM",
+			message: `txexec: refused pidfd_getfd of pid CALLER on pid P, which is outside the transaction`},
+		{name: "pidfd_getfd inside", call: `getfd $$ 1`, stdout: "ok"},
+		{name: "ptrace outside", call: `ptrace P`, stdout: "EPERM",
+			message: `txexec: refused ptrace of pid CALLER on pid P, which is outside the transaction`},
+		{name: "ptrace inside", call: `ptrace $$`, stdout: "EPERM",
+			message: `txexec: refused ptrace of pid CALLER on pid CALLER: txexec is already its tracer, and nested tracing is not supported`},
+	}
+	for _, u := range []struct{ name, call, syscall string }{
+		{"io_uring", "io_uring", "io_uring_setup"},
+		// The kernel, when it runs them, fails both (no such mount
+		// point, a stale handle), so nothing reaches the host.
+		{"mount", "mount /nonexistent/txexec-reach-around", "mount"},
+		{"open_by_handle_at", "open_by_handle", "open_by_handle_at"},
 	} {
+		cases = append(cases,
+			reachCase{name: u.name + " aborts by default", call: u.call, stdout: "ENOTSUP", doomed: true,
+				message: fmt.Sprintf(aborted, u.syscall)},
+			reachCase{name: u.name + " fails under --unsupported=error", call: u.call, args: []string{"--unsupported=error"}, stdout: "ENOTSUP",
+				message: fmt.Sprintf(failed, u.syscall)},
+			reachCase{name: u.name + " runs under --unsupported=allow", call: u.call, args: []string{"--unsupported=allow"},
+				message: fmt.Sprintf(allowed, u.syscall)})
+	}
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			script := strings.ReplaceAll(strings.ReplaceAll(tc.script, "SIGTOOL", sigtool), " P", " "+p)
+			// exec: the shell's pid is the caller's.
+			script := "echo x > f; echo $$; exec " + sigtool + " send " + strings.ReplaceAll(tc.call, "P", p)
 			got := run(t, transaction, command{Argv: []string{"sh", "-c", script}, Dir: dir, TxArgs: tc.args})
-			assert.Equal(t, tc.stdout+"\n", got.Stdout)
-			if tc.status == -1 {
+			lines := strings.Split(strings.TrimSuffix(got.Stdout, "\n"), "\n")
+			require.Len(t, lines, 2, "the caller's pid and the call's result; stderr:\n%s", got.Stderr)
+			caller := lines[0]
+			want := tc.stdout
+			if want == "" {
+				nat := run(t, native, command{Argv: []string{"sh", "-c", script}, Dir: t.TempDir()})
+				want = nat.Stdout[strings.Index(nat.Stdout, "\n")+1:]
+				want = strings.TrimSuffix(want, "\n")
+				assert.NotEqual(t, "ENOTSUP", want)
+			}
+			assert.Equal(t, want, lines[1], "the call's result")
+			if tc.doomed {
 				assert.NotZero(t, got.Status, "the transaction did not commit; stderr:\n%s", got.Stderr)
+				assert.NoFileExists(t, filepath.Join(dir, "f"))
 			} else {
-				assert.Equal(t, tc.status, got.Status, "stderr:\n%s", got.Stderr)
+				assert.Equal(t, 0, got.Status, "stderr:\n%s", got.Stderr)
+				assert.FileExists(t, filepath.Join(dir, "f"))
 			}
 			if tc.message != "" {
-				assert.Regexp(t, strings.ReplaceAll(tc.message, " P,", " "+p+","), got.Stderr)
-			}
-			if strings.Contains(tc.script, "> f") {
-				if tc.noCommit {
-					assert.NoFileExists(t, filepath.Join(dir, "f"))
-				} else {
-					assert.FileExists(t, filepath.Join(dir, "f"))
-				}
+				re := strings.NewReplacer("CALLER", caller, " P,", " "+p+",").Replace(tc.message)
+				assert.Regexp(t, `(?m)^`+re+`$`, got.Stderr)
+			} else {
+				assert.NotContains(t, got.Stderr, "txexec:", "nothing to say")
 			}
 		})
 	}

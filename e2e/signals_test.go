@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -208,6 +209,126 @@ func TestSignalOutsideDeferredUntilCommit(t *testing.T) {
 			})
 		}
 	}
+}
+
+// sigReceiver is a process outside every transaction (testdata/sigtool.c,
+// "receiver") that handles USR1, USR2 and SIGRTMIN+1 and records, for each
+// signal in the order handled, its siginfo and what a file held when the
+// handler ran.
+type sigReceiver struct {
+	pid   int
+	in    io.WriteCloser
+	lines *lineReader
+}
+
+func startSigReceiver(t *testing.T, sigtool, file string) *sigReceiver {
+	t.Helper()
+	cmd := exec.Command(sigtool, "receiver", file)
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	r := &sigReceiver{in: in, lines: newLineReader(out)}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	ready := r.lines.next(t)
+	_, err = fmt.Sscanf(ready, "ready %d", &r.pid)
+	require.NoError(t, err, "receiver said %q", ready)
+	return r
+}
+
+// report returns what the receiver has handled so far. Every signal sent to
+// it before the call is handled by then: it handles pending signals before
+// it reads the request.
+func (r *sigReceiver) report(t *testing.T) []string {
+	t.Helper()
+	_, err := io.WriteString(r.in, "report\n")
+	require.NoError(t, err)
+	out := []string{}
+	for l := r.lines.next(t); l != "end"; l = r.lines.next(t) {
+		out = append(out, l)
+	}
+	return out
+}
+
+// TestSignalOutsideOrderAfterCommit: several signals sent from the
+// transaction to a process outside it, by different calls, reach it in the
+// order sent, with their values, only after the commit, and when it handles
+// the first one the transaction's file is already on the host; after an
+// abort none arrives. The kernel hands a process its pending signals
+// lowest number first, so the order sent can only be seen within one
+// signal number: all but the first (SIGUSR1, which is also the lowest) are
+// SIGRTMIN+1, whose instances the kernel queues in order, told apart by
+// si_code and value.
+func TestSignalOutsideOrderAfterCommit(t *testing.T) {
+	sigtool := buildSigtool(t)
+	const rt = "35" // SIGRTMIN+1 under glibc
+	sends := []string{"kill P 10", "sigqueue P " + rt + " 1", "kill P " + rt, "sigqueue P " + rt + " 2",
+		"pidfd-info P " + rt + " 3", "pidfd P " + rt, "sigqueue P " + rt + " 4", "sigqueue P " + rt + " 5"}
+	received := []string{
+		"sig=10 code=0 value=0 file=committed",
+		"sig=35 code=-1 value=1 file=committed",
+		"sig=35 code=0 value=0 file=committed",
+		"sig=35 code=-1 value=2 file=committed",
+		"sig=35 code=-1 value=3 file=committed",
+		"sig=35 code=0 value=0 file=committed",
+		"sig=35 code=-1 value=4 file=committed",
+		"sig=35 code=-1 value=5 file=committed",
+	}
+	for _, tc := range []struct {
+		name string
+		m    mode
+		exit int
+		// before and after: what the receiver handled while the command
+		// waits, and after txexec exited.
+		before, after []string
+	}{
+		{"native", native, 0, received, received},
+		{"commit", transaction, 0, []string{}, received},
+		{"abort", transaction, 1, []string{}, []string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			file := filepath.Join(dir, "file")
+			r := startSigReceiver(t, sigtool, file)
+			p := strconv.Itoa(r.pid)
+			var script strings.Builder
+			script.WriteString("echo committed > file")
+			for _, s := range sends {
+				fmt.Fprintf(&script, "; %s send %s >&2", sigtool, strings.ReplaceAll(s, "P", p))
+			}
+			fmt.Fprintf(&script, "; echo sent; read x; exit %d", tc.exit)
+			h := startHeld(t, tc.m, command{Argv: []string{"sh", "-c", script.String()}, Dir: dir}, nil)
+			require.Equal(t, "sent", h.lines.next(t), "stderr:\n%s", h.stderr)
+			assert.Equal(t, tc.before, r.report(t), "handled while the transaction runs")
+			_, status := h.release(t)
+			assert.Equal(t, tc.exit, status, "stderr:\n%s", h.stderr)
+			assert.Equal(t, strings.Repeat("ok\n", len(sends)), strings.Join(grepLines(h.stderr.String(), "ok"), ""),
+				"every call succeeded; stderr:\n%s", h.stderr)
+			assert.Equal(t, tc.after, r.report(t), "handled after txexec exited, in the order sent")
+			if tc.exit != 0 {
+				assert.NoFileExists(t, file)
+				dropped := droppedSignals.FindStringSubmatch(h.stderr.String())
+				if assert.NotNil(t, dropped, "abort says it dropped the signals; stderr:\n%s", h.stderr) {
+					assert.Equal(t, strconv.Itoa(len(sends)), dropped[1])
+				}
+			}
+		})
+	}
+}
+
+// grepLines returns the lines of s equal to want, each with its newline.
+func grepLines(s, want string) []string {
+	var out []string
+	for l := range strings.Lines(s) {
+		if strings.TrimSuffix(l, "\n") == want {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // TestSignalOutsideErrors: what the caller sees from a signal to an

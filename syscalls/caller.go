@@ -216,7 +216,8 @@ func unsupportedCall(k *Kernel, c *interpose.Call) interpose.Reply {
 // refuse answers a call the transaction cannot carry out, as --unsupported
 // says: run it anyway (allow; only a call that canRun natively, else it
 // fails as under error), fail it with ENOTSUP (error), or fail it and
-// abort the transaction (abort).
+// abort the transaction (abort). Every policy names the call and its pid:
+// allow and error in a line at once, abort in the abort message.
 func (k *Kernel) refuse(c *interpose.Call, e *UnsupportedError, canRun bool) interpose.Reply {
 	switch k.Unsupported {
 	case PolicyAllow:
@@ -227,6 +228,9 @@ func (k *Kernel) refuse(c *interpose.Call, e *UnsupportedError, canRun bool) int
 		k.Logf("txexec: warning: %s; it fails with ENOTSUP (--unsupported=allow cannot run it)", e.what())
 		return interpose.Fail(unix.ENOTSUP)
 	case PolicyError:
+		// Said, as under the other policies: a program that only
+		// reports "Operation not supported" does not say which call.
+		k.Logf("txexec: %s; it fails with ENOTSUP (--unsupported=error)", e.what())
 		return interpose.Fail(unix.ENOTSUP)
 	}
 	if k.OnInternalError != nil {

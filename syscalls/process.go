@@ -18,7 +18,7 @@ import (
 // transaction they are what they are natively; into one outside it they
 // would carry the transaction's effects (or the host's descriptors) around
 // the view, so they are refused with EPERM and a message naming the call
-// and both pids. ptrace is refused for every target by the filter.
+// and both pids. ptrace is refused for every target, also with a message.
 
 func errUnknownThread(tid int) error { return fmt.Errorf("call from unknown thread %d", tid) }
 
@@ -44,6 +44,33 @@ func ProcessVmWritev(k *Kernel, c *interpose.Call) interpose.Reply {
 		return interpose.Fail(unix.ESRCH)
 	}
 	k.Logf("txexec: refused process_vm_writev of pid %d into pid %d, which is outside the transaction", c.Tid, pid)
+	return interpose.Fail(unix.EPERM)
+}
+
+// Ptrace implements ptrace(2) as refused (EPERM) for every request and
+// target: a tracer outside the transaction would reach its tracee's
+// memory and descriptors around the view, and txexec itself traces every
+// process it supervises (clone, exec), which a second tracer cannot share.
+// The call is notified rather than failed in the filter only so that the
+// refusal is said, naming the call and both pids: a debugger or strace
+// that only reports EPERM leaves the user guessing.
+func Ptrace(k *Kernel, c *interpose.Call) interpose.Reply {
+	if c.Args[0].Long() == unix.PTRACE_TRACEME {
+		k.Logf("txexec: refused ptrace(PTRACE_TRACEME) of pid %d: txexec is already its tracer, and nested tracing is not supported", c.Tid)
+		return interpose.Fail(unix.EPERM)
+	}
+	pid := int(c.Args[1].Int())
+	if _, err := (signals.ProcTasks{}).Task(pid); err != nil {
+		return interpose.Fail(unix.ESRCH) // as ptrace_get_task_struct answers
+	}
+	switch {
+	case k.member(pid):
+		k.Logf("txexec: refused ptrace of pid %d on pid %d: txexec is already its tracer, and nested tracing is not supported", c.Tid, pid)
+	case k.inTransaction():
+		k.Logf("txexec: refused ptrace of pid %d on pid %d, which is outside the transaction", c.Tid, pid)
+	default:
+		k.Logf("txexec: refused ptrace of pid %d on pid %d: processes under txexec cannot trace, nested tracing is not supported", c.Tid, pid)
+	}
 	return interpose.Fail(unix.EPERM)
 }
 
