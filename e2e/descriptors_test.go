@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"syscall"
@@ -214,5 +215,58 @@ print("bad", bad)
 		require.NoError(t, err, "%s: %s", m, stderr.String())
 		require.Greater(t, sent, 1000, "signals sent")
 		assert.Equal(t, "bad 0\n", stdout.String(), m.String())
+	}
+}
+
+// TestOtherProcessFDLinksStayInTransaction: /proc/PID/fd/N of a process
+// outside the transaction, or of another process in it, leads to the view
+// object too: writing a host file through it is staged like any other
+// write (kept at commit, dropped at abort), not done to the host at once.
+// A caller that may not inspect the process gets Linux's error.
+func TestOtherProcessFDLinksStayInTransaction(t *testing.T) {
+	needRoot(t)
+	dir := t.TempDir()
+	hostFile := filepath.Join(dir, "held.txt")
+	require.NoError(t, os.WriteFile(hostFile, []byte("original\n"), 0o644))
+
+	// An outside process holding the file open read-only on fd 7.
+	holder := exec.Command("sh", "-c", "exec 7<"+hostFile+"; exec sleep 60")
+	require.NoError(t, holder.Start())
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+	link := fmt.Sprintf("/proc/%d/fd/7", holder.Process.Pid)
+	waitFor(t, "the holder's descriptor", func() bool { _, err := os.Readlink(link); return err == nil })
+
+	write := command{Argv: []string{"sh", "-c", "echo through-outside-fd > " + link}, Dir: dir}
+	write.TxArgs = []string{"--on-exit=abort"}
+	r := run(t, transaction, write)
+	require.Contains(t, r.Stderr, "aborted", r.Stderr)
+	got, err := os.ReadFile(hostFile)
+	require.NoError(t, err)
+	assert.Equal(t, "original\n", string(got), "an aborted transaction wrote the host through /proc/PID/fd")
+
+	write.TxArgs = nil
+	r = run(t, transaction, write)
+	require.Equal(t, 0, r.Status, r.Stderr)
+	got, err = os.ReadFile(hostFile)
+	require.NoError(t, err)
+	assert.Equal(t, "through-outside-fd\n", string(got), "committed")
+
+	// Another process of the same transaction: the writer goes through the
+	// reader's descriptor; aborted, nothing reaches the host.
+	inside := command{Dir: dir, TxArgs: []string{"--on-exit=abort"}, Argv: []string{"sh", "-c",
+		`(exec 7<held.txt; exec sleep 5) & pid=$!; while [ ! -e /proc/$pid/fd/7 ]; do sleep 0.01; done; echo inside > /proc/$pid/fd/7; cat held.txt; kill $pid`}}
+	r = run(t, transaction, inside)
+	assert.Equal(t, "inside\n", r.Stdout, "the write shows inside the transaction")
+	got, err = os.ReadFile(hostFile)
+	require.NoError(t, err)
+	assert.Equal(t, "through-outside-fd\n", string(got), "aborted")
+
+	// An unprivileged caller may not follow root's process's links.
+	requireTools(t, "setpriv")
+	priv := command{Dir: "/", Argv: []string{"setpriv", "--reuid=1000", "--regid=1000", "--clear-groups", "sh", "-c", "cat " + link + " 2>&1 >/dev/null | sed 's/^[^:]*: //'"}}
+	want := run(t, native, priv)
+	require.NotEmpty(t, want.Stdout)
+	for _, m := range underTxexec {
+		assert.Equal(t, want.Stdout, run(t, m, priv).Stdout, m.String())
 	}
 }

@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -390,40 +391,55 @@ func (v *Tx) attrsLocked(n *Node) (attrs, error) {
 	return attrsOf(&st), nil
 }
 
-// magicLocked resolves the caller's own /proc magic links — fd/N, cwd and
-// root under /proc/self, /proc/thread-self and /proc/TGID — to the objects
-// of the view they stand for, then walks tail from there. The kernel would
-// follow them to the backing objects, which would let a chmod through
-// /proc/self/fd/N (as glibc's fchmodat does) reach a host original.
-// ok is false when link (a clean absolute path) is no such link.
+// magicLocked resolves /proc magic links — fd/N, cwd and root under
+// /proc/self, /proc/thread-self, /proc/PID and /proc/PID/task/TID — to the
+// objects of the view they stand for, then walks tail from there. The
+// kernel would follow them to the backing objects, which would let a chmod
+// through /proc/self/fd/N (as glibc's fchmodat does) reach a host
+// original, and an open for writing through another process's
+// /proc/PID/fd/N write a host file behind the transaction's back.
+// ok is false when link (a clean absolute path) is no such link, or one
+// to an object the view does not know (a pipe, a socket, an unlinked
+// file): the kernel then follows it.
 func (v *Tx) magicLocked(c *Caller, link string, tail []string, slash, followFinal bool, ws *walkState) (resolved, bool, error) {
-	tg := strconv.Itoa(c.Tgid)
-	var rest string
-	found := false
-	for _, prefix := range []string{"/proc/self/", "/proc/thread-self/", "/proc/" + tg + "/", "/proc/" + tg + "/task/" + strconv.Itoa(c.Tid) + "/"} {
-		if r, ok := strings.CutPrefix(link, prefix); ok {
-			rest, found = r, true
-			break
-		}
-	}
-	if !found {
+	tid, rest, ok := procTask(c, link)
+	if !ok {
 		return resolved{}, false, nil
 	}
 	if len(tail) == 0 && !followFinal && !slash {
 		return resolved{}, false, nil // the link itself
 	}
+	parts := splitPath(rest)
+	magic := len(parts) == 2 && parts[0] == "fd" || len(parts) == 1 && (parts[0] == "cwd" || parts[0] == "root")
+	if !magic {
+		return resolved{}, false, nil
+	}
 	var n *Node
-	switch parts := splitPath(rest); {
-	case len(parts) == 2 && parts[0] == "fd":
-		fdn, err := strconv.Atoi(parts[1])
-		if err != nil {
-			return resolved{}, false, nil
+	if tid == c.Tid {
+		switch parts[0] {
+		case "fd":
+			fdn, err := strconv.Atoi(parts[1])
+			if err != nil {
+				return resolved{}, false, nil
+			}
+			n = v.nodeOfCallerFDLocked(c, fdn)
+		case "cwd":
+			n = c.Cwd.node
+		case "root":
+			n = v.rootOf(c)
 		}
-		n = v.nodeOfCallerFDLocked(c, fdn)
-	case len(parts) == 1 && parts[0] == "cwd":
-		n = c.Cwd.node
-	case len(parts) == 1 && parts[0] == "root":
-		n = v.rootOf(c)
+	} else {
+		// Another process's link: the kernel lets the caller follow it
+		// only if it may inspect that process (ptrace_may_access with
+		// its file-system credentials); its own readlink says.
+		if err := v.host.as(c, func() error { _, err := os.Readlink(link); return err }); err != nil {
+			var errno unix.Errno
+			if errors.As(err, &errno) {
+				return resolved{}, true, errno
+			}
+			return resolved{}, true, err
+		}
+		n = v.nodeOfProcLinkLocked(link)
 	}
 	if n == nil {
 		return resolved{}, false, nil
@@ -449,6 +465,59 @@ func (v *Tx) magicLocked(c *Caller, link string, tail []string, slash, followFin
 	}
 	r, err := v.walkLocked(c, n, p, followFinal, ws)
 	return r, true, err
+}
+
+// procTask parses the start of a clean absolute path under /proc that
+// names a process or thread: the thread whose links it holds (the caller's
+// for self, thread-self and its own thread group) and the rest of the
+// path. ok is false for any other path.
+func procTask(c *Caller, p string) (tid int, rest string, ok bool) {
+	r, found := strings.CutPrefix(p, "/proc/")
+	if !found {
+		return 0, "", false
+	}
+	first, after, _ := strings.Cut(r, "/")
+	switch first {
+	case "self":
+		return c.Tid, after, true
+	case "thread-self":
+		return c.Tid, after, true
+	}
+	pid, err := strconv.Atoi(first)
+	if err != nil || pid <= 0 {
+		return 0, "", false
+	}
+	tid = pid
+	if pid == c.Tgid {
+		tid = c.Tid
+	}
+	if t, found := strings.CutPrefix(after, "task/"); found {
+		num, more, _ := strings.Cut(t, "/")
+		if tid, err = strconv.Atoi(num); err != nil || tid <= 0 {
+			return 0, "", false
+		}
+		after = more
+	}
+	return tid, after, true
+}
+
+// nodeOfProcLinkLocked returns the view object another process's magic
+// link (a clean /proc path) leads to, or nil if the view does not know
+// it. The supervisor follows the link itself (O_PATH) and looks the
+// object up as nodeOfFDLocked does.
+//
+// Preconditions: v.mu held; the caller may follow link.
+func (v *Tx) nodeOfProcLinkLocked(link string) *Node {
+	fd, err := unix.Open(link, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return nil
+	}
+	return v.nodeOfFDLocked(fd, &st)
 }
 
 // nodeOfCallerFDLocked returns the view object behind the caller's
