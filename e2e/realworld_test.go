@@ -70,12 +70,7 @@ func rwCompile(t *testing.T, src, dir string) string {
 // requireTool skips without the tool, except in CI, where it fails.
 func requireTool(t *testing.T, name string) {
 	t.Helper()
-	if _, err := exec.LookPath(name); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required in CI", name)
-		}
-		t.Skipf("%s not installed", name)
-	}
+	requireTools(t, name)
 }
 
 // mkfifo makes a FIFO, and on cleanup opens it read-write without blocking
@@ -146,6 +141,7 @@ func (s tocttouScene) attack(t *testing.T) {
 }
 
 func TestTOCTTOUSymlinkSwap(t *testing.T) {
+	needRoot(t)
 	requireTool(t, "setpriv")
 	tmp := publicTempDir(t)
 	victim := rwCompile(t, "tocttou_victim.c", tmp)
@@ -157,15 +153,20 @@ func TestTOCTTOUSymlinkSwap(t *testing.T) {
 		name      string
 		targetUID int
 		argv      func(s tocttouScene) []string
+		// ids is what the victim reports: it must hold root's power for
+		// the attack to mean anything.
+		ids string
 	}{
 		// A root program that writes a report owned by root in a
 		// directory the attacker controls.
-		{"root victim", 0, func(s tocttouScene) []string { return []string{victim, s.target, s.ready, s.goFIFO} }},
+		{"root victim", 0, func(s tocttouScene) []string { return []string{victim, s.target, s.ready, s.goFIFO} }, "uid=0 euid=0"},
 		// The textbook case: a set-user-ID-root program started by the
-		// attacker, checking the file belongs to its real user.
+		// attacker, checking the file belongs to its real user. Under
+		// txexec too the set-user-ID bit must take effect (a root txexec
+		// without no_new_privs), or the case would prove nothing.
 		{"setuid victim run by a user", 1000, func(s tocttouScene) []string {
-			return []string{"setpriv", "--reuid", "1000", "--regid", "1000", "--clear-groups", suid, s.target, s.ready, s.goFIFO}
-		}},
+			return append(append([]string{}, unprivileged...), suid, s.target, s.ready, s.goFIFO)
+		}, "uid=1000 euid=0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name+"/native is exploitable", func(t *testing.T) {
@@ -175,6 +176,7 @@ func TestTOCTTOUSymlinkSwap(t *testing.T) {
 			s.attack(t)
 			r := <-done
 			require.Equal(t, 0, r.code, r.stderr)
+			assert.Equal(t, "victim: "+tc.ids+"\n", r.stdout)
 			secret, err := os.ReadFile(s.secret)
 			require.NoError(t, err)
 			assert.Equal(t, "written by the victim\n", string(secret), "natively the swap redirects the write")
@@ -186,6 +188,7 @@ func TestTOCTTOUSymlinkSwap(t *testing.T) {
 			go func() { done <- rwTx(t, state, nil, append([]string{"--"}, tc.argv(s)...)...) }()
 			s.attack(t)
 			r := <-done
+			assert.Equal(t, "victim: "+tc.ids+"\n", r.stdout, "the victim runs with the same credentials as natively")
 			secret, err := os.ReadFile(s.secret)
 			require.NoError(t, err)
 			assert.Equal(t, "secret\n", string(secret), "the secret must never be written")
@@ -231,6 +234,7 @@ func readAccounts(t *testing.T, root string) map[string]string {
 }
 
 func TestUseraddChangesAccountFilesTogether(t *testing.T) {
+	needRoot(t)
 	requireTool(t, "useradd")
 	// What useradd does natively, for comparison.
 	native := useraddRoot(t)

@@ -102,12 +102,8 @@ func stubMain() error {
 		return fmt.Errorf("stub: no command")
 	}
 	unix.CloseOnExec(stubSockFD)
-	if os.Geteuid() != 0 {
-		// Without CAP_SYS_ADMIN the kernel accepts a filter only under
-		// no_new_privs (which also disables setuid for the command).
-		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-			return fmt.Errorf("stub: set no_new_privs: %w", err)
-		}
+	if err := setNoNewPrivsIfNeeded(); err != nil {
+		return err
 	}
 	lfd, err := loadFilter(prog)
 	if err != nil {
@@ -126,4 +122,36 @@ func stubMain() error {
 	path, argv := os.Args[1], os.Args[2:]
 	err = syscall.Exec(path, argv, os.Environ())
 	return fmt.Errorf("%s: %w", path, err)
+}
+
+// setNoNewPrivsIfNeeded sets no_new_privs when the kernel would refuse the
+// filter without it: the kernel asks for CAP_SYS_ADMIN in the effective set,
+// not for uid 0, so root in a container without that capability needs it
+// too. no_new_privs also makes every exec of the command tree ignore
+// set-user-ID bits and file capabilities (docs/semantics.md §7). A
+// privileged txexec that inherited no_new_privs has the same limit without
+// asking for it, and says so once: its setuid programs silently run
+// unprivileged.
+func setNoNewPrivsIfNeeded() error {
+	if !hasEffectiveCap(unix.CAP_SYS_ADMIN) {
+		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+			return fmt.Errorf("stub: set no_new_privs: %w", err)
+		}
+		return nil
+	}
+	if nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0); err == nil && nnp == 1 {
+		fmt.Fprintln(os.Stderr, "txexec: warning: no_new_privs is inherited: set-user-ID bits and file capabilities are ignored in the transaction")
+	}
+	return nil
+}
+
+// hasEffectiveCap reports whether this thread has capability c in its
+// effective set (in its own user namespace, where the kernel checks it).
+func hasEffectiveCap(c int) bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[c/32].Effective&(1<<(c%32)) != 0
 }

@@ -14,10 +14,18 @@ tx=$top/bin/txexec
 shared=${TXEXEC_SHARED:-$top/../shared}/conformance
 runner=$shared/run.sh
 [ -x "$runner" ] || { echo "conformance: $runner not found" >&2; exit 1; }
-export TXEXEC_STATE_DIR="${TXEXEC_STATE_DIR:-$(mktemp -d /var/tmp/txexec-state.XXXXXX)}"
+# What this run makes for itself it removes at exit, also when interrupted;
+# a state or work directory the user named is theirs to keep.
+own_state="" own_work="" wrap=""
+trap 'rm -rf ${own_state:+"$own_state"} ${own_work:+"$own_work"} ${wrap:+"$wrap"}' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+if [ -z "${TXEXEC_STATE_DIR:-}" ]; then
+  own_state=$(mktemp -d /var/tmp/txexec-state.XXXXXX)
+  export TXEXEC_STATE_DIR="$own_state"
+fi
 # The runner's work directory defaults to one fixed path, which two runs at
 # once on a shared machine (other worktrees) would trample: use our own.
-own_work=""
 if [ -z "${TXEXEC_CONFORMANCE_DIR:-}" ]; then
   own_work=$(mktemp -d /tmp/txexec-conformance.XXXXXX)
   export TXEXEC_CONFORMANCE_DIR="$own_work"
@@ -39,6 +47,4 @@ if [ -n "$commit" ]; then
   # shellcheck disable=SC2086
   "$runner" "$wrap" $commit || rc=1
 fi
-rm -f "$wrap"
-[ -z "$own_work" ] || rm -rf "$own_work"
 exit $rc

@@ -1,10 +1,14 @@
 #!/bin/sh
 # make demo: a failing install rolled back, a good one committed, and the
 # history — all in a scratch area, nothing outside it is touched.
+#
+# TXEXEC_BIN names another txexec binary (the e2e test's own build);
+# TMPDIR, where the scratch area goes (default /var/tmp). It needs nothing
+# beyond POSIX sh and coreutils, so that it runs on a fresh machine.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
-tx=$top/bin/txexec
-demo=$(mktemp -d /var/tmp/txexec-demo.XXXXXX)
+tx=${TXEXEC_BIN:-$top/bin/txexec}
+demo=$(mktemp -d "${TMPDIR:-/var/tmp}/txexec-demo.XXXXXX")
 export TXEXEC_STATE_DIR="$demo/state"
 trap 'rm -rf "$demo"' EXIT
 root=$demo/root
@@ -50,5 +54,6 @@ show_tree
 say "txexec log"
 "$tx" log
 say "txexec show (the committed transaction)"
-id=$("$tx" log --json | python3 -c 'import json,sys; print([t for t in json.load(sys.stdin) if t["state"]=="applied"][0]["id"])')
+# The newest applied transaction: its id is the first column of its line.
+id=$("$tx" log | awk '$2 == "applied" { print $1; exit }')
 "$tx" show "$id"

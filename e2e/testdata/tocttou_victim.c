@@ -3,7 +3,9 @@
 // Between the check and the use it writes "checked" to the FIFO READY and
 // waits for a byte on the FIFO GO, so that the test opens the window at
 // will instead of racing it. Run setuid-root by an ordinary user, it is the
-// textbook privileged victim.
+// textbook privileged victim. It first reports its real and effective uid on
+// stdout, so that a test can tell the setuid bit took effect: a victim that
+// lost its privilege would still pass its own check and write.
 //
 //   tocttou_victim PATH READY GO
 #include <fcntl.h>
@@ -17,6 +19,8 @@ int main(int argc, char **argv) {
 		fprintf(stderr, "usage: %s PATH READY GO\n", argv[0]);
 		return 2;
 	}
+	printf("victim: uid=%d euid=%d\n", (int)getuid(), (int)geteuid());
+	fflush(stdout);
 	struct stat st;
 	if (lstat(argv[1], &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid()) {
 		fprintf(stderr, "victim: refusing %s\n", argv[1]);
