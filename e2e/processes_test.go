@@ -320,3 +320,36 @@ func TestProcessReachAround(t *testing.T) {
 	}
 	assert.Equal(t, "none", target.pending(t))
 }
+
+// TestProcessMemOfOutsider: opening /proc/PID/mem for writing reaches into
+// a process as process_vm_writev does: refused (per --unsupported) for a
+// process outside the transaction, with a message naming both pids; for
+// the caller itself and another process of the transaction it works.
+func TestProcessMemOfOutsider(t *testing.T) {
+	requireTools(t, "python3")
+	sigtool := buildSigtool(t)
+	target := startSigTarget(t, sigtool, 0)
+	p := strconv.Itoa(target.pid)
+	const open = `import os, sys
+for pid in sys.argv[1:]:
+    try:
+        os.close(os.open("/proc/%s/mem" % pid, os.O_RDWR))
+        print("ok")
+    except OSError as e:
+        print(e.strerror)
+`
+	got := run(t, transaction, command{Argv: []string{"python3", "-c", open, p}, Dir: t.TempDir(), TxArgs: []string{"--unsupported=error"}})
+	assert.Equal(t, "Operation not supported\n", got.Stdout)
+	assert.Regexp(t, `(?m)^txexec: pid [0-9]+ called openat: writing the memory of pid `+p+`, outside the transaction, through /proc/`+p+`/mem`, got.Stderr)
+
+	got = run(t, transaction, command{Argv: []string{"python3", "-c", open, p}, Dir: t.TempDir()})
+	assert.NotEqual(t, 0, got.Status)
+	assert.Regexp(t, `txexec: transaction [0-9]+ aborted: pid [0-9]+ called openat: writing the memory of pid `+p, got.Stderr)
+
+	inside := `sleep 5 & python3 -c '` + open + `' self $!; kill $!; wait`
+	got = run(t, transaction, command{Argv: []string{"sh", "-c", inside}, Dir: t.TempDir()})
+	assert.Equal(t, 0, got.Status, got.Stderr)
+	assert.Equal(t, "ok\nok\n", got.Stdout)
+	assert.NotContains(t, got.Stderr, "txexec:")
+	assert.Equal(t, "none", target.pending(t))
+}

@@ -2,7 +2,9 @@ package vfs
 
 import (
 	"fmt"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -163,15 +165,56 @@ func openFifoFor(c *Caller, pathFd, flags int) (int, error) {
 // with EXDEV as nd_jump_link refuses them in a scoped walk.
 func (v *Tx) openHost(c *Caller, t target, how OpenHow) (int, error) {
 	scoped := how.Resolve&(unix.RESOLVE_BENEATH|unix.RESOLVE_IN_ROOT) != 0
-	if !t.viaWalk || !scoped {
-		return v.host.Open(c, t.hostAt, t.hostPath, how)
+	if scoped && t.viaWalk {
+		how.Resolve = how.Resolve&^(unix.RESOLVE_BENEATH|unix.RESOLVE_IN_ROOT) | unix.RESOLVE_NO_MAGICLINKS
 	}
-	how.Resolve = how.Resolve&^(unix.RESOLVE_BENEATH|unix.RESOLVE_IN_ROOT) | unix.RESOLVE_NO_MAGICLINKS
 	fd, err := v.host.Open(c, t.hostAt, t.hostPath, how)
-	if err == unix.ELOOP {
+	if err == unix.ELOOP && scoped && t.viaWalk {
 		err = unix.EXDEV
 	}
+	if err == nil && how.Flags&unix.O_ACCMODE != unix.O_RDONLY && how.Flags&unix.O_PATH == 0 {
+		if pid, ok := outsideMem(c, fd); ok {
+			unix.Close(fd)
+			return -1, &Unsupported{What: "writing the memory of pid " + strconv.Itoa(pid) +
+				", outside the transaction, through /proc/" + strconv.Itoa(pid) + "/mem"}
+		}
+	}
 	return fd, err
+}
+
+// outsideMem reports whether fd, just opened for writing in /proc, is the
+// memory of a process outside the transaction (the pid given): the
+// write would reach around it, as process_vm_writev would. A process of
+// the transaction is one txexec traces (its TracerPid is a thread of
+// txexec), or the caller's own thread group.
+func outsideMem(c *Caller, fd int) (int, bool) {
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return 0, false
+	}
+	// The kernel names the file it opened: /proc/PID/mem or
+	// /proc/PID/task/TID/mem.
+	parts := strings.Split(strings.TrimPrefix(p, "/proc/"), "/")
+	if !strings.HasPrefix(p, "/proc/") || parts[len(parts)-1] != "mem" || (len(parts) != 2 && !(len(parts) == 4 && parts[1] == "task")) {
+		return 0, false
+	}
+	pid, err := strconv.Atoi(parts[0])
+	if err != nil || pid == c.Tgid {
+		return 0, false
+	}
+	status, err := os.ReadFile("/proc/" + parts[0] + "/status")
+	if err != nil {
+		return pid, true
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		if t, ok := strings.CutPrefix(l, "TracerPid:"); ok {
+			t = strings.TrimSpace(t)
+			if _, err := os.Stat("/proc/self/task/" + t); t != "0" && err == nil {
+				return 0, false
+			}
+		}
+	}
+	return pid, true
 }
 
 // opened is what openLocked gives back: a descriptor for the caller, or an
