@@ -195,7 +195,7 @@ func TestConcurrentOutsideWriterConflict(t *testing.T) {
 		{"same size", "cat f > /dev/null", "echo FFFF > f", "f", "modified by another process after it was read"},
 		{"replaced", "cat f > /dev/null", "echo new > g && mv g f", "f", "replaced by another process after it was read"},
 		{"removed", "cat f > /dev/null", "rm f", "f", "removed by another process after it was read"},
-		{"chmod", "cat f > /dev/null", "chmod 0600 f", "f", "its mode or owner was changed by another process after it was read"},
+		{"chmod", "stat f > /dev/null", "chmod 0600 f", "f", "its mode or owner was changed by another process after it was read"},
 		{"created", "cat missing 2> /dev/null || true", "echo surprise > missing", "missing",
 			"created by another process after the transaction found it absent"},
 		{"listed", "ls > /dev/null", "echo x > newcomer", ".",
@@ -213,6 +213,62 @@ func TestConcurrentOutsideWriterConflict(t *testing.T) {
 			assert.Equal(t, 75, r.status)
 			assert.Equal(t, fmt.Sprintf("txexec: transaction 1 aborted: conflict on %s (%s)\n",
 				filepath.Clean(filepath.Join(work, tt.path)), tt.why), r.stderr)
+			assert.NoFileExists(t, filepath.Join(work, "out"))
+		})
+	}
+}
+
+// TestConcurrentGranules: a file's data and its attributes are separate
+// granules (DESIGN §4.6). A transaction that only read a file's contents
+// commits after another transaction, or a process txexec does not
+// supervise, changed only its mode; one that read its attributes (stat)
+// does not, nor one that read its contents after another transaction
+// wrote them.
+func TestConcurrentGranules(t *testing.T) {
+	tests := []struct {
+		name   string
+		script string // what the held transaction reads before it waits
+		other  string // what the other changes meanwhile
+		inTx   bool   // the other is a transaction (else unsupervised)
+		why    string // the held transaction's conflict, "" for a commit
+	}{
+		{"read, chmod in a transaction", "cat f > /dev/null", "chmod 0600 f", true, ""},
+		{"read, chmod outside", "cat f > /dev/null", "chmod 0600 f", false, ""},
+		{"read, chown outside", "cat f > /dev/null", "chown 1:1 f", false, ""},
+		{"read, write in a transaction", "cat f > /dev/null", "echo more >> f", true,
+			"its data was changed by transaction 2, committed after this one began"},
+		{"read, write outside", "cat f > /dev/null", "echo more >> f", false,
+			"modified by another process after it was read"},
+		{"stat, chmod in a transaction", "stat f > /dev/null", "chmod 0600 f", true,
+			"its attributes were changed by transaction 2, committed after this one began"},
+		{"stat, write in a transaction", "stat -c %s f > /dev/null", "echo more >> f", true,
+			"its data was changed by transaction 2, committed after this one began"},
+		{"stat, chmod outside", "stat -c %a f > /dev/null", "chmod 0600 f", false,
+			"its mode or owner was changed by another process after it was read"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newTxState(t)
+			work := t.TempDir()
+			f := filepath.Join(work, "f")
+			require.NoError(t, os.WriteFile(f, []byte("file\n"), 0o644))
+			h := s.startHeld(t, work, tt.script+"; echo ready; read x; echo done > out")
+			h.ready(t)
+			if tt.inTx {
+				r := s.tx(t, work, tt.other)
+				require.Equal(t, 0, r.status, r.stderr)
+			} else {
+				nativeRun(t, work, tt.other)
+			}
+			r := h.finish(t)
+			if tt.why == "" {
+				assert.Equal(t, 0, r.status, r.stderr)
+				assert.Empty(t, r.stderr, "no conflict")
+				assert.FileExists(t, filepath.Join(work, "out"))
+				return
+			}
+			assert.Equal(t, 75, r.status)
+			assert.Equal(t, fmt.Sprintf("txexec: transaction 1 aborted: conflict on %s (%s)\n", f, tt.why), r.stderr)
 			assert.NoFileExists(t, filepath.Join(work, "out"))
 		})
 	}

@@ -624,6 +624,7 @@ func sampleReads() []ReadRecord {
 		{Path: "/a/dir", Exists: true, Dev: 1<<63 | 5, Ino: 1<<64 - 1, Type: 0o040000, Listing: true, ListingSum: 1<<64 - 3},
 		{Path: "/a/file", Exists: true, Dev: 8, Ino: 1 << 62, Type: 0o100000, Meta: true, Mode: 0o104755, UID: 1<<32 - 2, GID: 7,
 			Size: 1 << 40, Mtime: Timespec{Sec: 1_700_000_000, Nsec: 999_999_999}, Ctime: Timespec{Sec: -1, Nsec: 1}},
+		{Path: "/a/read", Exists: true, Dev: 8, Ino: 9, Type: 0o100000, Data: true, Mode: 0o100644, Size: 3},
 	}
 }
 
@@ -641,7 +642,7 @@ func TestKeepThenCommit(t *testing.T) {
 	assert.Equal(t, StateKept, rec.State)
 	assert.False(t, rec.Kept.IsZero())
 	assert.Equal(t, p.Ops, ops, "show sees what a kept transaction would do")
-	assert.Equal(t, 3, rec.ReadN)
+	assert.Equal(t, 4, rec.ReadN)
 	assert.Zero(t, rec.Seq)
 
 	got, loaded, err := s.LoadKept(tx.ID)

@@ -269,15 +269,15 @@ func insertReads(tx *sql.Tx, id int64, reads []ReadRecord) error {
 	if len(reads) == 0 {
 		return nil
 	}
-	st, err := tx.Prepare(`INSERT OR REPLACE INTO readset (tx_id, path, present, dev, ino, type, meta, mode, uid, gid,
+	st, err := tx.Prepare(`INSERT OR REPLACE INTO readset (tx_id, path, present, dev, ino, type, data, meta, mode, uid, gid,
 		size, mtime_sec, mtime_nsec, ctime_sec, ctime_nsec, listing, listing_sum)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	for _, r := range reads {
-		if _, err := st.Exec(id, r.Path, r.Exists, int64(r.Dev), int64(r.Ino), int64(r.Type), r.Meta,
+		if _, err := st.Exec(id, r.Path, r.Exists, int64(r.Dev), int64(r.Ino), int64(r.Type), r.Data, r.Meta,
 			int64(r.Mode), int64(r.UID), int64(r.GID), r.Size,
 			r.Mtime.Sec, r.Mtime.Nsec, r.Ctime.Sec, r.Ctime.Nsec, r.Listing, int64(r.ListingSum)); err != nil {
 			return err
@@ -287,7 +287,7 @@ func insertReads(tx *sql.Tx, id int64, reads []ReadRecord) error {
 }
 
 func loadReads(q querier, id int64) ([]ReadRecord, error) {
-	rows, err := q.Query(`SELECT path, present, dev, ino, type, meta, mode, uid, gid, size,
+	rows, err := q.Query(`SELECT path, present, dev, ino, type, data, meta, mode, uid, gid, size,
 		mtime_sec, mtime_nsec, ctime_sec, ctime_nsec, listing, listing_sum FROM readset WHERE tx_id = ? ORDER BY path`, id)
 	if err != nil {
 		return nil, err
@@ -297,7 +297,7 @@ func loadReads(q querier, id int64) ([]ReadRecord, error) {
 	for rows.Next() {
 		var r ReadRecord
 		var dev, ino, typ, mode, uid, gid, sum int64
-		if err := rows.Scan(&r.Path, &r.Exists, &dev, &ino, &typ, &r.Meta, &mode, &uid, &gid, &r.Size,
+		if err := rows.Scan(&r.Path, &r.Exists, &dev, &ino, &typ, &r.Data, &r.Meta, &mode, &uid, &gid, &r.Size,
 			&r.Mtime.Sec, &r.Mtime.Nsec, &r.Ctime.Sec, &r.Ctime.Nsec, &r.Listing, &sum); err != nil {
 			return nil, err
 		}

@@ -171,11 +171,15 @@ type RedoOp struct {
 // against the host from these records, possibly by another process);
 // store keeps them as opaque data.
 type ReadRecord struct {
-	Path       string
-	Exists     bool // false: the transaction found Path absent
-	Dev, Ino   uint64
-	Type       uint32 // the S_IFMT bits of the mode
-	Meta       bool   // Mode, UID, GID (and Size, Mtime, Ctime) were observed
+	Path     string
+	Exists   bool // false: the transaction found Path absent
+	Dev, Ino uint64
+	Type     uint32 // the S_IFMT bits of the mode
+	// Data and Meta say that the transaction read the object's contents
+	// and its attributes; with either, Mode, UID, GID, Size, Mtime and
+	// Ctime are what the first such read saw.
+	Data       bool
+	Meta       bool
 	Mode       uint32
 	UID, GID   uint32
 	Size       int64

@@ -310,8 +310,9 @@ func (v *Tx) readlinkLocked(n *Node) (string, error) {
 }
 
 // statLocked returns the view's attributes of n: those of its backing
-// object, with the view's link count and directory times.
-func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
+// object, with the view's link count and directory times. A host
+// original's are recorded as a read of the granules g (none: 0).
+func (v *Tx) statLocked(n *Node, g granules) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	var err error
 	switch {
@@ -336,9 +337,9 @@ func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
 	if err != nil {
 		return st, v.hostChanged(n.hostPath, err)
 	}
-	if n.staged == "" && !n.anon {
+	if n.staged == "" && !n.anon && g != 0 {
 		// What the host shows, before the view's own changes.
-		v.recordMetaLocked(n, &st)
+		v.recordReadLocked(n, &st, g)
 	}
 	if n.nlinkSet {
 		st.Nlink = n.nlink
@@ -374,13 +375,27 @@ func (v *Tx) hostStatLocked(n *Node) (unix.Stat_t, error) {
 	return st, err
 }
 
+// readAttrsLocked records that the transaction read host original n's
+// attributes by a call other than stat (access, getxattr, listxattr).
+func (v *Tx) readAttrsLocked(n *Node) error {
+	if n.staged != "" || n.anon || n.host == (FileID{}) || v.reads[n.hostPath].meta {
+		return nil
+	}
+	st, err := v.hostStatLocked(n)
+	if err != nil {
+		return v.hostChanged(n.hostPath, err)
+	}
+	v.recordReadLocked(n, &st, readMeta)
+	return nil
+}
+
 // attrsLocked returns n's permission attributes, from the cache for host
 // originals.
 func (v *Tx) attrsLocked(n *Node) (attrs, error) {
 	if n.staged == "" && !n.anon && n.attrSet {
 		return n.attr, nil
 	}
-	st, err := v.statLocked(n)
+	st, err := v.statLocked(n, readMeta)
 	if err != nil {
 		return attrs{}, err
 	}
