@@ -324,7 +324,7 @@ func (v *Tx) setEntryLocked(dir *Node, name string, n *Node) {
 // linkCountLocked adjusts n's link count in the view.
 func (v *Tx) linkCountLocked(n *Node, delta int) {
 	if !n.nlinkSet {
-		st, err := v.statLocked(n, readMeta)
+		st, err := v.statLocked(n)
 		if err != nil {
 			return
 		}

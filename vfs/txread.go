@@ -92,7 +92,7 @@ func (v *Tx) Stat(c *Caller, at *Handle, path string, flags int) (unix.Stat_t, e
 			if t.node == nil {
 				return unix.Stat_t{}, unix.ENOENT
 			}
-			return v.statLocked(t.node, statGranules(at, path, flags, t.node))
+			return v.statAsLocked(t.node, statGranules(at, path, flags, t.node))
 		})
 }
 
@@ -156,7 +156,7 @@ func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (
 				return stx, v.hostChanged(n.hostPath, err)
 			}
 			// The view's link count and directory times, as Stat.
-			st, err := v.statLocked(n, statGranules(at, path, flags, n))
+			st, err := v.statAsLocked(n, statGranules(at, path, flags, n))
 			if err != nil {
 				return stx, err
 			}

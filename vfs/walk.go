@@ -311,8 +311,12 @@ func (v *Tx) readlinkLocked(n *Node) (string, error) {
 
 // statLocked returns the view's attributes of n: those of its backing
 // object, with the view's link count and directory times. A host
-// original's are recorded as a read of the granules g (none: 0).
-func (v *Tx) statLocked(n *Node, g granules) (unix.Stat_t, error) {
+// original's are recorded as a read of its attributes.
+func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) { return v.statAsLocked(n, readMeta) }
+
+// statAsLocked is statLocked, recording a host original's attributes as a
+// read of the granules g.
+func (v *Tx) statAsLocked(n *Node, g granules) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	var err error
 	switch {
@@ -337,7 +341,7 @@ func (v *Tx) statLocked(n *Node, g granules) (unix.Stat_t, error) {
 	if err != nil {
 		return st, v.hostChanged(n.hostPath, err)
 	}
-	if n.staged == "" && !n.anon && g != 0 {
+	if n.staged == "" && !n.anon {
 		// What the host shows, before the view's own changes.
 		v.recordReadLocked(n, &st, g)
 	}
@@ -395,7 +399,7 @@ func (v *Tx) attrsLocked(n *Node) (attrs, error) {
 	if n.staged == "" && !n.anon && n.attrSet {
 		return n.attr, nil
 	}
-	st, err := v.statLocked(n, readMeta)
+	st, err := v.statLocked(n)
 	if err != nil {
 		return attrs{}, err
 	}
