@@ -144,15 +144,18 @@ func TestConcurrentDisjointCreates(t *testing.T) {
 
 // TestConcurrentListingConflict: a transaction that listed a directory
 // cannot commit after another transaction committed a create in it; one
-// that did not list it can (the control).
+// that did not list it can (the control), and so can one that listed it
+// while the other changed only the contents of a file in it.
 func TestConcurrentListingConflict(t *testing.T) {
 	tests := []struct {
 		name     string
 		script   string
+		other    string // the file in dir the other transaction writes
 		conflict bool
 	}{
-		{"ls then create", "ls dir > /dev/null; echo mine > dir/mine; echo ready; read x", true},
-		{"create only", "echo mine > dir/mine; echo ready; read x", false},
+		{"ls then create", "ls dir > /dev/null; echo mine > dir/mine; echo ready; read x", "other", true},
+		{"create only", "echo mine > dir/mine; echo ready; read x", "other", false},
+		{"ls, another writes a file in it", "ls dir > /dev/null; echo mine > dir/mine; echo ready; read x", "there", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,10 +166,10 @@ func TestConcurrentListingConflict(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "there"), nil, 0o644))
 			h := s.startHeld(t, work, tt.script)
 			h.ready(t)
-			other := s.tx(t, work, "echo other > dir/other")
+			other := s.tx(t, work, "echo other > dir/"+tt.other)
 			require.Equal(t, 0, other.status, other.stderr)
 			r := h.finish(t)
-			assert.Equal(t, "other\n", readString(t, filepath.Join(dir, "other")))
+			assert.Equal(t, "other\n", readString(t, filepath.Join(dir, tt.other)))
 			if !tt.conflict {
 				assert.Equal(t, 0, r.status, r.stderr)
 				assert.FileExists(t, filepath.Join(dir, "mine"))
