@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -233,21 +234,31 @@ func TestConcurrentGranules(t *testing.T) {
 		script string // what the held transaction reads before it waits
 		other  string // what the other changes meanwhile
 		inTx   bool   // the other is a transaction (else unsupervised)
+		then   string // an unsupervised change after the other's, if any
 		why    string // the held transaction's conflict, "" for a commit
+		// linked gives f a second name, so that a transaction changes it
+		// in place rather than replacing it by a copy, and its inode
+		// number is not reused for a file made later.
+		linked bool
 	}{
-		{"read, chmod in a transaction", "cat f > /dev/null", "chmod 0600 f", true, ""},
-		{"read, chmod outside", "cat f > /dev/null", "chmod 0600 f", false, ""},
-		{"read, chown outside", "cat f > /dev/null", "chown 1:1 f", false, ""},
-		{"read, write in a transaction", "cat f > /dev/null", "echo more >> f", true,
-			"its data was changed by transaction 2, committed after this one began"},
-		{"read, write outside", "cat f > /dev/null", "echo more >> f", false,
-			"modified by another process after it was read"},
-		{"stat, chmod in a transaction", "stat f > /dev/null", "chmod 0600 f", true,
-			"its attributes were changed by transaction 2, committed after this one began"},
-		{"stat, write in a transaction", "stat -c %s f > /dev/null", "echo more >> f", true,
-			"its data was changed by transaction 2, committed after this one began"},
-		{"stat, chmod outside", "stat -c %a f > /dev/null", "chmod 0600 f", false,
-			"its mode or owner was changed by another process after it was read"},
+		{"read, chmod in a transaction", "cat f > /dev/null", "chmod 0600 f", true, "", "", false},
+		{"read, chmod outside", "cat f > /dev/null", "chmod 0600 f", false, "", "", false},
+		{"read, chown outside", "cat f > /dev/null", "chown 1:1 f", false, "", "", false},
+		{"read, write in a transaction", "cat f > /dev/null", "echo more >> f", true, "",
+			"its data was changed by transaction 2, committed after this one began", false},
+		{"read, write outside", "cat f > /dev/null", "echo more >> f", false, "",
+			"modified by another process after it was read", false},
+		{"read, chmod in a transaction, then replaced outside", "cat f > /dev/null", "chmod 0600 f", true,
+			"echo file > g && mv g f", "replaced by another process after it was read", true},
+		{"read, chmod of a linked file in a transaction", "cat f > /dev/null", "chmod 0600 f", true, "", "", true},
+		{"read, chmod in a transaction, then written outside", "cat f > /dev/null", "chmod 0600 f", true,
+			"echo FILE > f", "modified by another process after it was read", false},
+		{"stat, chmod in a transaction", "stat f > /dev/null", "chmod 0600 f", true, "",
+			"its attributes were changed by transaction 2, committed after this one began", false},
+		{"stat, write in a transaction", "stat -c %s f > /dev/null", "echo more >> f", true, "",
+			"its data was changed by transaction 2, committed after this one began", false},
+		{"stat, chmod outside", "stat -c %a f > /dev/null", "chmod 0600 f", false, "",
+			"its mode or owner was changed by another process after it was read", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -255,6 +266,11 @@ func TestConcurrentGranules(t *testing.T) {
 			work := t.TempDir()
 			f := filepath.Join(work, "f")
 			require.NoError(t, os.WriteFile(f, []byte("file\n"), 0o644))
+			// Times in the past, so that a change now moves them.
+			require.NoError(t, os.Chtimes(f, time.Unix(1e9, 0), time.Unix(1e9, 0)))
+			if tt.linked {
+				require.NoError(t, os.Link(f, filepath.Join(work, "keep")))
+			}
 			h := s.startHeld(t, work, tt.script+"; echo ready; read x; echo done > out")
 			h.ready(t)
 			if tt.inTx {
@@ -262,6 +278,9 @@ func TestConcurrentGranules(t *testing.T) {
 				require.Equal(t, 0, r.status, r.stderr)
 			} else {
 				nativeRun(t, work, tt.other)
+			}
+			if tt.then != "" {
+				nativeRun(t, work, tt.then)
 			}
 			r := h.finish(t)
 			if tt.why == "" {

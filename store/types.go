@@ -53,6 +53,11 @@ type Tx struct {
 type Granule struct {
 	Kind string
 	Path string
+	// Ino and Mtime are what the object at Path has once the write-through
+	// is done, when the caller knows (else zero): for validating readers
+	// of Path against the host.
+	Ino   uint64
+	Mtime Timespec
 }
 
 // WriteSet is what one committed transaction wrote.

@@ -208,7 +208,7 @@ func (m *Manager) CommitKept(id int64) error {
 	if err != nil {
 		return err
 	}
-	return m.commit(id, p, store.Prepared{}, func(rewritten map[string]bool) error {
+	return m.commit(id, p, store.Prepared{}, func(rewritten map[string][]store.Granule) error {
 		return vfs.ValidateReadSet(p.Reads, rewritten)
 	}, true)
 }
@@ -228,7 +228,7 @@ func (m *Manager) AbortKept(id int64, reason string) error {
 // host validates the read set against the host, given the paths whose
 // objects transactions committed meanwhile changed (conflictWith). locked
 // says the caller holds the commit lock already.
-func (m *Manager) commit(id int64, p, stored store.Prepared, host func(rewritten map[string]bool) error, locked bool) error {
+func (m *Manager) commit(id int64, p, stored store.Prepared, host func(rewritten map[string][]store.Granule) error, locked bool) error {
 	if !locked {
 		release, err := m.Store.LockCommits(store.LockShared)
 		if err != nil {
@@ -239,7 +239,7 @@ func (m *Manager) commit(id int64, p, stored store.Prepared, host func(rewritten
 	}
 	var conflict error
 	_, err := m.Store.Commit(id, func(since []store.WriteSet) error {
-		var rewritten map[string]bool
+		var rewritten map[string][]store.Granule
 		rewritten, conflict = conflictWith(p.Reads, since)
 		if conflict == nil {
 			conflict = host(rewritten)
@@ -295,11 +295,11 @@ func isConflict(err error) bool {
 //     (which show size and mtime);
 //   - meta conflicts with reads of the attributes.
 //
-// A granule of an unknown kind counts as an entry. Otherwise it returns the
-// paths of the objects read that those transactions changed without
-// conflict (data or meta, never the entry): the host validation of those
-// has to allow for their write-through (vfs.ValidateReadSet).
-func conflictWith(reads []store.ReadRecord, since []store.WriteSet) (rewritten map[string]bool, err error) {
+// A granule of an unknown kind counts as an entry. Otherwise it returns, by
+// path, the data and meta granules of the objects read that those
+// transactions changed without conflict: the host validation of those has
+// to allow for their write-through (vfs.ValidateReadSet).
+func conflictWith(reads []store.ReadRecord, since []store.WriteSet) (rewritten map[string][]store.Granule, err error) {
 	if len(since) == 0 {
 		return nil, nil
 	}
@@ -330,9 +330,9 @@ func conflictWith(reads []store.ReadRecord, since []store.WriteSet) (rewritten m
 			}
 			if ok {
 				if rewritten == nil {
-					rewritten = map[string]bool{}
+					rewritten = map[string][]store.Granule{}
 				}
-				rewritten[g.Path] = true
+				rewritten[g.Path] = append(rewritten[g.Path], g)
 			}
 		}
 	}

@@ -163,19 +163,17 @@ func TestCommitKept(t *testing.T) {
 			require.NoError(t, unix.UtimesNano(in, []unix.Timespec{st.Atim, st.Mtim}))
 		}, "in", "changed by another process after it was read, perhaps its data: its ctime moved, its mode and owner did not"},
 		{"a transaction committed a chmod of what it read", func(t *testing.T, m *Manager, host string) {
-			// As its write-through does: a copy with the new mode
-			// replaces the file.
-			in := filepath.Join(host, "in")
-			writeFile(t, in+".copy", "data")
-			require.NoError(t, os.Chmod(in+".copy", 0o600))
-			require.NoError(t, os.Rename(in+".copy", in))
-			commitWrites(t, m, store.Granule{Kind: vfs.GranuleMeta, Path: in})
+			commitWrites(t, m, copyChmod(t, host))
 		}, "", ""},
-		{"a transaction committed a chmod of what it read, and its data changed", func(t *testing.T, m *Manager, host string) {
+		{"a transaction committed a chmod of what it read, then it was replaced", func(t *testing.T, m *Manager, host string) {
+			commitWrites(t, m, copyChmod(t, host))
 			in := filepath.Join(host, "in")
-			writeFile(t, in+".copy", "more data")
-			require.NoError(t, os.Rename(in+".copy", in))
-			commitWrites(t, m, store.Granule{Kind: vfs.GranuleMeta, Path: in})
+			writeFile(t, in+".new", "data")
+			require.NoError(t, os.Rename(in+".new", in))
+		}, "in", "replaced by another process after it was read"},
+		{"a transaction committed a chmod of what it read, then it was written", func(t *testing.T, m *Manager, host string) {
+			commitWrites(t, m, copyChmod(t, host))
+			writeFile(t, filepath.Join(host, "in"), "DATA")
 		}, "in", "modified by another process after it was read"},
 		{"a transaction committed new data to what it read", func(t *testing.T, m *Manager, host string) {
 			commitWrites(t, m, store.Granule{Kind: vfs.GranuleData, Path: filepath.Join(host, "in")},
@@ -212,6 +210,26 @@ func TestCommitKept(t *testing.T) {
 			assert.Equal(t, ce.Err.Error(), rec.Reason)
 		})
 	}
+}
+
+// copyChmod does what the write-through of a transaction's chmod of
+// host/in does — a copy with the original's times and the new mode
+// replaces it — and returns the granule that transaction's write set has.
+// The original keeps a name, in.orig, so that the file system does not
+// reuse its inode number for a later file.
+func copyChmod(t *testing.T, host string) store.Granule {
+	t.Helper()
+	in := filepath.Join(host, "in")
+	var st unix.Stat_t
+	require.NoError(t, unix.Lstat(in, &st))
+	require.NoError(t, os.Link(in, in+".orig"))
+	writeFile(t, in+".copy", "data")
+	require.NoError(t, os.Chmod(in+".copy", 0o600))
+	require.NoError(t, unix.UtimesNano(in+".copy", []unix.Timespec{st.Atim, st.Mtim}))
+	var cst unix.Stat_t
+	require.NoError(t, unix.Lstat(in+".copy", &cst))
+	require.NoError(t, os.Rename(in+".copy", in))
+	return store.Granule{Kind: vfs.GranuleMeta, Path: in, Ino: cst.Ino, Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}}
 }
 
 // commitWrites commits, in m's store, a transaction whose write set is gs.

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -132,34 +133,81 @@ func TestWriteSetGranules(t *testing.T) {
 			for i, w := range tt.want {
 				want[i] = store.Granule{Kind: w.Kind, Path: filepath.Join(e.dir, w.Path)}
 			}
-			assert.ElementsMatch(t, want, e.v.WriteSet())
+			var got []store.Granule
+			for _, g := range e.v.WriteSet() {
+				got = append(got, store.Granule{Kind: g.Kind, Path: g.Path})
+			}
+			assert.ElementsMatch(t, want, got)
 		})
 	}
+}
+
+// TestWriteSetEndState: a data or meta granule says what the object will
+// be once written through: the staged copy that replaces a file, with its
+// times; a directory changed in place, with the mtime the transaction set.
+func TestWriteSetEndState(t *testing.T) {
+	e := newEnv(t, hostTree)
+	f, d := filepath.Join(e.dir, "f"), filepath.Join(e.dir, "d")
+	var host, dirSt unix.Stat_t
+	require.NoError(t, unix.Lstat(f, &host))
+	require.NoError(t, unix.Lstat(d, &dirSt))
+	e.must(e.v.Chmod(e.c, e.c.Cwd, "f", 0o600, 0), "chmod")
+	e.must(e.v.Utimens(e.c, e.c.Cwd, "d", &[2]unix.Timespec{{Sec: 5}, {Sec: 7}}, 0), "utimes")
+	var staged uint64
+	for _, op := range e.v.Journal() {
+		if op.Kind == store.OpRename && op.Path == f {
+			staged = op.Ino
+		}
+	}
+	require.NotZero(t, staged)
+	require.NotEqual(t, host.Ino, staged)
+	assert.Equal(t, []store.Granule{
+		{Kind: GranuleMeta, Path: d, Ino: dirSt.Ino, Mtime: store.Timespec{Sec: 7}},
+		{Kind: GranuleMeta, Path: f, Ino: staged, Mtime: store.Timespec{Sec: host.Mtim.Sec, Nsec: host.Mtim.Nsec}},
+	}, e.v.WriteSet())
 }
 
 // TestValidateGranules: against the host, a read of a file's data does
 // not conflict with a change of its mode or owner alone, a read of its
 // attributes does; a change whose kind the kernel does not tell conflicts
 // with both. For a path another transaction changed (rewritten), the
-// object may be a new inode: only what the read saw and that transaction
-// could not have changed is checked.
+// object may also be what that transaction's write-through left: a new
+// inode, with the times of its copy.
 func TestValidateGranules(t *testing.T) {
 	chmod := func(dir string) error { return os.Chmod(filepath.Join(dir, "f"), 0o600) }
+	write := func(dir string) error { return appendHost(filepath.Join(dir, "f"), "x") }
+	// copyChmod is the write-through of another transaction's chmod: a
+	// copy, with the original's times, replaces the file.
+	copyChmod := func(dir string) error {
+		p := filepath.Join(dir, "f")
+		var st unix.Stat_t
+		if err := unix.Lstat(p, &st); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p+".copy", []byte("host file\n"), 0o600); err != nil {
+			return err
+		}
+		if err := unix.UtimesNano(p+".copy", []unix.Timespec{st.Atim, st.Mtim}); err != nil {
+			return err
+		}
+		return os.Rename(p+".copy", p)
+	}
 	tests := []struct {
-		name      string
-		read      func(e *env)
-		change    func(dir string) error
-		rewritten bool
-		reason    string // "" for no conflict
+		name string
+		read func(e *env)
+		// tx is another transaction's write-through, which validation
+		// knows of by the meta granule it left; outside an unsupervised
+		// change (either may be nil).
+		tx, outside func(dir string) error
+		reason      string // "" for no conflict
 	}{
-		{"data read, chmod", func(e *env) { e.read("f") }, chmod, false, ""},
-		{"data read, chown", func(e *env) { e.read("f") },
-			func(dir string) error { return os.Chown(filepath.Join(dir, "f"), 1, 2) }, false, ""},
-		{"data read through fstat, chmod", func(e *env) { fdStat(e, "f", unix.O_RDONLY) }, chmod, false, ""},
-		{"data read, written", func(e *env) { e.read("f") },
-			func(dir string) error { return appendHost(filepath.Join(dir, "f"), "x") }, false,
+		{"data read, chmod", func(e *env) { e.read("f") }, nil, chmod, ""},
+		{"data read, chown", func(e *env) { e.read("f") }, nil,
+			func(dir string) error { return os.Chown(filepath.Join(dir, "f"), 1, 2) }, ""},
+		{"data read through fstat, chmod", func(e *env) { fdStat(e, "f", unix.O_RDONLY) }, nil, chmod, ""},
+		{"data read, written", func(e *env) { e.read("f") }, nil, write,
 			"modified by another process after it was read"},
-		{"data read, written with its times restored", func(e *env) { e.read("f") },
+		{"data read, written with its times restored", func(e *env) { e.read("f") }, nil,
 			func(dir string) error {
 				p := filepath.Join(dir, "f")
 				var st unix.Stat_t
@@ -170,57 +218,69 @@ func TestValidateGranules(t *testing.T) {
 					return err
 				}
 				return unix.UtimesNano(p, []unix.Timespec{st.Atim, st.Mtim})
-			}, false,
+			},
 			"changed by another process after it was read, perhaps its data: its ctime moved, its mode and owner did not"},
-		{"data read, xattr set", func(e *env) { e.read("f") },
-			func(dir string) error { return unix.Setxattr(filepath.Join(dir, "f"), "user.x", []byte("1"), 0) }, false,
+		{"data read, xattr set", func(e *env) { e.read("f") }, nil,
+			func(dir string) error { return unix.Setxattr(filepath.Join(dir, "f"), "user.x", []byte("1"), 0) },
 			"changed by another process after it was read, perhaps its data: its ctime moved, its mode and owner did not"},
-		{"attributes read, chmod", func(e *env) { e.v.Stat(e.c, e.c.Cwd, "f", 0) }, chmod, false,
+		{"attributes read, chmod", func(e *env) { e.v.Stat(e.c, e.c.Cwd, "f", 0) }, nil, chmod,
 			"its mode or owner was changed by another process after it was read"},
-		{"attributes read, written", func(e *env) { e.v.Stat(e.c, e.c.Cwd, "f", 0) },
-			func(dir string) error { return appendHost(filepath.Join(dir, "f"), "x") }, false,
+		{"attributes read, written", func(e *env) { e.v.Stat(e.c, e.c.Cwd, "f", 0) }, nil, write,
 			"modified by another process after it was read"},
-		{"data read, replaced by another transaction's chmodded copy", func(e *env) { e.read("f") },
-			func(dir string) error { return replaceHost(filepath.Join(dir, "f"), "host file\n", 0o600) }, true, ""},
-		{"data read, replaced by another transaction's copy of another size", func(e *env) { e.read("f") },
-			func(dir string) error { return replaceHost(filepath.Join(dir, "f"), "other\n", 0o600) }, true,
-			"modified by another process after it was read"},
-		{"data read, replaced, not by a transaction", func(e *env) { e.read("f") },
-			func(dir string) error { return replaceHost(filepath.Join(dir, "f"), "host file\n", 0o600) }, false,
+		{"data read, another transaction's chmod", func(e *env) { e.read("f") }, copyChmod, nil, ""},
+		{"data read, the same chmod, not by a transaction", func(e *env) { e.read("f") }, nil, copyChmod,
 			"replaced by another process after it was read"},
-		{"looked up, replaced by another transaction's copy", func(e *env) { e.v.Access(e.c, e.c.Cwd, "f", unix.F_OK, 0) },
-			func(dir string) error { return replaceHost(filepath.Join(dir, "f"), "new\n", 0o600) }, true, ""},
-		{"looked up, replaced by a directory", func(e *env) { e.v.Access(e.c, e.c.Cwd, "f", unix.F_OK, 0) },
-			func(dir string) error {
+		{"data read, another transaction's chmod, then replaced", func(e *env) { e.read("f") }, copyChmod,
+			func(dir string) error { return replaceHost(filepath.Join(dir, "f"), "host file\n", 0o600) },
+			"replaced by another process after it was read"},
+		{"data read, another transaction's chmod, then written", func(e *env) { e.read("f") }, copyChmod,
+			func(dir string) error { return os.WriteFile(filepath.Join(dir, "f"), []byte("HOST FILE\n"), 0) },
+			"modified by another process after it was read"},
+		{"looked up, another transaction's chmod", func(e *env) { e.v.Access(e.c, e.c.Cwd, "f", unix.F_OK, 0) },
+			copyChmod, nil, ""},
+		{"looked up, another transaction's chmod, then a directory", func(e *env) { e.v.Access(e.c, e.c.Cwd, "f", unix.F_OK, 0) },
+			copyChmod, func(dir string) error {
 				if err := os.Remove(filepath.Join(dir, "f")); err != nil {
 					return err
 				}
 				return os.Mkdir(filepath.Join(dir, "f"), 0o755)
-			}, true, "replaced by another process after it was read"},
+			}, "replaced by another process after it was read"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, hostTree)
+			f := filepath.Join(e.dir, "f")
+			// A name of the original keeps its inode number from being
+			// reused by the file system for a replacement.
+			require.NoError(t, os.Link(f, filepath.Join(e.dir, "keep")))
+			// Times in the past, so that a change now moves them.
+			require.NoError(t, os.Chtimes(f, time.Unix(1e9, 0), time.Unix(1e9, 0)))
 			tt.read(e)
 			require.NoError(t, e.v.Validate(nil), "before the host changed")
-			require.NoError(t, tt.change(e.dir))
-			var rewritten map[string]bool
-			if tt.rewritten {
-				rewritten = map[string]bool{filepath.Join(e.dir, "f"): true}
+			var rewritten map[string][]store.Granule
+			if tt.tx != nil {
+				require.NoError(t, tt.tx(e.dir))
+				var st unix.Stat_t
+				require.NoError(t, unix.Lstat(f, &st))
+				rewritten = map[string][]store.Granule{f: {{Kind: GranuleMeta, Path: f, Ino: st.Ino,
+					Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}}}}
+			}
+			if tt.outside != nil {
+				require.NoError(t, tt.outside(e.dir))
 			}
 			err := e.v.Validate(rewritten)
 			if tt.reason == "" {
 				assert.NoError(t, err)
 			} else {
-				assert.Equal(t, &ConflictError{filepath.Join(e.dir, "f"), tt.reason}, err)
+				assert.Equal(t, &ConflictError{f, tt.reason}, err)
 			}
 			assert.Equal(t, err, ValidateReadSet(e.v.ReadSet(), rewritten), "a kept transaction validates alike")
 		})
 	}
 }
 
-// replaceHost replaces p by a new file with content and mode, as the
-// write-through of a transaction that changed it does.
+// replaceHost replaces p by a new file with content and mode, as an
+// editor saves it.
 func replaceHost(p, content string, mode os.FileMode) error {
 	if err := os.WriteFile(p+".new", []byte(content), mode); err != nil {
 		return err

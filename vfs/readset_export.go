@@ -52,22 +52,23 @@ func (v *Tx) readSetLocked() []store.ReadRecord {
 //     mode, or new data under restored times) is taken for a change of
 //     the data.
 //
-// rewritten are the paths whose object a transaction committed since this
-// one began changed without changing its name (a write set's data or meta
-// granule, which the caller checked against the same read set): its
+// rewritten are, by path, the data and meta granules that transactions
+// committed since this one began wrote to objects it read, without
+// conflict (the caller checked them against the same read set): their
 // write-through may have replaced the object by its staged copy, a new
-// inode, and set any attribute, so for those only the type and, for data
-// read, the size are checked. It returns a *ConflictError for the first
-// path (in order) that changed. It must run while no other transaction can
-// commit.
-func ValidateReadSet(reads []store.ReadRecord, rewritten map[string]bool) error {
+// inode, and set any attribute. So for those paths the object may also be
+// one of the inodes those granules name, and a data read's mtime one they
+// set; the mode, owner and ctime are not checked. It returns a
+// *ConflictError for the first path (in order) that changed. It must run
+// while no other transaction can commit.
+func ValidateReadSet(reads []store.ReadRecord, rewritten map[string][]store.Granule) error {
 	return validateReads(reads, rewritten, nil, nil)
 }
 
 // validateReads is ValidateReadSet, where the data of outputs is not
 // checked (SetOutputs) and the names in mine are left out of the listings
 // of the directories they are in (Tx.madeAfterListing).
-func validateReads(reads []store.ReadRecord, rewritten map[string]bool, outputs map[FileID]bool, mine map[string]map[string]bool) error {
+func validateReads(reads []store.ReadRecord, rewritten map[string][]store.Granule, outputs map[FileID]bool, mine map[string]map[string]bool) error {
 	recs := append([]store.ReadRecord(nil), reads...)
 	sort.Slice(recs, func(i, j int) bool { return recs[i].Path < recs[j].Path })
 	for _, r := range recs {
@@ -78,8 +79,9 @@ func validateReads(reads []store.ReadRecord, rewritten map[string]bool, outputs 
 	return nil
 }
 
-// validateRead checks one record (see ValidateReadSet).
-func validateRead(r store.ReadRecord, rewritten bool, outputs map[FileID]bool, mine map[string]bool) error {
+// validateRead checks one record (see ValidateReadSet); rewrites are the
+// granules of rewritten for its path.
+func validateRead(r store.ReadRecord, rewrites []store.Granule, outputs map[FileID]bool, mine map[string]bool) error {
 	p := r.Path
 	var st unix.Stat_t
 	err := lstatLong(p, &st)
@@ -93,21 +95,25 @@ func validateRead(r store.ReadRecord, rewritten bool, outputs map[FileID]bool, m
 		return &ConflictError{p, "removed by another process after it was read"}
 	}
 	id := FileID{Dev: r.Dev, Ino: r.Ino}
-	if st.Mode&unix.S_IFMT != r.Type || !rewritten && idOf(&st) != id {
-		return &ConflictError{p, "replaced by another process after it was read"}
-	}
-	dir := r.Type == unix.S_IFDIR
 	mtime := unix.Timespec{Sec: r.Mtime.Sec, Nsec: r.Mtime.Nsec}
 	ctime := unix.Timespec{Sec: r.Ctime.Sec, Nsec: r.Ctime.Nsec}
+	sameID, sameMtime := idOf(&st) == id, st.Mtim == mtime
+	for _, g := range rewrites {
+		sameID = sameID || st.Dev == r.Dev && st.Ino == g.Ino || g.Ino == 0
+		sameMtime = sameMtime || g.Mtime != (store.Timespec{}) && st.Mtim == unix.Timespec{Sec: g.Mtime.Sec, Nsec: g.Mtime.Nsec}
+	}
+	if st.Mode&unix.S_IFMT != r.Type || !sameID {
+		return &ConflictError{p, "replaced by another process after it was read"}
+	}
+	rewritten := len(rewrites) > 0
+	dir := r.Type == unix.S_IFDIR
 	sameOwner := st.Mode == r.Mode && st.Uid == r.UID && st.Gid == r.GID
 	switch {
 	case r.Meta && !sameOwner:
 		return &ConflictError{p, "its mode or owner was changed by another process after it was read"}
 	case r.Meta && !dir && !outputs[id] && (st.Size != r.Size || st.Mtim != mtime || st.Ctim != ctime):
 		return &ConflictError{p, "modified by another process after it was read"}
-	case r.Data && !dir && !outputs[id] && rewritten && st.Size != r.Size:
-		return &ConflictError{p, "modified by another process after it was read"}
-	case r.Data && !dir && !outputs[id] && !rewritten && (st.Size != r.Size || st.Mtim != mtime):
+	case r.Data && !dir && !outputs[id] && (st.Size != r.Size || !sameMtime):
 		return &ConflictError{p, "modified by another process after it was read"}
 	case r.Data && !dir && !outputs[id] && !rewritten && st.Ctim != ctime && sameOwner:
 		return &ConflictError{p, "changed by another process after it was read, perhaps its data: its ctime moved, its mode and owner did not"}

@@ -224,44 +224,71 @@ const (
 // name. Write-through replaces a changed file by its staged copy (a new
 // inode under the same name), which is still a change of the file, not of
 // the name: the copy-up says whether its contents or only its attributes
-// changed.
+// changed. A data or meta granule carries the inode and, when the
+// transaction sets it, the mtime the object has once written through, for
+// the host validation of transactions that read it (ValidateReadSet).
 func (v *Tx) WriteSet() []store.Granule {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	seen := map[store.Granule]bool{}
+	at := map[[2]string]int{}
 	var out []store.Granule
 	areas := v.areasLocked()
-	add := func(kind, p string) {
-		g := store.Granule{Kind: kind, Path: p}
-		if p != "" && !seen[g] && !isStaged(areas, p) {
-			seen[g] = true
-			out = append(out, g)
+	add := func(kind, p string, ino uint64, mtime store.Timespec) {
+		if p == "" || isStaged(areas, p) {
+			return
+		}
+		k := [2]string{kind, p}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, store.Granule{Kind: kind, Path: p})
+		}
+		if kind == GranuleEntry {
+			return
+		}
+		// The last op on the object says what it ends with.
+		if ino != 0 {
+			out[i].Ino = ino
+		}
+		if mtime != (store.Timespec{}) {
+			out[i].Mtime = mtime
 		}
 	}
 	for _, op := range v.fullJournalLocked() {
+		var mtime store.Timespec
+		if op.Attrs&store.AttrMtime != 0 {
+			mtime = op.Mtime
+		}
 		switch op.Kind {
 		case store.OpRename, store.OpCopyData:
 			n := v.copies[op.Src]
 			if n != nil && n.hostPath == op.Path || op.Kind == store.OpCopyData {
-				// The copy-up of the object at Path: it keeps its name.
-				if n == nil || n.dataChanged {
-					add(GranuleData, op.Path)
+				// The copy-up of the object at Path: it keeps its name,
+				// and gets the copy's contents and times.
+				var st unix.Stat_t
+				if n != nil && n.area != nil && n.area.fd >= 0 && n.staged != "" &&
+					unix.Fstatat(n.area.fd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+					mtime = store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}
 				}
-				add(GranuleMeta, op.Path)
+				if n == nil || n.dataChanged {
+					add(GranuleData, op.Path, op.Ino, mtime)
+				}
+				add(GranuleMeta, op.Path, op.Ino, mtime)
 				continue
 			}
-			add(GranuleEntry, op.Path)
-			add(GranuleEntry, op.Src)
+			add(GranuleEntry, op.Path, 0, mtime)
+			add(GranuleEntry, op.Src, 0, mtime)
 		case store.OpLink:
-			add(GranuleEntry, op.Path)
-			add(GranuleMeta, op.Src) // its link count
+			add(GranuleEntry, op.Path, 0, mtime)
+			add(GranuleMeta, op.Src, op.Ino, mtime) // its link count
 		case store.OpSetattr, store.OpSetxattr, store.OpRemovexattr, store.OpAddFlags:
-			add(GranuleMeta, op.Path)
+			add(GranuleMeta, op.Path, op.Ino, mtime)
 		case store.OpFsyncDir:
 			// Changes nothing.
 		default: // exchange, unlink, rmdir
-			add(GranuleEntry, op.Path)
-			add(GranuleEntry, op.Src)
+			add(GranuleEntry, op.Path, 0, mtime)
+			add(GranuleEntry, op.Src, 0, mtime)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -347,7 +374,7 @@ func (e *ConflictError) Error() string { return fmt.Sprintf("conflict on %s (%s)
 // writes through an inherited descriptor (SetOutputs) changes its data,
 // and a socket it bound adds an entry to a directory it listed. It
 // must run while no other transaction can commit.
-func (v *Tx) Validate(rewritten map[string]bool) error {
+func (v *Tx) Validate(rewritten map[string][]store.Granule) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.doomed != nil {
