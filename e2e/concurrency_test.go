@@ -17,6 +17,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -144,15 +145,18 @@ func TestConcurrentDisjointCreates(t *testing.T) {
 
 // TestConcurrentListingConflict: a transaction that listed a directory
 // cannot commit after another transaction committed a create in it; one
-// that did not list it can (the control).
+// that did not list it can (the control), and so can one that listed it
+// while the other changed only the contents of a file in it.
 func TestConcurrentListingConflict(t *testing.T) {
 	tests := []struct {
 		name     string
 		script   string
+		other    string // the file in dir the other transaction writes
 		conflict bool
 	}{
-		{"ls then create", "ls dir > /dev/null; echo mine > dir/mine; echo ready; read x", true},
-		{"create only", "echo mine > dir/mine; echo ready; read x", false},
+		{"ls then create", "ls dir > /dev/null; echo mine > dir/mine; echo ready; read x", "other", true},
+		{"create only", "echo mine > dir/mine; echo ready; read x", "other", false},
+		{"ls, another writes a file in it", "ls dir > /dev/null; echo mine > dir/mine; echo ready; read x", "there", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -163,10 +167,10 @@ func TestConcurrentListingConflict(t *testing.T) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "there"), nil, 0o644))
 			h := s.startHeld(t, work, tt.script)
 			h.ready(t)
-			other := s.tx(t, work, "echo other > dir/other")
+			other := s.tx(t, work, "echo other > dir/"+tt.other)
 			require.Equal(t, 0, other.status, other.stderr)
 			r := h.finish(t)
-			assert.Equal(t, "other\n", readString(t, filepath.Join(dir, "other")))
+			assert.Equal(t, "other\n", readString(t, filepath.Join(dir, tt.other)))
 			if !tt.conflict {
 				assert.Equal(t, 0, r.status, r.stderr)
 				assert.FileExists(t, filepath.Join(dir, "mine"))
@@ -195,7 +199,7 @@ func TestConcurrentOutsideWriterConflict(t *testing.T) {
 		{"same size", "cat f > /dev/null", "echo FFFF > f", "f", "modified by another process after it was read"},
 		{"replaced", "cat f > /dev/null", "echo new > g && mv g f", "f", "replaced by another process after it was read"},
 		{"removed", "cat f > /dev/null", "rm f", "f", "removed by another process after it was read"},
-		{"chmod", "cat f > /dev/null", "chmod 0600 f", "f", "its mode or owner was changed by another process after it was read"},
+		{"chmod", "stat f > /dev/null", "chmod 0600 f", "f", "its mode or owner was changed by another process after it was read"},
 		{"created", "cat missing 2> /dev/null || true", "echo surprise > missing", "missing",
 			"created by another process after the transaction found it absent"},
 		{"listed", "ls > /dev/null", "echo x > newcomer", ".",
@@ -213,6 +217,80 @@ func TestConcurrentOutsideWriterConflict(t *testing.T) {
 			assert.Equal(t, 75, r.status)
 			assert.Equal(t, fmt.Sprintf("txexec: transaction 1 aborted: conflict on %s (%s)\n",
 				filepath.Clean(filepath.Join(work, tt.path)), tt.why), r.stderr)
+			assert.NoFileExists(t, filepath.Join(work, "out"))
+		})
+	}
+}
+
+// TestConcurrentGranules: a file's data and its attributes are separate
+// granules (DESIGN §4.6). A transaction that only read a file's contents
+// commits after another transaction, or a process txexec does not
+// supervise, changed only its mode; one that read its attributes (stat)
+// does not, nor one that read its contents after another transaction
+// wrote them.
+func TestConcurrentGranules(t *testing.T) {
+	tests := []struct {
+		name   string
+		script string // what the held transaction reads before it waits
+		other  string // what the other changes meanwhile
+		inTx   bool   // the other is a transaction (else unsupervised)
+		then   string // an unsupervised change after the other's, if any
+		why    string // the held transaction's conflict, "" for a commit
+		// linked gives f a second name, so that a transaction changes it
+		// in place rather than replacing it by a copy, and its inode
+		// number is not reused for a file made later.
+		linked bool
+	}{
+		{"read, chmod in a transaction", "cat f > /dev/null", "chmod 0600 f", true, "", "", false},
+		{"read, chmod outside", "cat f > /dev/null", "chmod 0600 f", false, "", "", false},
+		{"read, chown outside", "cat f > /dev/null", "chown 1:1 f", false, "", "", false},
+		{"read, write in a transaction", "cat f > /dev/null", "echo more >> f", true, "",
+			"its data was changed by transaction 2, committed after this one began", false},
+		{"read, write outside", "cat f > /dev/null", "echo more >> f", false, "",
+			"modified by another process after it was read", false},
+		{"read, chmod in a transaction, then replaced outside", "cat f > /dev/null", "chmod 0600 f", true,
+			"echo file > g && mv g f", "replaced by another process after it was read", true},
+		{"read, chmod of a linked file in a transaction", "cat f > /dev/null", "chmod 0600 f", true, "", "", true},
+		{"read, chmod in a transaction, then written outside", "cat f > /dev/null", "chmod 0600 f", true,
+			"echo FILE > f", "modified by another process after it was read", false},
+		{"stat, chmod in a transaction", "stat f > /dev/null", "chmod 0600 f", true, "",
+			"its attributes were changed by transaction 2, committed after this one began", false},
+		{"stat, write in a transaction", "stat -c %s f > /dev/null", "echo more >> f", true, "",
+			"its data was changed by transaction 2, committed after this one began", false},
+		{"stat, chmod outside", "stat -c %a f > /dev/null", "chmod 0600 f", false, "",
+			"its mode or owner was changed by another process after it was read", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newTxState(t)
+			work := t.TempDir()
+			f := filepath.Join(work, "f")
+			require.NoError(t, os.WriteFile(f, []byte("file\n"), 0o644))
+			// Times in the past, so that a change now moves them.
+			require.NoError(t, os.Chtimes(f, time.Unix(1e9, 0), time.Unix(1e9, 0)))
+			if tt.linked {
+				require.NoError(t, os.Link(f, filepath.Join(work, "keep")))
+			}
+			h := s.startHeld(t, work, tt.script+"; echo ready; read x; echo done > out")
+			h.ready(t)
+			if tt.inTx {
+				r := s.tx(t, work, tt.other)
+				require.Equal(t, 0, r.status, r.stderr)
+			} else {
+				nativeRun(t, work, tt.other)
+			}
+			if tt.then != "" {
+				nativeRun(t, work, tt.then)
+			}
+			r := h.finish(t)
+			if tt.why == "" {
+				assert.Equal(t, 0, r.status, r.stderr)
+				assert.Empty(t, r.stderr, "no conflict")
+				assert.FileExists(t, filepath.Join(work, "out"))
+				return
+			}
+			assert.Equal(t, 75, r.status)
+			assert.Equal(t, fmt.Sprintf("txexec: transaction 1 aborted: conflict on %s (%s)\n", f, tt.why), r.stderr)
 			assert.NoFileExists(t, filepath.Join(work, "out"))
 		})
 	}

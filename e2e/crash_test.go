@@ -155,6 +155,9 @@ func TestCrashAtFaultPoints(t *testing.T) {
 		// autoRecover: recovery by the next ordinary run instead of
 		// txexec recover.
 		autoRecover bool
+		// noDurable runs the transaction with --no-durable: no syncs,
+		// still all or nothing when txexec dies.
+		noDurable bool
 	}{
 		{fault: "store.before-commit", want: pre},
 		{fault: "store.after-commit", want: post},
@@ -170,6 +173,8 @@ func TestCrashAtFaultPoints(t *testing.T) {
 		{fault: "txn.apply.mid-op", want: post, recoverFault: "txn.apply.mid-op"},
 		{fault: "store.before-commit", want: pre, autoRecover: true},
 		{fault: "txn.apply.before-op@2", want: post, autoRecover: true},
+		{fault: "store.before-commit", want: pre, noDurable: true},
+		{fault: "txn.apply.before-op@2", want: post, noDurable: true},
 	}
 	for _, tt := range tests {
 		name := tt.fault
@@ -179,12 +184,17 @@ func TestCrashAtFaultPoints(t *testing.T) {
 		if tt.autoRecover {
 			name += ",next-run"
 		}
+		var opts []string
+		if tt.noDurable {
+			name += ",no-durable"
+			opts = append(opts, "--no-durable")
+		}
 		t.Run(name, func(t *testing.T) {
 			s := newTxState(t)
 			work := filepath.Join(t.TempDir(), "work")
 			crashFixture(t, work)
 
-			r := s.run(t, work, []string{"TXEXEC_FAULT=" + tt.fault}, "--", "sh", "-c", crashScript)
+			r := s.run(t, work, []string{"TXEXEC_FAULT=" + tt.fault}, append(opts, "--", "sh", "-c", crashScript)...)
 			require.True(t, r.killed, "the fault point must be reached and kill txexec; status %d, stderr:\n%s", r.status, r.stderr)
 			if tt.want == pre {
 				assert.Equal(t, ref.pre, relabel(treeState(t, work)), "no steal: nothing reaches the host before the commit point")

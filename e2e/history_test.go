@@ -459,7 +459,10 @@ func TestKeepCommitRevalidates(t *testing.T) {
 		{"nothing changed", func(*testing.T, txState, string) {}, ""},
 		{"another transaction", func(t *testing.T, s txState, work string) {
 			require.Equal(t, 0, s.tx(t, work, "echo changed > read.txt").status)
-		}, "changed by transaction 2, committed after this one began"},
+		}, "its data was changed by transaction 2, committed after this one began"},
+		{"another transaction's chmod", func(t *testing.T, s txState, work string) {
+			require.Equal(t, 0, s.tx(t, work, "chmod 0600 read.txt").status)
+		}, ""},
 		{"an unsupervised process", func(t *testing.T, s txState, work string) {
 			require.NoError(t, os.WriteFile(filepath.Join(work, "read.txt"), []byte("other\n"), 0o644))
 		}, "modified by another process after it was read"},

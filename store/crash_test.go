@@ -57,7 +57,7 @@ func crashHelper(dir string) {
 				os.Exit(2)
 			}
 		}
-		if _, err := s.Commit(tx.ID, nil, Prepared{Ops: sampleOps(crashOpN), Writes: []Granule{{"data", fmt.Sprint("/f", i)}}}); err != nil {
+		if _, err := s.Commit(tx.ID, nil, Prepared{Ops: sampleOps(crashOpN), Writes: []Granule{{Kind: "data", Path: fmt.Sprint("/f", i)}}}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}

@@ -173,7 +173,7 @@ func TestLifecycle(t *testing.T) {
 	assert.Equal(t, Owner{Pid: 100, Start: 7}, rec.Owner)
 
 	want := sampleOps(5)
-	writes := []Granule{{"data", "/host/p0"}, {"entry", "/host/p1"}, {"data", "/host/p0"}}
+	writes := []Granule{{Kind: "data", Path: "/host/p0"}, {Kind: "entry", Path: "/host/p1"}, {Kind: "data", Path: "/host/p0"}}
 	seq, err := s.Commit(tx.ID, nil, Prepared{Ops: want, Writes: writes})
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), seq)
@@ -290,6 +290,15 @@ func TestUnknownTransaction(t *testing.T) {
 	}
 }
 
+// granules is a write set of path with every field of Granule, with
+// values that need all 64 bits.
+func granules(path string) []Granule {
+	return []Granule{
+		{Kind: "data", Path: path, Ino: 1<<64 - 1, Mtime: Timespec{Sec: -1, Nsec: 999_999_999}},
+		{Kind: "entry", Path: path},
+	}
+}
+
 func TestValidateSeesWriteSetsSinceStart(t *testing.T) {
 	s := openT(t, t.TempDir(), Options{})
 	begin := func() Tx {
@@ -299,13 +308,13 @@ func TestValidateSeesWriteSetsSinceStart(t *testing.T) {
 	}
 	commit := func(tx Tx, path string) (seq int64, saw []WriteSet) {
 		seq, err := s.Commit(tx.ID, func(since []WriteSet) error { saw = since; return nil },
-			Prepared{Ops: []RedoOp{{Kind: "rename", Path: path}}, Writes: []Granule{{"data", path}, {"entry", path}}})
+			Prepared{Ops: []RedoOp{{Kind: "rename", Path: path}}, Writes: granules(path)})
 		require.NoError(t, err)
 		require.NoError(t, s.MarkApplied(tx.ID))
 		return seq, saw
 	}
 	ws := func(tx Tx, seq int64, path string) WriteSet {
-		return WriteSet{TxID: tx.ID, Seq: seq, Granules: []Granule{{"data", path}, {"entry", path}}}
+		return WriteSet{TxID: tx.ID, Seq: seq, Granules: granules(path)}
 	}
 
 	a, b, c := begin(), begin(), begin()
@@ -321,7 +330,7 @@ func TestValidateSeesWriteSetsSinceStart(t *testing.T) {
 	_, err := s.Commit(d.ID, func(since []WriteSet) error {
 		assert.Equal(t, []WriteSet{ws(c, seqC, "/c")}, since)
 		return conflict
-	}, Prepared{Ops: []RedoOp{{Kind: "rename", Path: "/d"}}, Writes: []Granule{{"data", "/d"}},
+	}, Prepared{Ops: []RedoOp{{Kind: "rename", Path: "/d"}}, Writes: []Granule{{Kind: "data", Path: "/d"}},
 		Reads: []ReadRecord{{Path: "/c"}}})
 	require.ErrorIs(t, err, conflict)
 	rec, ops, err := s.Get(d.ID)
@@ -369,7 +378,7 @@ func TestConcurrentCommitters(t *testing.T) {
 				var saw []WriteSet
 				path := fmt.Sprintf("/w%d/%d", w, i)
 				seq, err := s.Commit(tx.ID, func(since []WriteSet) error { saw = since; return nil },
-					Prepared{Ops: sampleOps(3), Writes: []Granule{{"data", path}}})
+					Prepared{Ops: sampleOps(3), Writes: []Granule{{Kind: "data", Path: path}}})
 				if !assert.NoError(t, err) {
 					return
 				}
@@ -477,7 +486,7 @@ func TestLog(t *testing.T) {
 		require.NoError(t, err)
 		ids = append(ids, tx.ID)
 	}
-	_, err := s.Commit(ids[1], nil, Prepared{Ops: sampleOps(2), Writes: []Granule{{"data", "/x"}}})
+	_, err := s.Commit(ids[1], nil, Prepared{Ops: sampleOps(2), Writes: []Granule{{Kind: "data", Path: "/x"}}})
 	require.NoError(t, err)
 	require.NoError(t, s.Abort(ids[2], "exit status 1"))
 
@@ -624,6 +633,7 @@ func sampleReads() []ReadRecord {
 		{Path: "/a/dir", Exists: true, Dev: 1<<63 | 5, Ino: 1<<64 - 1, Type: 0o040000, Listing: true, ListingSum: 1<<64 - 3},
 		{Path: "/a/file", Exists: true, Dev: 8, Ino: 1 << 62, Type: 0o100000, Meta: true, Mode: 0o104755, UID: 1<<32 - 2, GID: 7,
 			Size: 1 << 40, Mtime: Timespec{Sec: 1_700_000_000, Nsec: 999_999_999}, Ctime: Timespec{Sec: -1, Nsec: 1}},
+		{Path: "/a/read", Exists: true, Dev: 8, Ino: 9, Type: 0o100000, Data: true, Mode: 0o100644, Size: 3},
 	}
 }
 
@@ -633,7 +643,7 @@ func TestKeepThenCommit(t *testing.T) {
 	require.NoError(t, err)
 	other, err := s.Begin(TxInfo{})
 	require.NoError(t, err)
-	p := Prepared{Ops: sampleOps(4), Writes: []Granule{{"entry", "/a/file"}}, Reads: sampleReads()}
+	p := Prepared{Ops: sampleOps(4), Writes: granules("/a/file"), Reads: sampleReads()}
 	require.NoError(t, s.Keep(tx.ID, p))
 
 	rec, ops, err := s.Get(tx.ID)
@@ -641,7 +651,7 @@ func TestKeepThenCommit(t *testing.T) {
 	assert.Equal(t, StateKept, rec.State)
 	assert.False(t, rec.Kept.IsZero())
 	assert.Equal(t, p.Ops, ops, "show sees what a kept transaction would do")
-	assert.Equal(t, 3, rec.ReadN)
+	assert.Equal(t, 4, rec.ReadN)
 	assert.Zero(t, rec.Seq)
 
 	got, loaded, err := s.LoadKept(tx.ID)
@@ -788,7 +798,7 @@ func BenchmarkCommit2000Ops(b *testing.B) {
 	p := Prepared{Ops: sampleOps(2000)}
 	for i := range 2000 {
 		path := fmt.Sprintf("/bench/f%d", i)
-		p.Writes = append(p.Writes, Granule{"entry", path})
+		p.Writes = append(p.Writes, Granule{Kind: "entry", Path: path})
 		p.Reads = append(p.Reads, ReadRecord{Path: path})
 	}
 	p.Reads = append(p.Reads, ReadRecord{Path: "/bench", Exists: true, Dev: 1, Ino: 2, Type: 0o040000})

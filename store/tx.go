@@ -202,7 +202,7 @@ func insertPrepared(tx *sql.Tx, id int64, p Prepared) error {
 }
 
 func writeSetsSince(tx *sql.Tx, startSeq int64) ([]WriteSet, error) {
-	rows, err := tx.Query(`SELECT t.id, t.seq, g.kind, g.path
+	rows, err := tx.Query(`SELECT t.id, t.seq, g.kind, g.path, g.ino, g.mtime_sec, g.mtime_nsec
 		FROM tx t LEFT JOIN granule g ON g.tx_id = t.id
 		WHERE t.seq > ? ORDER BY t.seq, g.kind, g.path`, startSeq)
 	if err != nil {
@@ -213,7 +213,8 @@ func writeSetsSince(tx *sql.Tx, startSeq int64) ([]WriteSet, error) {
 	for rows.Next() {
 		var id, seq int64
 		var kind, path sql.NullString
-		if err := rows.Scan(&id, &seq, &kind, &path); err != nil {
+		var ino, msec, mnsec sql.NullInt64
+		if err := rows.Scan(&id, &seq, &kind, &path, &ino, &msec, &mnsec); err != nil {
 			return nil, err
 		}
 		if len(sets) == 0 || sets[len(sets)-1].TxID != id {
@@ -221,7 +222,8 @@ func writeSetsSince(tx *sql.Tx, startSeq int64) ([]WriteSet, error) {
 		}
 		if kind.Valid {
 			w := &sets[len(sets)-1]
-			w.Granules = append(w.Granules, Granule{Kind: kind.String, Path: path.String})
+			w.Granules = append(w.Granules, Granule{Kind: kind.String, Path: path.String,
+				Ino: uint64(ino.Int64), Mtime: Timespec{Sec: msec.Int64, Nsec: mnsec.Int64}})
 		}
 	}
 	return sets, rows.Err()
@@ -252,13 +254,13 @@ func insertGranules(tx *sql.Tx, id int64, writes []Granule) error {
 	if len(writes) == 0 {
 		return nil
 	}
-	st, err := tx.Prepare(`INSERT OR IGNORE INTO granule (tx_id, kind, path) VALUES (?, ?, ?)`)
+	st, err := tx.Prepare(`INSERT OR IGNORE INTO granule (tx_id, kind, path, ino, mtime_sec, mtime_nsec) VALUES (?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	for _, g := range writes {
-		if _, err := st.Exec(id, g.Kind, g.Path); err != nil {
+		if _, err := st.Exec(id, g.Kind, g.Path, int64(g.Ino), g.Mtime.Sec, g.Mtime.Nsec); err != nil {
 			return err
 		}
 	}
@@ -269,15 +271,15 @@ func insertReads(tx *sql.Tx, id int64, reads []ReadRecord) error {
 	if len(reads) == 0 {
 		return nil
 	}
-	st, err := tx.Prepare(`INSERT OR REPLACE INTO readset (tx_id, path, present, dev, ino, type, meta, mode, uid, gid,
+	st, err := tx.Prepare(`INSERT OR REPLACE INTO readset (tx_id, path, present, dev, ino, type, data, meta, mode, uid, gid,
 		size, mtime_sec, mtime_nsec, ctime_sec, ctime_nsec, listing, listing_sum)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
 	for _, r := range reads {
-		if _, err := st.Exec(id, r.Path, r.Exists, int64(r.Dev), int64(r.Ino), int64(r.Type), r.Meta,
+		if _, err := st.Exec(id, r.Path, r.Exists, int64(r.Dev), int64(r.Ino), int64(r.Type), r.Data, r.Meta,
 			int64(r.Mode), int64(r.UID), int64(r.GID), r.Size,
 			r.Mtime.Sec, r.Mtime.Nsec, r.Ctime.Sec, r.Ctime.Nsec, r.Listing, int64(r.ListingSum)); err != nil {
 			return err
@@ -287,7 +289,7 @@ func insertReads(tx *sql.Tx, id int64, reads []ReadRecord) error {
 }
 
 func loadReads(q querier, id int64) ([]ReadRecord, error) {
-	rows, err := q.Query(`SELECT path, present, dev, ino, type, meta, mode, uid, gid, size,
+	rows, err := q.Query(`SELECT path, present, dev, ino, type, data, meta, mode, uid, gid, size,
 		mtime_sec, mtime_nsec, ctime_sec, ctime_nsec, listing, listing_sum FROM readset WHERE tx_id = ? ORDER BY path`, id)
 	if err != nil {
 		return nil, err
@@ -297,7 +299,7 @@ func loadReads(q querier, id int64) ([]ReadRecord, error) {
 	for rows.Next() {
 		var r ReadRecord
 		var dev, ino, typ, mode, uid, gid, sum int64
-		if err := rows.Scan(&r.Path, &r.Exists, &dev, &ino, &typ, &r.Meta, &mode, &uid, &gid, &r.Size,
+		if err := rows.Scan(&r.Path, &r.Exists, &dev, &ino, &typ, &r.Data, &r.Meta, &mode, &uid, &gid, &r.Size,
 			&r.Mtime.Sec, &r.Mtime.Nsec, &r.Ctime.Sec, &r.Ctime.Nsec, &r.Listing, &sum); err != nil {
 			return nil, err
 		}
@@ -329,9 +331,11 @@ func queryAll[T any](q querier, scan func(*sql.Rows) (T, error), query string, a
 
 func loadGranules(q querier, id int64) ([]Granule, error) {
 	return queryAll(q, func(rows *sql.Rows) (g Granule, err error) {
-		err = rows.Scan(&g.Kind, &g.Path)
+		var ino int64
+		err = rows.Scan(&g.Kind, &g.Path, &ino, &g.Mtime.Sec, &g.Mtime.Nsec)
+		g.Ino = uint64(ino)
 		return g, err
-	}, `SELECT kind, path FROM granule WHERE tx_id = ? ORDER BY kind, path`, id)
+	}, `SELECT kind, path, ino, mtime_sec, mtime_nsec FROM granule WHERE tx_id = ? ORDER BY kind, path`, id)
 }
 
 func loadOps(q querier, id int64) ([]RedoOp, error) {

@@ -53,6 +53,11 @@ type Tx struct {
 type Granule struct {
 	Kind string
 	Path string
+	// Ino and Mtime are what the object at Path has once the write-through
+	// is done, when the caller knows (else zero): for validating readers
+	// of Path against the host.
+	Ino   uint64
+	Mtime Timespec
 }
 
 // WriteSet is what one committed transaction wrote.
@@ -171,11 +176,15 @@ type RedoOp struct {
 // against the host from these records, possibly by another process);
 // store keeps them as opaque data.
 type ReadRecord struct {
-	Path       string
-	Exists     bool // false: the transaction found Path absent
-	Dev, Ino   uint64
-	Type       uint32 // the S_IFMT bits of the mode
-	Meta       bool   // Mode, UID, GID (and Size, Mtime, Ctime) were observed
+	Path     string
+	Exists   bool // false: the transaction found Path absent
+	Dev, Ino uint64
+	Type     uint32 // the S_IFMT bits of the mode
+	// Data and Meta say that the transaction read the object's contents
+	// and its attributes; with either, Mode, UID, GID, Size, Mtime and
+	// Ctime are what the first such read saw.
+	Data       bool
+	Meta       bool
 	Mode       uint32
 	UID, GID   uint32
 	Size       int64

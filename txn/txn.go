@@ -208,7 +208,9 @@ func (m *Manager) CommitKept(id int64) error {
 	if err != nil {
 		return err
 	}
-	return m.commit(id, p, store.Prepared{}, func() error { return vfs.ValidateReadSet(p.Reads) }, true)
+	return m.commit(id, p, store.Prepared{}, func(rewritten map[string][]store.Granule) error {
+		return vfs.ValidateReadSet(p.Reads, rewritten)
+	}, true)
 }
 
 // AbortKept drops kept transaction id and its staging area. A transaction
@@ -223,9 +225,10 @@ func (m *Manager) AbortKept(id int64, reason string) error {
 // commit is the commit protocol after preparation, shared by live and kept
 // transactions: p is what the transaction did, stored what store.Commit
 // stores (p, or nothing for a kept transaction whose p is stored already);
-// host validates the read set against the host. locked says the caller
-// holds the commit lock already.
-func (m *Manager) commit(id int64, p, stored store.Prepared, host func() error, locked bool) error {
+// host validates the read set against the host, given the paths whose
+// objects transactions committed meanwhile changed (conflictWith). locked
+// says the caller holds the commit lock already.
+func (m *Manager) commit(id int64, p, stored store.Prepared, host func(rewritten map[string][]store.Granule) error, locked bool) error {
 	if !locked {
 		release, err := m.Store.LockCommits(store.LockShared)
 		if err != nil {
@@ -234,12 +237,12 @@ func (m *Manager) commit(id int64, p, stored store.Prepared, host func() error, 
 		}
 		defer release()
 	}
-	reads, listed := readPaths(p.Reads)
 	var conflict error
 	_, err := m.Store.Commit(id, func(since []store.WriteSet) error {
-		conflict = conflictWith(reads, listed, since)
+		var rewritten map[string][]store.Granule
+		rewritten, conflict = conflictWith(p.Reads, since)
 		if conflict == nil {
-			conflict = host()
+			conflict = host(rewritten)
 		}
 		if conflict == nil {
 			conflict = Preflight(p.Ops)
@@ -281,44 +284,59 @@ func isConflict(err error) bool {
 	return errors.As(err, &cf) || strings.HasPrefix(err.Error(), "conflict on ")
 }
 
-// readPaths returns the paths of a read set, and those of the directories
-// whose listing was read.
-func readPaths(rs []store.ReadRecord) (reads, listed []string) {
-	for _, r := range rs {
-		reads = append(reads, r.Path)
-		if r.Listing {
-			listed = append(listed, r.Path)
-		}
-	}
-	return reads, listed
-}
-
-// conflictWith finds a transaction committed since this one began that
-// wrote a path this one read, or created or removed an entry in a
-// directory this one read.
-func conflictWith(reads, listed []string, since []store.WriteSet) error {
+// conflictWith finds a transaction committed since this one began whose
+// write set has a granule (vfs.GranuleEntry, …) that this one read, by the
+// rules of DESIGN §4.6:
+//
+//   - an entry (a name made, removed or replaced) conflicts with every read
+//     of its path, a lookup included, and with the listing of its
+//     directory;
+//   - data conflicts with reads of the contents and of the attributes
+//     (which show size and mtime);
+//   - meta conflicts with reads of the attributes.
+//
+// A granule of an unknown kind counts as an entry. Otherwise it returns, by
+// path, the data and meta granules of the objects read that those
+// transactions changed without conflict: the host validation of those has
+// to allow for their write-through (vfs.ValidateReadSet).
+func conflictWith(reads []store.ReadRecord, since []store.WriteSet) (rewritten map[string][]store.Granule, err error) {
 	if len(since) == 0 {
-		return nil
+		return nil, nil
 	}
-	read := make(map[string]bool, len(reads))
-	for _, p := range reads {
-		read[p] = true
-	}
-	list := make(map[string]bool, len(listed))
-	for _, p := range listed {
-		list[p] = true
+	read := make(map[string]store.ReadRecord, len(reads))
+	for _, r := range reads {
+		read[r.Path] = r
 	}
 	for _, ws := range since {
 		for _, g := range ws.Granules {
-			if read[g.Path] {
-				return &vfs.ConflictError{Path: g.Path, Reason: fmt.Sprintf("changed by transaction %d, committed after this one began", ws.TxID)}
+			r, ok := read[g.Path]
+			switch g.Kind {
+			case vfs.GranuleData:
+				if ok && (r.Data || r.Meta) {
+					return nil, &vfs.ConflictError{Path: g.Path, Reason: fmt.Sprintf("its data was changed by transaction %d, committed after this one began", ws.TxID)}
+				}
+			case vfs.GranuleMeta:
+				if ok && r.Meta {
+					return nil, &vfs.ConflictError{Path: g.Path, Reason: fmt.Sprintf("its attributes were changed by transaction %d, committed after this one began", ws.TxID)}
+				}
+			default:
+				if ok {
+					return nil, &vfs.ConflictError{Path: g.Path, Reason: fmt.Sprintf("changed by transaction %d, committed after this one began", ws.TxID)}
+				}
+				if dir := path.Dir(g.Path); read[dir].Listing {
+					return nil, &vfs.ConflictError{Path: dir, Reason: fmt.Sprintf("listed, and changed by transaction %d", ws.TxID)}
+				}
+				continue
 			}
-			if dir := path.Dir(g.Path); list[dir] {
-				return &vfs.ConflictError{Path: dir, Reason: fmt.Sprintf("listed, and changed by transaction %d", ws.TxID)}
+			if ok {
+				if rewritten == nil {
+					rewritten = map[string][]store.Granule{}
+				}
+				rewritten[g.Path] = append(rewritten[g.Path], g)
 			}
 		}
 	}
-	return nil
+	return rewritten, nil
 }
 
 // Abort discards the transaction.

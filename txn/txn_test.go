@@ -17,32 +17,62 @@ import (
 
 func TestConflictWith(t *testing.T) {
 	since := []store.WriteSet{
-		{TxID: 7, Seq: 3, Granules: []store.Granule{{Kind: "entry", Path: "/d/new"}}},
-		{TxID: 9, Seq: 4, Granules: []store.Granule{{Kind: "entry", Path: "/etc/passwd"}}},
+		{TxID: 7, Seq: 3, Granules: []store.Granule{{Kind: vfs.GranuleEntry, Path: "/d/new"}}},
+		{TxID: 9, Seq: 4, Granules: []store.Granule{{Kind: vfs.GranuleEntry, Path: "/etc/passwd"}}},
+		{TxID: 10, Seq: 5, Granules: []store.Granule{{Kind: vfs.GranuleMeta, Path: "/d/chmodded"}}},
+		{TxID: 11, Seq: 6, Granules: []store.Granule{
+			{Kind: vfs.GranuleData, Path: "/d/written"}, {Kind: vfs.GranuleMeta, Path: "/d/written"}}},
+		{TxID: 12, Seq: 7, Granules: []store.Granule{{Kind: "future", Path: "/d/odd"}}},
 	}
+	looked := func(p string) store.ReadRecord { return store.ReadRecord{Path: p, Exists: true} }
+	absent := func(p string) store.ReadRecord { return store.ReadRecord{Path: p} }
+	data := func(p string) store.ReadRecord { return store.ReadRecord{Path: p, Exists: true, Data: true} }
+	meta := func(p string) store.ReadRecord { return store.ReadRecord{Path: p, Exists: true, Meta: true} }
+	listed := func(p string) store.ReadRecord { return store.ReadRecord{Path: p, Exists: true, Listing: true} }
 	tests := []struct {
-		name       string
-		reads      []string
-		listed     []string
-		since      []store.WriteSet
-		wantPath   string
-		wantReason string
+		name          string
+		reads         []store.ReadRecord
+		since         []store.WriteSet
+		wantPath      string
+		wantReason    string
+		wantRewritten []string
 	}{
-		{"nothing committed since", []string{"/etc/passwd"}, []string{"/d"}, nil, "", ""},
-		{"disjoint", []string{"/etc/group", "/d/mine"}, nil, since, "", ""},
-		{"read what another wrote", []string{"/etc/group", "/etc/passwd"}, nil, since, "/etc/passwd",
-			"changed by transaction 9, committed after this one began"},
-		{"found absent what another created", []string{"/d/new"}, nil, since, "/d/new",
-			"changed by transaction 7, committed after this one began"},
-		{"listed a directory another created in", []string{"/d"}, []string{"/d"}, since, "/d",
-			"listed, and changed by transaction 7"},
-		{"looked the directory up, without listing it", []string{"/d", "/d/mine"}, nil, since, "", ""},
+		{"nothing committed since", []store.ReadRecord{meta("/etc/passwd"), listed("/d")}, nil, "", "", nil},
+		{"disjoint", []store.ReadRecord{meta("/etc/group"), absent("/d/mine")}, since, "", "", nil},
+		{"read what another wrote", []store.ReadRecord{meta("/etc/group"), data("/etc/passwd")}, since, "/etc/passwd",
+			"changed by transaction 9, committed after this one began", nil},
+		{"looked up what another replaced", []store.ReadRecord{looked("/etc/passwd")}, since, "/etc/passwd",
+			"changed by transaction 9, committed after this one began", nil},
+		{"found absent what another created", []store.ReadRecord{absent("/d/new")}, since, "/d/new",
+			"changed by transaction 7, committed after this one began", nil},
+		{"listed a directory another created in", []store.ReadRecord{listed("/d")}, since, "/d",
+			"listed, and changed by transaction 7", nil},
+		{"looked the directory up, without listing it", []store.ReadRecord{looked("/d"), absent("/d/mine")}, since, "", "", nil},
+		{"read the data of what another chmodded", []store.ReadRecord{looked("/d"), data("/d/chmodded")}, since, "", "",
+			[]string{"/d/chmodded"}},
+		{"looked up what another chmodded", []store.ReadRecord{looked("/d/chmodded")}, since, "", "", []string{"/d/chmodded"}},
+		{"read the attributes of what another chmodded", []store.ReadRecord{meta("/d/chmodded")}, since, "/d/chmodded",
+			"its attributes were changed by transaction 10, committed after this one began", nil},
+		{"read the data of what another wrote", []store.ReadRecord{data("/d/written")}, since, "/d/written",
+			"its data was changed by transaction 11, committed after this one began", nil},
+		{"read the attributes of what another wrote", []store.ReadRecord{meta("/d/written")}, since, "/d/written",
+			"its data was changed by transaction 11, committed after this one began", nil},
+		{"looked up what another wrote", []store.ReadRecord{looked("/d/written")}, since, "", "", []string{"/d/written"}},
+		{"listed a directory whose files another changed", []store.ReadRecord{listed("/x"), listed("/d")},
+			since[2:4], "", "", nil},
+		{"a granule of an unknown kind is an entry", []store.ReadRecord{looked("/d/odd")}, since, "/d/odd",
+			"changed by transaction 12, committed after this one began", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := conflictWith(tt.reads, tt.listed, tt.since)
+			rewritten, err := conflictWith(tt.reads, tt.since)
 			if tt.wantPath == "" {
-				assert.NoError(t, err)
+				require.NoError(t, err)
+				var got []string
+				for p := range rewritten {
+					got = append(got, p)
+				}
+				assert.ElementsMatch(t, tt.wantRewritten, got)
 				return
 			}
 			var ce *vfs.ConflictError
@@ -75,7 +105,7 @@ func readRecord(t *testing.T, p string) store.ReadRecord {
 	var st unix.Stat_t
 	require.NoError(t, unix.Lstat(p, &st))
 	return store.ReadRecord{Path: p, Exists: true, Dev: st.Dev, Ino: st.Ino, Type: st.Mode & unix.S_IFMT,
-		Meta: true, Mode: st.Mode, UID: st.Uid, GID: st.Gid, Size: st.Size,
+		Data: true, Mode: st.Mode, UID: st.Uid, GID: st.Gid, Size: st.Size,
 		Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}, Ctime: store.Timespec{Sec: st.Ctim.Sec, Nsec: st.Ctim.Nsec}}
 }
 
@@ -122,6 +152,33 @@ func TestCommitKept(t *testing.T) {
 			require.NoError(t, err)
 			require.NoError(t, m.Store.MarkApplied(tx.ID))
 		}, "in", "changed by transaction 2, committed after this one began"},
+		{"the host file it read was chmodded", func(t *testing.T, _ *Manager, host string) {
+			require.NoError(t, os.Chmod(filepath.Join(host, "in"), 0o600))
+		}, "", ""},
+		{"the host file it read was written and its times restored", func(t *testing.T, _ *Manager, host string) {
+			in := filepath.Join(host, "in")
+			var st unix.Stat_t
+			require.NoError(t, unix.Lstat(in, &st))
+			writeFile(t, in, "DATA")
+			require.NoError(t, unix.UtimesNano(in, []unix.Timespec{st.Atim, st.Mtim}))
+		}, "in", "changed by another process after it was read, perhaps its data: its ctime moved, its mode and owner did not"},
+		{"a transaction committed a chmod of what it read", func(t *testing.T, m *Manager, host string) {
+			commitWrites(t, m, copyChmod(t, host))
+		}, "", ""},
+		{"a transaction committed a chmod of what it read, then it was replaced", func(t *testing.T, m *Manager, host string) {
+			commitWrites(t, m, copyChmod(t, host))
+			in := filepath.Join(host, "in")
+			writeFile(t, in+".new", "data")
+			require.NoError(t, os.Rename(in+".new", in))
+		}, "in", "replaced by another process after it was read"},
+		{"a transaction committed a chmod of what it read, then it was written", func(t *testing.T, m *Manager, host string) {
+			commitWrites(t, m, copyChmod(t, host))
+			writeFile(t, filepath.Join(host, "in"), "DATA")
+		}, "in", "modified by another process after it was read"},
+		{"a transaction committed new data to what it read", func(t *testing.T, m *Manager, host string) {
+			commitWrites(t, m, store.Granule{Kind: vfs.GranuleData, Path: filepath.Join(host, "in")},
+				store.Granule{Kind: vfs.GranuleMeta, Path: filepath.Join(host, "in")})
+		}, "in", "its data was changed by transaction 2, committed after this one began"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -153,6 +210,36 @@ func TestCommitKept(t *testing.T) {
 			assert.Equal(t, ce.Err.Error(), rec.Reason)
 		})
 	}
+}
+
+// copyChmod does what the write-through of a transaction's chmod of
+// host/in does — a copy with the original's times and the new mode
+// replaces it — and returns the granule that transaction's write set has.
+// The original keeps a name, in.orig, so that the file system does not
+// reuse its inode number for a later file.
+func copyChmod(t *testing.T, host string) store.Granule {
+	t.Helper()
+	in := filepath.Join(host, "in")
+	var st unix.Stat_t
+	require.NoError(t, unix.Lstat(in, &st))
+	require.NoError(t, os.Link(in, in+".orig"))
+	writeFile(t, in+".copy", "data")
+	require.NoError(t, os.Chmod(in+".copy", 0o600))
+	require.NoError(t, unix.UtimesNano(in+".copy", []unix.Timespec{st.Atim, st.Mtim}))
+	var cst unix.Stat_t
+	require.NoError(t, unix.Lstat(in+".copy", &cst))
+	require.NoError(t, os.Rename(in+".copy", in))
+	return store.Granule{Kind: vfs.GranuleMeta, Path: in, Ino: cst.Ino, Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}}
+}
+
+// commitWrites commits, in m's store, a transaction whose write set is gs.
+func commitWrites(t *testing.T, m *Manager, gs ...store.Granule) {
+	t.Helper()
+	tx, err := m.Store.Begin(store.TxInfo{})
+	require.NoError(t, err)
+	_, err = m.Store.Commit(tx.ID, nil, store.Prepared{Writes: gs})
+	require.NoError(t, err)
+	require.NoError(t, m.Store.MarkApplied(tx.ID))
 }
 
 func TestCommitKeptRefusesOtherStates(t *testing.T) {

@@ -314,7 +314,7 @@ func TestCommitMatchesView(t *testing.T) {
 					w := newViewOn(t, m)
 					tt.do(w)
 					seen := w.manifest()
-					require.NoError(t, w.v.Validate())
+					require.NoError(t, w.v.Validate(nil))
 					ops := w.v.Journal()
 					checkStagedOnMount(t, w, m, ops)
 					require.NoError(t, w.v.SyncStaged())

@@ -297,9 +297,9 @@ func TestValidate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, hostTree)
 			tt.read(e)
-			require.NoError(t, e.v.Validate(), "before the host changed")
+			require.NoError(t, e.v.Validate(nil), "before the host changed")
 			require.NoError(t, tt.change(e.dir))
-			err := e.v.Validate()
+			err := e.v.Validate(nil)
 			if !tt.conflict {
 				assert.NoError(t, err)
 				return
@@ -357,7 +357,7 @@ func TestFifoWithOutside(t *testing.T) {
 	st, err := e.v.Stat(e.c, e.c.Cwd, "fifo", 0)
 	require.NoError(t, err)
 	assert.Greater(t, st.Mtim.Sec, int64(1009843200), "the view shows the write's time")
-	require.NoError(t, e.v.Validate())
+	require.NoError(t, e.v.Validate(nil))
 	var set bool
 	for _, op := range e.v.Journal() {
 		if op.Path == filepath.Join(e.dir, "fifo") && op.Attrs != 0 {

@@ -65,6 +65,11 @@ type Node struct {
 	// (directories, and files with other hard links outside the view)
 	// instead of replacing it, so metadata changes are journaled.
 	inPlace bool
+	// dataChanged: the staged copy of a host original was opened for
+	// writing or truncated, so its contents may differ from the
+	// original's (its write set has the data granule, not only the
+	// attributes).
+	dataChanged bool
 
 	// parent and name are a directory's place in the view (directories
 	// have exactly one name).

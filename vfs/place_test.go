@@ -39,7 +39,7 @@ func (w *view) hostStat(rel string) unix.Stat_t {
 // no op skipped, and drops the staging areas.
 func (w *view) commit() []store.RedoOp {
 	w.t.Helper()
-	require.NoError(w.t, w.v.Validate())
+	require.NoError(w.t, w.v.Validate(nil))
 	ops := w.v.Journal()
 	require.NoError(w.t, txn.CheckOps(ops), "no op names an unrelated path")
 	require.NoError(w.t, w.v.SyncStaged())

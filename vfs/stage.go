@@ -52,7 +52,9 @@ func (v *Tx) copyUpLocked(n *Node, path string) error {
 	} else if err := unix.Fstatat(n.hostParent.hostFd, n.hostName, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || !n.isHostObject(&st) {
 		return v.hostChanged(n.hostPath, unix.ESTALE)
 	}
-	v.recordMetaLocked(n, &st)
+	// The copy replaces the original at commit, contents and attributes:
+	// a change of either meanwhile would be lost.
+	v.recordReadLocked(n, &st, readData|readMeta)
 	if !n.isDir() && !n.inPlace && n.hostParent != nil &&
 		v.hostFlagsLocked(n.hostParent)&(unix.STATX_ATTR_IMMUTABLE|unix.STATX_ATTR_APPEND) != 0 {
 		// Its directory forbids replacing it (chattr +i or +a), as
@@ -92,15 +94,26 @@ func (v *Tx) copyUpLocked(n *Node, path string) error {
 		// place.
 		n.inPlace = true
 	case n.inPlace && n.typ == unix.S_IFREG:
+		v.noteCopyLocked(n, a.pathOf(name))
 		v.journalOnLocked(n, store.RedoOp{Kind: store.OpCopyData, Src: a.pathOf(name), Path: path, Ino: n.replayIno})
 	case n.inPlace:
 		// A hard-linked symlink or device: only its attributes can
 		// change, journaled as setattr.
 	default:
+		v.noteCopyLocked(n, a.pathOf(name))
 		v.journalOnLocked(n, store.RedoOp{Kind: store.OpRename, Src: a.pathOf(name), Path: path, Ino: n.stagedID.Ino})
 		n.replayIno = n.stagedID.Ino
 	}
 	return nil
+}
+
+// noteCopyLocked notes that the journal op with Src staged carries the
+// copy-up of host original n (Tx.copies).
+func (v *Tx) noteCopyLocked(n *Node, staged string) {
+	if v.copies == nil {
+		v.copies = map[string]*Node{}
+	}
+	v.copies[staged] = n
 }
 
 // copyObjectLocked makes name in the staging area at at a copy of host

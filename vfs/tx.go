@@ -77,6 +77,12 @@ type Tx struct {
 	// size (dirsize.go).
 	dirShadows map[*Node]*dirShadow
 
+	// copies are the host originals that a copy-up journaled as replaced
+	// by (OpRename) or written back from (OpCopyData) a staged copy, by
+	// the staged path (the op's Src): their write-through changes the
+	// object's data or attributes, not the entry (WriteSet).
+	copies map[string]*Node
+
 	// doomed is set when the transaction can no longer commit (the host
 	// changed under it, or an internal error); it aborts with this reason.
 	doomed error
@@ -91,9 +97,12 @@ type readRecord struct {
 	exists bool
 	id     FileID
 	typ    uint32
-	// meta: mode, uid, gid (and for files size, mtime, ctime) — set when
-	// the transaction looked at attributes or data, not just the name.
-	meta            bool
+	// data and meta are the granules of the object (DESIGN §4.6) the
+	// transaction read, besides its name: data its contents, meta its
+	// attributes (stat, getxattr, access). The attributes below are those
+	// of the first such read: mode, uid, gid, and for a non-directory
+	// size, mtime and ctime.
+	data, meta      bool
 	mode, uid, gid  uint32
 	size            int64
 	mtime, ctime    unix.Timespec
@@ -350,23 +359,38 @@ func (v *Tx) recordEntryLocked(p string, st *unix.Stat_t) {
 	}
 }
 
-// recordMetaLocked notes that the transaction looked at the attributes (or
-// data) of host object n.
-func (v *Tx) recordMetaLocked(n *Node, st *unix.Stat_t) {
+// granules says which granules of an object, besides its name, a read
+// observed.
+type granules uint8
+
+const (
+	// readData: its contents (open for reading, exec, a copy-up).
+	readData granules = 1 << iota
+	// readMeta: its attributes — mode, owner, times, size, extended
+	// attributes (stat by name, access, getxattr, a copy-up).
+	readMeta
+)
+
+// recordReadLocked notes that the transaction read the granules g of host
+// object n, whose attributes are st.
+func (v *Tx) recordReadLocked(n *Node, st *unix.Stat_t, g granules) {
 	if n.host == (FileID{}) || n.hostPath == "" {
 		return
 	}
 	r := v.reads[n.hostPath]
-	if r.meta {
-		return
+	if !r.data && !r.meta {
+		// The first read's attributes: validation compares them with
+		// the host's, whatever was read later.
+		r.exists, r.id, r.typ = true, n.host, n.typ
+		r.mode, r.uid, r.gid = st.Mode, st.Uid, st.Gid
+		if !n.isDir() {
+			// A directory's size and times change with every entry; its
+			// entries are validated by name instead.
+			r.size, r.mtime, r.ctime = st.Size, st.Mtim, st.Ctim
+		}
 	}
-	r.exists, r.id, r.typ = true, n.host, n.typ
-	r.meta, r.mode, r.uid, r.gid = true, st.Mode, st.Uid, st.Gid
-	if !n.isDir() {
-		// A directory's size and times change with every entry; its
-		// entries are validated by name instead.
-		r.size, r.mtime, r.ctime = st.Size, st.Mtim, st.Ctim
-	}
+	r.data = r.data || g&readData != 0
+	r.meta = r.meta || g&readMeta != 0
 	v.reads[n.hostPath] = r
 }
 

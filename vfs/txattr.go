@@ -210,6 +210,7 @@ func (v *Tx) Truncate(c *Caller, at *Handle, path string, size int64) error {
 			if err := v.copyUpLocked(n, vpath); err != nil {
 				return err
 			}
+			n.dataChanged = true
 			p, _ := v.objPath(n)
 			return unix.Truncate(p, size)
 		})

@@ -201,25 +201,102 @@ func (v *Tx) Changed() bool {
 	return len(v.fullJournalLocked()) > 0
 }
 
-// WriteSet returns the granules the transaction writes: every path its
-// journal touches ("entry"), for validation of later transactions.
+// The kinds of granule (DESIGN §4.6) of a write set, store.Granule.Kind.
+// Validation (txn) checks each against the reads of the same path:
+// an entry against any read of it (a lookup included) and the listing of
+// its directory, data against reads of the contents or the attributes
+// (which show its size and mtime), meta against reads of the attributes.
+const (
+	// GranuleEntry: the name was created or removed, or made to name
+	// another object.
+	GranuleEntry = "entry"
+	// GranuleData: the contents of the object the name names changed,
+	// and with them its size and times.
+	GranuleData = "data"
+	// GranuleMeta: the attributes of the object the name names changed:
+	// mode, owner, times, extended attributes, inode flags, link count.
+	GranuleMeta = "meta"
+)
+
+// WriteSet returns the granules the transaction writes, for validation of
+// later transactions: for each op of its journal, the entries it changes,
+// or the data and attributes of an object it changes without touching its
+// name. Write-through replaces a changed file by its staged copy (a new
+// inode under the same name), which is still a change of the file, not of
+// the name: the copy-up says whether its contents or only its attributes
+// changed. A data or meta granule carries the inode and, when the
+// transaction sets it, the mtime the object has once written through, for
+// the host validation of transactions that read it (ValidateReadSet).
 func (v *Tx) WriteSet() []store.Granule {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	seen := map[string]bool{}
+	at := map[[2]string]int{}
 	var out []store.Granule
 	areas := v.areasLocked()
-	add := func(p string) {
-		if p != "" && !seen[p] && !isStaged(areas, p) {
-			seen[p] = true
-			out = append(out, store.Granule{Kind: "entry", Path: p})
+	add := func(kind, p string, ino uint64, mtime store.Timespec) {
+		if p == "" || isStaged(areas, p) {
+			return
+		}
+		k := [2]string{kind, p}
+		i, ok := at[k]
+		if !ok {
+			i = len(out)
+			at[k] = i
+			out = append(out, store.Granule{Kind: kind, Path: p})
+		}
+		if kind == GranuleEntry {
+			return
+		}
+		// The last op on the object says what it ends with.
+		if ino != 0 {
+			out[i].Ino = ino
+		}
+		if mtime != (store.Timespec{}) {
+			out[i].Mtime = mtime
 		}
 	}
 	for _, op := range v.fullJournalLocked() {
-		add(op.Path)
-		add(op.Src)
+		var mtime store.Timespec
+		if op.Attrs&store.AttrMtime != 0 {
+			mtime = op.Mtime
+		}
+		switch op.Kind {
+		case store.OpRename, store.OpCopyData:
+			n := v.copies[op.Src]
+			if n != nil && n.hostPath == op.Path || op.Kind == store.OpCopyData {
+				// The copy-up of the object at Path: it keeps its name,
+				// and gets the copy's contents and times.
+				var st unix.Stat_t
+				if n != nil && n.area != nil && n.area.fd >= 0 && n.staged != "" &&
+					unix.Fstatat(n.area.fd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW) == nil {
+					mtime = store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}
+				}
+				if n == nil || n.dataChanged {
+					add(GranuleData, op.Path, op.Ino, mtime)
+				}
+				add(GranuleMeta, op.Path, op.Ino, mtime)
+				continue
+			}
+			add(GranuleEntry, op.Path, 0, mtime)
+			add(GranuleEntry, op.Src, 0, mtime)
+		case store.OpLink:
+			add(GranuleEntry, op.Path, 0, mtime)
+			add(GranuleMeta, op.Src, op.Ino, mtime) // its link count
+		case store.OpSetattr, store.OpSetxattr, store.OpRemovexattr, store.OpAddFlags:
+			add(GranuleMeta, op.Path, op.Ino, mtime)
+		case store.OpFsyncDir:
+			// Changes nothing.
+		default: // exchange, unlink, rmdir
+			add(GranuleEntry, op.Path, 0, mtime)
+			add(GranuleEntry, op.Src, 0, mtime)
+		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Path != out[j].Path {
+			return out[i].Path < out[j].Path
+		}
+		return out[i].Kind < out[j].Kind
+	})
 	return out
 }
 
@@ -292,61 +369,18 @@ type ConflictError struct {
 
 func (e *ConflictError) Error() string { return fmt.Sprintf("conflict on %s (%s)", e.Path, e.Reason) }
 
-// Validate checks the read set against the host: every name the
-// transaction looked up still names what it named, every object whose
-// attributes or data it read still has them, every listing it read has the
-// same names. It must run while no other transaction can commit.
-func (v *Tx) Validate() error {
+// Validate checks the read set against the host, as ValidateReadSet, and
+// against the transaction's own effects on the host: a file the command
+// writes through an inherited descriptor (SetOutputs) changes its data,
+// and a socket it bound adds an entry to a directory it listed. It
+// must run while no other transaction can commit.
+func (v *Tx) Validate(rewritten map[string][]store.Granule) error {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if v.doomed != nil {
 		return v.doomed
 	}
-	paths := make([]string, 0, len(v.reads))
-	for p := range v.reads {
-		paths = append(paths, p)
-	}
-	sort.Strings(paths)
-	for _, p := range paths {
-		r := v.reads[p]
-		var st unix.Stat_t
-		err := lstatLong(p, &st)
-		if !r.exists {
-			if err == nil {
-				return &ConflictError{p, "created by another process after the transaction found it absent"}
-			}
-			continue
-		}
-		if err != nil {
-			return &ConflictError{p, "removed by another process after it was read"}
-		}
-		if idOf(&st) != r.id || st.Mode&unix.S_IFMT != r.typ {
-			return &ConflictError{p, "replaced by another process after it was read"}
-		}
-		if r.meta {
-			if st.Mode != r.mode || st.Uid != r.uid || st.Gid != r.gid {
-				return &ConflictError{p, "its mode or owner was changed by another process after it was read"}
-			}
-			if r.typ != unix.S_IFDIR && !v.outputs[r.id] && (st.Size != r.size || st.Mtim != r.mtime || st.Ctim != r.ctime) {
-				return &ConflictError{p, "modified by another process after it was read"}
-			}
-		}
-		if r.listing {
-			fd, err := openDirLong(p)
-			if err != nil {
-				return &ConflictError{p, "removed by another process after it was listed"}
-			}
-			ents, err := readHostDir(fd)
-			unix.Close(fd)
-			if mine := v.madeAfterListing[p]; len(mine) > 0 {
-				ents = slices.DeleteFunc(ents, func(e Dirent) bool { return mine[e.Name] })
-			}
-			if err != nil || listingChecksum(ents) != r.listingChecksum {
-				return &ConflictError{p, "an entry was created or removed by another process after the directory was listed"}
-			}
-		}
-	}
-	return nil
+	return validateReads(v.readSetLocked(), rewritten, v.outputs, v.madeAfterListing)
 }
 
 // SetOutputs names the files the command writes through descriptors it

@@ -92,8 +92,26 @@ func (v *Tx) Stat(c *Caller, at *Handle, path string, flags int) (unix.Stat_t, e
 			if t.node == nil {
 				return unix.Stat_t{}, unix.ENOENT
 			}
-			return v.statLocked(t.node)
+			return v.statAsLocked(t.node, statGranules(at, path, flags, t.node))
 		})
+}
+
+// statGranules is what a stat call reads of the object n it resolved: its
+// attributes; but only its data when it asks for a regular file's own
+// descriptor open for reading or writing — fstat, which glibc spells
+// fstatat(fd, "", AT_EMPTY_PATH). The kernel serves fstat(2) itself,
+// unseen by txexec, so that stat of a descriptor is, whichever way the C
+// library spells it, part of reading the file through it: the size and
+// mtime it shows are validated with the data, the mode and owner are not
+// (docs/semantics.md §1).
+func statGranules(at *Handle, path string, flags int, n *Node) granules {
+	if path != "" || flags&unix.AT_EMPTY_PATH == 0 || at == nil || at.fd < 0 || at.node != n || n.typ != unix.S_IFREG {
+		return readMeta
+	}
+	if fl, err := unix.FcntlInt(uintptr(at.fd), unix.F_GETFL, 0); err != nil || fl&unix.O_PATH != 0 {
+		return readMeta
+	}
+	return readData
 }
 
 // Statx implements View.
@@ -138,7 +156,7 @@ func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (
 				return stx, v.hostChanged(n.hostPath, err)
 			}
 			// The view's link count and directory times, as Stat.
-			st, err := v.statLocked(n)
+			st, err := v.statAsLocked(n, statGranules(at, path, flags, n))
 			if err != nil {
 				return stx, err
 			}
@@ -165,6 +183,9 @@ func (v *Tx) Access(c *Caller, at *Handle, path string, mode uint32, flags int) 
 			}
 			if mode == unix.F_OK {
 				return nil
+			}
+			if err := v.readAttrsLocked(t.node); err != nil {
+				return err
 			}
 			who := c
 			if flags&unix.AT_EACCESS == 0 {
@@ -457,6 +478,9 @@ func (v *Tx) Getxattr(c *Caller, at *Handle, path string, op XattrOp, name strin
 			if err := v.xattrReadPermLocked(c, t.node, name); err != nil {
 				return res{}, err
 			}
+			if err := v.readAttrsLocked(t.node); err != nil {
+				return res{}, err
+			}
 			buf := make([]byte, size)
 			n, err := unix.Lgetxattr(v.backingPath(t.node), name, buf)
 			if err != nil {
@@ -510,6 +534,9 @@ func (v *Tx) Listxattr(c *Caller, at *Handle, path string, op XattrOp, size int)
 		func(t target) (res, error) {
 			if t.node == nil {
 				return res{}, unix.ENOENT
+			}
+			if err := v.readAttrsLocked(t.node); err != nil {
+				return res{}, err
 			}
 			buf := make([]byte, 65536)
 			n, err := unix.Llistxattr(v.backingPath(t.node), buf)
@@ -813,7 +840,9 @@ func (v *Tx) Executable(c *Caller, at *Handle, path string, flags int) (Exe, err
 				}
 				path = n.area.pathOf(name)
 			} else if n.staged == "" {
-				v.recordMetaLocked(n, &st)
+				// Its set-ID bits and file capabilities act as much as
+				// its contents.
+				v.recordReadLocked(n, &st, readData|readMeta)
 			}
 			return Exe{Path: path, FD: fd, Dev: st.Dev, Ino: st.Ino}, nil
 		})

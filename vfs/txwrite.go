@@ -314,7 +314,7 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 	if n.typ != unix.S_IFREG {
 		// FIFOs and devices hold no persistent data: the object itself.
 		if n.isDir() {
-			v.recordMetaLocked(n, &unix.Stat_t{Mode: a.mode, Uid: a.uid, Gid: a.gid})
+			v.recordReadLocked(n, &unix.Stat_t{Mode: a.mode, Uid: a.uid, Gid: a.gid}, readMeta)
 			return v.openBackingLocked(n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOATIME)
 		}
 		sp, err := v.openSpecialLocked(n)
@@ -349,6 +349,7 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 		if err := v.copyUpLocked(n, path); err != nil {
 			return -1, err
 		}
+		n.dataChanged = true
 		if n.locDir == nil {
 			n.locDir, n.locName = t.dir, t.name
 		}
@@ -363,7 +364,7 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 	}
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) == nil {
-		v.recordMetaLocked(n, &st)
+		v.recordReadLocked(n, &st, readData)
 	}
 	if n.locDir == nil {
 		n.locDir, n.locName = t.dir, t.name
@@ -399,7 +400,14 @@ func (v *Tx) openOutputLocked(n *Node, flags int) (int, error) {
 // /proc/self/fd/N) and more; for anything else — symlinks, FIFOs, devices,
 // sockets, objects the caller may not read — it gets a token (see
 // pathTokenLocked).
+//
+// What the caller does with it then cannot be told from a read (fstat of a
+// read-only descriptor reads the data, statGranules), so the open itself
+// counts as a read of the attributes, which is what O_PATH is for.
 func (v *Tx) openPathLocked(c *Caller, t target, n *Node, a attrs) (int, error) {
+	if err := v.readAttrsLocked(n); err != nil {
+		return -1, err
+	}
 	if (n.typ == unix.S_IFDIR || n.typ == unix.S_IFREG) && permission(c, a, mayRead) == nil {
 		if n.isDir() {
 			return v.openBackingLocked(n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOATIME)

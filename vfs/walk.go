@@ -311,8 +311,13 @@ func (v *Tx) readlinkLocked(n *Node) (string, error) {
 }
 
 // statLocked returns the view's attributes of n: those of its backing
-// object, with the view's link count and directory times.
-func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
+// object, with the view's link count and directory times. A host
+// original's are recorded as a read of its attributes.
+func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) { return v.statAsLocked(n, readMeta) }
+
+// statAsLocked is statLocked, recording a host original's attributes as a
+// read of the granules g.
+func (v *Tx) statAsLocked(n *Node, g granules) (unix.Stat_t, error) {
 	var st unix.Stat_t
 	var err error
 	switch {
@@ -339,7 +344,7 @@ func (v *Tx) statLocked(n *Node) (unix.Stat_t, error) {
 	}
 	if n.staged == "" && !n.anon {
 		// What the host shows, before the view's own changes.
-		v.recordMetaLocked(n, &st)
+		v.recordReadLocked(n, &st, g)
 	}
 	if n.nlinkSet {
 		st.Nlink = n.nlink
@@ -373,6 +378,20 @@ func (v *Tx) hostStatLocked(n *Node) (unix.Stat_t, error) {
 		err = unix.ESTALE
 	}
 	return st, err
+}
+
+// readAttrsLocked records that the transaction read host original n's
+// attributes by a call other than stat (access, getxattr, listxattr).
+func (v *Tx) readAttrsLocked(n *Node) error {
+	if n.staged != "" || n.anon || n.host == (FileID{}) || v.reads[n.hostPath].meta {
+		return nil
+	}
+	st, err := v.hostStatLocked(n)
+	if err != nil {
+		return v.hostChanged(n.hostPath, err)
+	}
+	v.recordReadLocked(n, &st, readMeta)
+	return nil
 }
 
 // attrsLocked returns n's permission attributes, from the cache for host
