@@ -182,13 +182,9 @@ tar -xf missing.tar; echo "tar exited $?"`},
 					writeFiles(t, dir, map[string]string{"src/target": "x\n"})
 					require.NoError(t, os.Symlink("target", filepath.Join(dir, "src/link")))
 				},
-				// Known bug, reported: as root tar restores the mode of
-				// every member, for a symlink with glibc's
-				// fchmodat(AT_SYMLINK_NOFOLLOW), which opens it with
-				// O_PATH|O_NOFOLLOW; vfs (Host.openPath, Tx.openLocked)
-				// answers ELOOP where Linux gives a descriptor, and tar
-				// then exits 2.
-				knownBug: "vfs: open(O_PATH|O_NOFOLLOW) of a symlink fails with ELOOP (tar -x of a symlink as root exits 2)",
+				// As root tar restores the mode of every member, for a
+				// symlink with glibc's fchmodat(AT_SYMLINK_NOFOLLOW),
+				// which opens it with O_PATH|O_NOFOLLOW and fstats that.
 			},
 		},
 		{
