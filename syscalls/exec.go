@@ -44,7 +44,7 @@ func (k *Kernel) Exec(req *interpose.ExecRequest) interpose.ExecPlan {
 	}
 	if k.Trace != nil {
 		path, _ := (interpose.Memory{Tid: req.Tid}).ReadPath(req.PathAddr)
-		res := "= 0 (-> " + plan.Path + ")"
+		res := "= 0 (-> " + plan.Program + ")"
 		if err != nil {
 			res = FormatResult(-1, errnoOf(err), false)
 		}
@@ -120,7 +120,12 @@ func (k *Kernel) planExec(req *interpose.ExecRequest) (interpose.ExecPlan, error
 		}
 		s.nameGone = cloexec
 	}
-	return k.planExecFile(cl, at, path, int(req.Flags), s, 0)
+	plan, err := k.planExecFile(cl, at, path, int(req.Flags), s, 0)
+	if err != nil {
+		return interpose.ExecPlan{}, err
+	}
+	k.nameExec(&plan, path, k.execName(cl, path, req.Dirfd), plan.ArgvPrefix != nil)
+	return plan, nil
 }
 
 // execSubject is what an exec names, beyond the path resolved in the view.
