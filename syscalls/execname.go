@@ -80,9 +80,11 @@ func (l *ExecLinks) link(name, target string) (string, func(), error) {
 
 // execName is the name the kernel gives the image of execve(path) or
 // execveat(dirfd, path) (kbasename of the file name), or for
-// execveat(fd, "", AT_EMPTY_PATH) the name of the file fd refers to (since
-// Linux 6.14; in the view: a staged object has its view name). "" when it
-// cannot be a file name.
+// execveat(fd, "", AT_EMPTY_PATH) of a program the name of the file fd
+// refers to (since Linux 6.14; in the view: a staged object has its view
+// name). "" when it cannot be a file name. (For a script run through a
+// descriptor Linux takes the name of the interpreter's file, the one the
+// kernel is given anyway.)
 func (k *Kernel) execName(cl *vfs.Caller, p string, dirfd int32) string {
 	if p == "" {
 		l, err := k.View.Readlink(cl, cl.Root, "/proc/self/fd/"+strconv.Itoa(int(dirfd)))
