@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -30,31 +31,84 @@ import (
 // it, and PTRACE_EVENT_EXEC still checks which file the kernel executed.
 type ExecLinks struct {
 	dir string
-	seq atomic.Uint64
+	// lock is a descriptor on dir, locked (flock) while it is in use: a
+	// directory left behind by a txexec that was killed is unlocked, and
+	// the next NewExecLinks in the same place removes it.
+	lock int
+	seq  atomic.Uint64
 }
+
+// execLinksPrefix begins the directory's name.
+const execLinksPrefix = "txexec-execnames-"
+
+// staleExecLinksAge is how old an unlocked directory must be to be taken
+// for one left behind: a new one is locked right after mkdir.
+var staleExecLinksAge = time.Minute
 
 // NewExecLinks makes the directory in parent: the transaction's staging
 // directory, or for --passthrough the temporary directory.
 func NewExecLinks(parent string) (*ExecLinks, error) {
+	removeStaleExecLinks(parent)
 	var r [8]byte
 	rand.Read(r[:])
-	dir := filepath.Join(parent, "execnames-"+hexenc.EncodeToString(r[:]))
+	dir := filepath.Join(parent, execLinksPrefix+hexenc.EncodeToString(r[:]))
 	if err := os.Mkdir(dir, 0o700); err != nil {
 		return nil, err
 	}
-	// Run as root, txexec supervises other users' processes, whose exec
-	// walks this directory (as the staging directory's, store.stagingMode).
-	if os.Geteuid() == 0 {
-		if err := os.Chmod(dir, 0o711); err != nil {
-			os.Remove(dir)
-			return nil, err
+	lock, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err == nil {
+		err = unix.Flock(lock, unix.LOCK_EX)
+		if err != nil {
+			unix.Close(lock)
 		}
 	}
-	return &ExecLinks{dir: dir}, nil
+	// Run as root, txexec supervises other users' processes, whose exec
+	// walks this directory (as the staging directory's, store.stagingMode).
+	if err == nil && os.Geteuid() == 0 {
+		if err = os.Chmod(dir, 0o711); err != nil {
+			unix.Close(lock)
+		}
+	}
+	if err != nil {
+		os.Remove(dir)
+		return nil, err
+	}
+	return &ExecLinks{dir: dir, lock: lock}, nil
+}
+
+// removeStaleExecLinks removes the directories of ExecLinks in parent that
+// no txexec holds any more (it was killed), and that belong to this user.
+func removeStaleExecLinks(parent string) {
+	ents, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), execLinksPrefix) {
+			continue
+		}
+		p := filepath.Join(parent, e.Name())
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		// One just made is not locked yet: only an old one can be stale.
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) == nil && int(st.Uid) == os.Geteuid() &&
+			time.Since(time.Unix(st.Ctim.Unix())) > staleExecLinksAge &&
+			unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) == nil {
+			os.RemoveAll(p)
+		}
+		unix.Close(fd)
+	}
 }
 
 // Close removes the directory and every link left in it.
-func (l *ExecLinks) Close() error { return os.RemoveAll(l.dir) }
+func (l *ExecLinks) Close() error {
+	err := os.RemoveAll(l.dir)
+	unix.Close(l.lock)
+	return err
+}
 
 // link makes a symlink named name to target and returns its path and what
 // removes it.

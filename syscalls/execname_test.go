@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -88,4 +89,26 @@ func TestExecLinksPrivate(t *testing.T) {
 	require.NoError(t, links.Close())
 	_, err = os.Stat(links.dir)
 	assert.True(t, os.IsNotExist(err))
+}
+
+// TestExecLinksStaleRemoved: a directory left by a killed txexec (no longer
+// locked) is removed by the next one; one in use is kept.
+func TestExecLinksStaleRemoved(t *testing.T) {
+	parent := t.TempDir()
+	live, err := NewExecLinks(parent)
+	require.NoError(t, err)
+	defer live.Close()
+	stale := filepath.Join(parent, execLinksPrefix+"0123456789abcdef")
+	require.NoError(t, os.MkdirAll(filepath.Join(stale, "1"), 0o700))
+	require.NoError(t, os.Symlink("/bin/true", filepath.Join(stale, "1", "x")))
+
+	defer func(age time.Duration) { staleExecLinksAge = age }(staleExecLinksAge)
+	staleExecLinksAge = 0
+	other, err := NewExecLinks(parent)
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = os.Stat(stale)
+	assert.True(t, os.IsNotExist(err), "the stale directory is removed")
+	_, err = os.Stat(live.dir)
+	assert.NoError(t, err, "the live one is kept")
 }
