@@ -182,13 +182,9 @@ tar -xf missing.tar; echo "tar exited $?"`},
 					writeFiles(t, dir, map[string]string{"src/target": "x\n"})
 					require.NoError(t, os.Symlink("target", filepath.Join(dir, "src/link")))
 				},
-				// Known bug, reported: as root tar restores the mode of
-				// every member, for a symlink with glibc's
-				// fchmodat(AT_SYMLINK_NOFOLLOW), which opens it with
-				// O_PATH|O_NOFOLLOW; vfs (Host.openPath, Tx.openLocked)
-				// answers ELOOP where Linux gives a descriptor, and tar
-				// then exits 2.
-				knownBug: "vfs: open(O_PATH|O_NOFOLLOW) of a symlink fails with ELOOP (tar -x of a symlink as root exits 2)",
+				// As root tar restores the mode of every member, for a
+				// symlink with glibc's fchmodat(AT_SYMLINK_NOFOLLOW),
+				// which opens it with O_PATH|O_NOFOLLOW and fstats that.
 			},
 		},
 		{
@@ -198,10 +194,34 @@ tar -xf missing.tar; echo "tar exited $?"`},
 				// process after the path it was executed by.
 				argv:   []string{"sh", "-c", `cat /proc/$$/comm; ps -o comm= -p $$ 2>/dev/null || true`},
 				noTree: true,
-				// Known bug, reported: syscalls.Kernel.Exec rewrites the
-				// path to the resolved target, so comm becomes "dash"
-				// (ps, pgrep, killall see another name).
-				knownBug: "exec: the command's comm is its resolved target's name (dash), not the name it was executed by (sh)",
+			},
+		},
+		{
+			tools: []string{"python3"},
+			p: parity{
+				name: "process names, executables and argv[0] of programs and scripts",
+				// comm is the last component of the path exec was given
+				// (for a script too, whose exe is its interpreter), exe
+				// the file it resolves to, argv[0] and $0 as given; for
+				// host programs, programs reached through symlinks,
+				// programs and scripts the command made (staged in a
+				// transaction), and fexecve.
+				argv: []string{"sh", "-c", `
+sh -c 'cat /proc/$$/comm; readlink /proc/$$/exe; echo "$0"'
+ln -s /bin/cat kitty && ./kitty /proc/self/comm
+cp /bin/cat mycat && ./mycat /proc/self/comm && ln -s mycat mylink && ./mylink /proc/self/comm
+./mylink /proc/self/cmdline | tr '\0' ' '; echo
+cp /bin/readlink myrl && ./myrl /proc/self/exe
+cat >s.sh <<'X'
+#!/bin/sh
+echo "comm=$(cat /proc/$$/comm) \$0=$0 exe=$(readlink /proc/$$/exe) args=$*"
+X
+chmod 755 s.sh && ./s.sh a && ln -s s.sh t.sh && ./t.sh b && PATH=$PWD:$PATH t.sh c
+printf '#!/usr/bin/env sh\necho "comm=$(cat /proc/$$/comm) \\$0=$0"\n' >e.sh && chmod 755 e.sh && ./e.sh
+printf '#!%s/s.sh nested\n' "$PWD" >n.sh && chmod 755 n.sh && ./n.sh d
+python3 -c 'import os; os.execv("./mylink", ["argv0", "/proc/self/cmdline"])' | tr '\0' ' '; echo
+python3 -c 'import os; fd = os.open("./mycat", os.O_RDONLY); os.execve(fd, ["x", "/proc/self/comm"], {})'
+`},
 			},
 		},
 		{

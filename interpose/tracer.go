@@ -29,8 +29,13 @@ type ExecRequest struct {
 type ExecPlan struct {
 	// Errno, when set, fails the call without running it.
 	Errno unix.Errno
-	// Path is the absolute host path the kernel executes.
+	// Path is the absolute host path the kernel is given: the program's
+	// own, or another name that leads to it (the kernel names the new image
+	// after its last component).
 	Path string
+	// Program is the host path of the program, for messages (Path if
+	// empty).
+	Program string
 	// ArgvPrefix, when set, replaces argv[0] (interpreter scripts: the
 	// interpreter, its optional argument and the script's name as given).
 	ArgvPrefix []string
@@ -38,6 +43,10 @@ type ExecPlan struct {
 	// at PTRACE_EVENT_EXEC; a mismatch (another thread rewrote the path
 	// between our check and the kernel's read) kills the process.
 	Expect FileID
+	// Cleanup, when set, is called once the kernel no longer needs Path:
+	// at PTRACE_EVENT_EXEC, or when the thread plans another exec (this one
+	// failed) or exits.
+	Cleanup func()
 }
 
 // ProcessEvents receives the process-tree events. It is called on the
@@ -92,13 +101,15 @@ type tracer struct {
 	expect map[int]FileID
 	// execPath: the host path planned for a pending exec, for messages.
 	execPath map[int]string
+	// cleanup: ExecPlan.Cleanup of a pending exec, by calling thread.
+	cleanup map[int]func()
 }
 
 func newTracer(events ProcessEvents, logf func(string, ...any)) *tracer {
 	return &tracer{
 		events: events, logf: logf,
 		live: map[int]bool{}, known: map[int]bool{}, held: map[int]bool{},
-		expect: map[int]FileID{}, execPath: map[int]string{},
+		expect: map[int]FileID{}, execPath: map[int]string{}, cleanup: map[int]func(){},
 	}
 }
 
@@ -167,6 +178,15 @@ func (t *tracer) gone(tid int) {
 	delete(t.held, tid)
 	delete(t.expect, tid)
 	delete(t.execPath, tid)
+	t.settle(tid)
+}
+
+// settle runs the cleanup of thread tid's pending exec, if any.
+func (t *tracer) settle(tid int) {
+	if f := t.cleanup[tid]; f != nil {
+		delete(t.cleanup, tid)
+		f()
+	}
 }
 
 func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
@@ -224,6 +244,9 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 		}
 		delete(t.expect, tid)
 		delete(t.execPath, tid)
+		// The kernel has opened the program: the name it was given can go.
+		t.settle(former)
+		t.settle(tid)
 		if planned {
 			var st unix.Stat_t
 			err := unix.Stat(fmt.Sprintf("/proc/%d/exe", tid), &st)
@@ -295,11 +318,17 @@ func (t *tracer) exec(tid int) {
 	default:
 		return
 	}
+	// A pending exec of this thread that never reached PTRACE_EVENT_EXEC
+	// failed in the kernel.
+	t.settle(tid)
 	plan := t.events.Exec(req)
 	if plan.Errno == 0 {
 		plan.Errno = t.rewrite(&regs, req, &plan)
 	}
 	if plan.Errno != 0 {
+		if plan.Cleanup != nil {
+			plan.Cleanup()
+		}
 		regs.Orig_rax = ^uint64(0) // skip the call
 		regs.Rax = uint64(-int64(plan.Errno))
 		unix.PtraceSetRegs(tid, &regs)
@@ -307,6 +336,12 @@ func (t *tracer) exec(tid int) {
 	}
 	t.expect[tid] = plan.Expect
 	t.execPath[tid] = plan.Path
+	if plan.Program != "" {
+		t.execPath[tid] = plan.Program
+	}
+	if plan.Cleanup != nil {
+		t.cleanup[tid] = plan.Cleanup
+	}
 }
 
 func (t *tracer) rewrite(regs *unix.PtraceRegs, req *ExecRequest, plan *ExecPlan) unix.Errno {

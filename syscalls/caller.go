@@ -32,6 +32,10 @@ type Kernel struct {
 	// Signals routes the signals the transaction's processes send (nil
 	// outside a transaction: the kernel delivers them).
 	Signals *signals.Router
+	// ExecLinks names programs for the kernel as they were executed (nil:
+	// by their host paths, so a program run through a symlink or a script
+	// gets the name of the file it resolves to).
+	ExecLinks *ExecLinks
 }
 
 // Policy is what happens to a call without transactional meaning.

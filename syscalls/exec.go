@@ -31,7 +31,9 @@ func (k *Kernel) Execed(tgid, formerTid int) { k.Procs.Execed(tgid, formerTid) }
 func (k *Kernel) Exited(tid int, ws unix.WaitStatus) { k.Procs.Exited(tid) }
 
 // Exec implements interpose.ProcessEvents: it plans an execve/execveat. The
-// path is resolved in the caller's view to a host file. Interpreter scripts
+// path is resolved in the caller's view to a host file, which the kernel is
+// given by a path ending in the name it was executed by (nameExec), so that
+// the process is named as on Linux. Interpreter scripts
 // are handled here rather than by the kernel, so that the script is opened
 // by its interpreter through the caller's view under the name it was
 // executed by (as Linux passes it), and the interpreter itself is looked up
@@ -44,7 +46,7 @@ func (k *Kernel) Exec(req *interpose.ExecRequest) interpose.ExecPlan {
 	}
 	if k.Trace != nil {
 		path, _ := (interpose.Memory{Tid: req.Tid}).ReadPath(req.PathAddr)
-		res := "= 0 (-> " + plan.Path + ")"
+		res := "= 0 (-> " + plan.Program + ")"
 		if err != nil {
 			res = FormatResult(-1, errnoOf(err), false)
 		}
@@ -120,7 +122,17 @@ func (k *Kernel) planExec(req *interpose.ExecRequest) (interpose.ExecPlan, error
 		}
 		s.nameGone = cloexec
 	}
-	return k.planExecFile(cl, at, path, int(req.Flags), s, 0)
+	plan, err := k.planExecFile(cl, at, path, int(req.Flags), s, 0)
+	if err != nil {
+		return interpose.ExecPlan{}, err
+	}
+	script := plan.ArgvPrefix != nil
+	name := ""
+	if path != "" || !script {
+		name = k.execName(cl, path, req.Dirfd)
+	}
+	k.nameExec(&plan, path, name, script)
+	return plan, nil
 }
 
 // execSubject is what an exec names, beyond the path resolved in the view.

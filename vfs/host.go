@@ -20,6 +20,8 @@ import (
 // ".." is the kernel's own.
 type Host struct {
 	self *sysx.Self
+	// tokens stand for the O_PATH descriptors it hands out as pipes.
+	tokens hostTokens
 }
 
 // NewHost makes the host view.
@@ -49,8 +51,15 @@ func (h *Host) OpenDir(path string) (*Handle, error) {
 	return d, nil
 }
 
-// HandleOf implements View.
-func (h *Host) HandleOf(c *Caller, fd int) (*Handle, error) { return NewHandle(fd, nil), nil }
+// HandleOf implements View. A path token (hostTokens) stands for its
+// object.
+func (h *Host) HandleOf(c *Caller, fd int) (*Handle, error) {
+	if obj := h.tokens.objectOf(fd); obj >= 0 {
+		unix.Close(fd)
+		return NewHandle(obj, nil), nil
+	}
+	return NewHandle(fd, nil), nil
+}
 
 // hostPath turns the caller's (at, path) into a (dirfd, path) pair the
 // supervisor can hand to the kernel:
@@ -147,8 +156,10 @@ func (h *Host) Open(c *Caller, at *Handle, path string, how OpenHow) (int, error
 
 // openPath serves O_PATH as the transactional view does (see
 // Tx.openPathLocked): ADDFD cannot install O_PATH descriptors, so the
-// caller gets a read-only descriptor, which the kernel grants only if the
-// caller may read the object.
+// caller gets a read-only descriptor on a directory or regular file it may
+// read, and a path token (hostTokens) for anything else: a symlink (with
+// O_NOFOLLOW), a device or socket, an object it may not read. A FIFO is
+// opened for reading without blocking, as before tokens existed.
 func (h *Host) openPath(c *Caller, dirfd int, p string, how OpenHow) (int, error) {
 	var fd int
 	err := h.as(c, func() error {
@@ -156,22 +167,26 @@ func (h *Host) openPath(c *Caller, dirfd int, p string, how OpenHow) (int, error
 		if err != nil {
 			return err
 		}
-		defer unix.Close(pfd)
 		var st unix.Stat_t
 		if err := unix.Fstat(pfd, &st); err != nil {
+			unix.Close(pfd)
 			return err
 		}
 		flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOCTTY
 		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFLNK:
-			return unix.ELOOP
 		case unix.S_IFIFO:
 			flags |= unix.O_NONBLOCK
 		case unix.S_IFDIR, unix.S_IFREG:
 		default:
-			return unix.ENXIO
+			fd, err = h.tokens.add(pfd)
+			return err
 		}
 		fd, err = unix.Open("/proc/self/fd/"+strconv.Itoa(pfd), flags, 0)
+		if err == unix.EACCES || err == unix.EPERM {
+			fd, err = h.tokens.add(pfd)
+			return err
+		}
+		unix.Close(pfd)
 		return err
 	})
 	return fd, err

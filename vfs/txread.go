@@ -38,6 +38,12 @@ func (v *Tx) OpenDir(path string) (*Handle, error) {
 // HandleOf implements View: a descriptor is known by the object it refers
 // to (DESIGN §4.3); see nodeOfFDLocked.
 func (v *Tx) HandleOf(c *Caller, fd int) (*Handle, error) {
+	if obj := v.host.tokens.objectOf(fd); obj >= 0 {
+		// A path token the host view made for an O_PATH open in a
+		// passthrough subtree.
+		unix.Close(fd)
+		return NewHandle(obj, nil), nil
+	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return nil, err

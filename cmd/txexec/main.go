@@ -137,7 +137,9 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	newKernel := func(view vfs.View) (*syscalls.Kernel, func(), error) {
+	// linksIn is where the kernel's names for executed programs go
+	// (syscalls.ExecLinks).
+	newKernel := func(view vfs.View, linksIn string) (*syscalls.Kernel, func(), error) {
 		k := &syscalls.Kernel{
 			Table:       table,
 			Procs:       proc.NewTable(),
@@ -145,15 +147,21 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 			Unsupported: o.unsupported,
 			Logf:        func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) },
 		}
-		done := func() {}
+		links, err := syscalls.NewExecLinks(linksIn)
+		if err != nil {
+			return nil, nil, fmt.Errorf("make the directory of program names: %w", err)
+		}
+		k.ExecLinks = links
+		done := func() { links.Close() }
 		if o.trace {
 			var w io.Writer = os.Stderr
 			if o.traceFile != "" {
 				f, err := os.OpenFile(o.traceFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 				if err != nil {
+					links.Close()
 					return nil, nil, fmt.Errorf("open trace file: %w", err)
 				}
-				done = func() { f.Close() }
+				done = func() { f.Close(); links.Close() }
 				w = f
 			}
 			k.Trace = syscalls.NewTracer(w)
@@ -161,7 +169,7 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 		return k, done, nil
 	}
 	if o.passthrough {
-		k, done, err := newKernel(host)
+		k, done, err := newKernel(host, os.TempDir())
 		if err != nil {
 			return 0, err
 		}
@@ -190,7 +198,7 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 		if err != nil {
 			return 0, fmt.Errorf("begin transaction: %w", err)
 		}
-		k, done, err := newKernel(t.View)
+		k, done, err := newKernel(t.View, st.StagingDir(t.ID))
 		if err != nil {
 			t.Abort(err.Error())
 			return 0, err
