@@ -522,8 +522,7 @@ func procTask(c *Caller, p string) (tid int, rest string, ok bool) {
 
 // nodeOfProcLinkLocked returns the view object another process's magic
 // link (a clean /proc path) leads to, or nil if the view does not know
-// it. The supervisor follows the link itself (O_PATH) and looks the
-// object up as nodeOfFDLocked does.
+// it. The supervisor follows the link itself (O_PATH).
 //
 // Preconditions: v.mu held; the caller may follow link.
 func (v *Tx) nodeOfProcLinkLocked(link string) *Node {
@@ -531,12 +530,7 @@ func (v *Tx) nodeOfProcLinkLocked(link string) *Node {
 	if err != nil {
 		return nil
 	}
-	defer unix.Close(fd)
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil {
-		return nil
-	}
-	return v.nodeOfFDLocked(fd, &st)
+	return v.nodeOfOwnFDLocked(fd)
 }
 
 // nodeOfCallerFDLocked returns the view object behind the caller's
@@ -551,10 +545,18 @@ func (v *Tx) nodeOfCallerFDLocked(c *Caller, fd int) *Node {
 	if err != nil {
 		return nil
 	}
-	defer unix.Close(ours)
+	return v.nodeOfOwnFDLocked(ours)
+}
+
+// nodeOfOwnFDLocked looks up the object of fd, a descriptor of the
+// supervisor's, as nodeOfFDLocked does, and closes fd.
+//
+// Preconditions: v.mu held.
+func (v *Tx) nodeOfOwnFDLocked(fd int) *Node {
+	defer unix.Close(fd)
 	var st unix.Stat_t
-	if unix.Fstat(ours, &st) != nil {
+	if unix.Fstat(fd, &st) != nil {
 		return nil
 	}
-	return v.nodeOfFDLocked(ours, &st)
+	return v.nodeOfFDLocked(fd, &st)
 }
