@@ -322,3 +322,13 @@ func TestTrace(t *testing.T) {
 		})
 	}
 }
+
+// TestPassthroughWithoutTmpdir: --passthrough keeps its program-name links
+// in TMPDIR; a TMPDIR it cannot use costs only those names (with a
+// warning), never the run.
+func TestPassthroughWithoutTmpdir(t *testing.T) {
+	r := run(t, passthrough, command{Argv: []string{"sh", "-c", "echo ran; exit 3"}, Env: []string{"TMPDIR=/nonexistent/txexec-test"}})
+	assert.Equal(t, 3, r.Status, r.Stderr)
+	assert.Equal(t, "ran\n", r.Stdout)
+	assert.Contains(t, r.Stderr, "txexec: warning: cannot make the directory of program names")
+}

@@ -147,21 +147,29 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 			Unsupported: o.unsupported,
 			Logf:        func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) },
 		}
+		// Without it (no writable TMPDIR for --passthrough, say) only
+		// the names of processes started through a symlink differ.
 		links, err := syscalls.NewExecLinks(linksIn)
 		if err != nil {
-			return nil, nil, fmt.Errorf("make the directory of program names: %w", err)
+			fmt.Fprintf(os.Stderr, "txexec: warning: cannot make the directory of program names (%v): a program started through a symlink is named after the file it leads to\n", err)
+		} else {
+			k.ExecLinks = links
 		}
-		k.ExecLinks = links
-		done := func() { links.Close() }
+		done := func() {
+			if links != nil {
+				links.Close()
+			}
+		}
 		if o.trace {
 			var w io.Writer = os.Stderr
 			if o.traceFile != "" {
 				f, err := os.OpenFile(o.traceFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 				if err != nil {
-					links.Close()
+					done()
 					return nil, nil, fmt.Errorf("open trace file: %w", err)
 				}
-				done = func() { f.Close(); links.Close() }
+				closeLinks := done
+				done = func() { f.Close(); closeLinks() }
 				w = f
 			}
 			k.Trace = syscalls.NewTracer(w)
