@@ -90,13 +90,6 @@ type Node struct {
 	// cookies are the listing positions given to entries the transaction
 	// made in this directory (see Tx.Listing).
 	cookies map[string]uint64
-	// listing caches the directory's whole view listing, in cookie
-	// order, as Tx.Listing built it at Tx.gen == listingGen: a reader
-	// takes it a buffer at a time (tens of getdents calls for a large
-	// directory), and rebuilding, merging and sorting it for each call
-	// cost more than the calls themselves.
-	listing    []Dirent
-	listingGen uint64
 
 	// lookups caches host lookups in a directory (nil: absent). The
 	// transaction sees each host name as it first read it; validation at

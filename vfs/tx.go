@@ -64,10 +64,19 @@ type Tx struct {
 	reads   map[string]readRecord
 	// gen counts the changes that can alter a listing of the view: an
 	// entry set or removed, an object staged (its inode number in the
-	// listing changes), an operation journaled. Node.listing is valid
-	// only at the gen it was built at.
+	// listing changes), an operation journaled.
 	gen uint64
-	seq int
+	// listed caches the last directory's whole view listing, in cookie
+	// order, as Listing built it at gen == listedGen: a reader takes it a
+	// buffer at a time (tens of getdents calls for a large directory), and
+	// rebuilding, merging and sorting it for each call cost more than the
+	// calls themselves. One directory only: readers list one to its end,
+	// and a listing of every large directory kept would double the memory
+	// its host entries already take.
+	listedDir *Node
+	listed    []Dirent
+	listedGen uint64
+	seq       int
 	// areas are the staging areas by the view's mount id (mountOfLocked),
 	// home's included; areaErrs says why one could not be made.
 	areas    map[uint64]*area

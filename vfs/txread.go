@@ -585,7 +585,7 @@ func (v *Tx) Listxattr(c *Caller, at *Handle, path string, op XattrOp, size int)
 // others (an entry added behind its position is not seen, as POSIX
 // allows).
 //
-// The slice returned is shared (Node.listing) and must not be modified.
+// The slice returned is shared (Tx.listed) and must not be modified.
 func (v *Tx) Listing(c *Caller, dir *Handle) ([]Dirent, bool, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
@@ -597,8 +597,8 @@ func (v *Tx) Listing(c *Caller, dir *Handle) ([]Dirent, bool, error) {
 	if n == nil || !n.isDir() || n.passthrough {
 		return nil, false, nil
 	}
-	if n.listing != nil && n.listingGen == v.gen {
-		return n.listing, true, nil
+	if v.listedDir == n && v.listedGen == v.gen {
+		return v.listed, true, nil
 	}
 	ents, dot, dotdot, err := v.listLocked(n)
 	if err != nil {
@@ -612,7 +612,7 @@ func (v *Tx) Listing(c *Caller, dir *Handle) ([]Dirent, bool, error) {
 	out := append(ents, Dirent{Off: dot, Name: ".", Ino: self, Type: unix.DT_DIR},
 		Dirent{Off: dotdot, Name: "..", Ino: parent, Type: unix.DT_DIR})
 	sort.Slice(out, func(i, j int) bool { return out[i].Off < out[j].Off })
-	n.listing, n.listingGen = out, v.gen
+	v.listedDir, v.listed, v.listedGen = n, out, v.gen
 	return out, true, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -46,8 +47,18 @@ Runs COMMAND and everything it starts as one file-system transaction.
 
 func main() {
 	interpose.RunStubIfRequested()
+	if os.Getenv("GOGC") == "" {
+		// The supervisor's heap is mostly the view's nodes and read set,
+		// which live until the commit: collecting at 1.5× the live heap
+		// instead of 2× keeps its peak RSS a fifth lower (dpkg -i: 53
+		// MiB, was 66) at no measurable cost in time (docs/performance.md).
+		debug.SetGCPercent(gcPercent)
+	}
 	os.Exit(run(os.Args[1:]))
 }
+
+// gcPercent is txexec's GOGC unless the environment sets one.
+const gcPercent = 50
 
 func run(args []string) int {
 	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
