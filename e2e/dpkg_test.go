@@ -208,6 +208,10 @@ exit 0
 		mkfifo(t, goFIFO)
 		state := t.TempDir()
 		before := treeManifest(t, "/var/lib/dpkg")
+		// The machine's own packages may already be in any state (a
+		// half-configured man-db after an interrupted install elsewhere):
+		// the kill must leave dpkg's audit exactly as it found it.
+		auditBefore := rwRun(t, nil, "dpkg", "--audit")
 
 		cmd := exec.Command(txexecBin, "--", "dpkg", "-i", deb)
 		cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+state, "TXEXEC_TEST_READY="+ready, "TXEXEC_TEST_GO="+goFIFO)
@@ -235,8 +239,8 @@ exit 0
 		assert.NoFileExists(t, "/etc/"+pkg+".conf")
 		assert.Equal(t, before, treeManifest(t, "/var/lib/dpkg"), "/var/lib/dpkg is byte-identical")
 		a := rwRun(t, nil, "dpkg", "--audit")
-		assert.Equal(t, 0, a.code, "dpkg finds its database consistent: %s%s", a.stdout, a.stderr)
-		assert.Empty(t, a.stdout)
+		assert.Equal(t, auditBefore, a, "dpkg's audit of its database is what it was before the install")
+		assert.NotContains(t, a.stdout, pkg)
 	})
 	for _, k := range []int{1, 5, 40} {
 		t.Run(fmt.Sprintf("killed at write-through step %d: recovery installs it all", k), func(t *testing.T) {
