@@ -212,23 +212,30 @@ func (s *Store) migrate() error {
 		return err
 	}
 	sort.Strings(names)
+	known := 0
 	for _, name := range names {
 		base := filepath.Base(name)
 		version, err := strconv.Atoi(strings.SplitN(base, "_", 2)[0])
 		if err != nil {
 			return fmt.Errorf("migration %s: name must start with a number: %w", base, err)
 		}
+		known = max(known, version)
 		body, err := migrations.ReadFile(name)
 		if err != nil {
 			return err
 		}
 		err = s.write(func(tx *sql.Tx) error {
-			var n int
-			if err := tx.QueryRow(`SELECT count(*) FROM schema_migrations WHERE version = ?`, version).Scan(&n); err != nil {
+			var applied string
+			switch err := tx.QueryRow(`SELECT name FROM schema_migrations WHERE version = ?`, version).Scan(&applied); {
+			case err == sql.ErrNoRows:
+			case err != nil:
 				return err
-			}
-			if n > 0 {
+			case applied == base:
 				return nil
+			default:
+				// Same number, other schema: going on would fail
+				// later, at a commit, after the command's work.
+				return fmt.Errorf("%w: its schema step %d is %s, this txexec's is %s", errForeignSchema, version, applied, base)
 			}
 			if _, err := tx.Exec(string(body)); err != nil {
 				return err
@@ -238,11 +245,27 @@ func (s *Store) migrate() error {
 			return err
 		})
 		if err != nil {
+			if errors.Is(err, errForeignSchema) {
+				return err
+			}
 			return fmt.Errorf("migrate %s: %w", base, err)
 		}
 	}
+	var newest int
+	var newestName string
+	if err := s.db.QueryRow(`SELECT version, name FROM schema_migrations ORDER BY version DESC LIMIT 1`).Scan(&newest, &newestName); err != nil {
+		return fmt.Errorf("read schema_migrations: %w", err)
+	}
+	if newest > known {
+		return fmt.Errorf("%w: it has schema step %s, newer than this txexec knows", errForeignSchema, newestName)
+	}
 	return nil
 }
+
+// errForeignSchema is a state database written by another build of
+// txexec. Nothing is changed in it: its transactions are recovered by
+// the build that wrote them.
+var errForeignSchema = errors.New("the state database was made by another version of txexec (recover its transactions with that version, then move it aside)")
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }

@@ -153,6 +153,35 @@ func TestMigrationUpgradesOldDatabase(t *testing.T) {
 	assert.Equal(t, int64(0), tx.StartSeq, "transaction 1 is committed but not written through")
 }
 
+// TestOpenRefusesForeignSchema: a database whose schema steps are not
+// this build's (another build's step under the same number, or a step
+// newer than any it knows) is refused when opened, with a message that
+// says what to do, and is left as it was, instead of failing at a commit
+// after the command's work is done.
+func TestOpenRefusesForeignSchema(t *testing.T) {
+	for name, step := range map[string]string{
+		"same number, other step": `UPDATE schema_migrations SET name = '0002_something_else.sql' WHERE version = 2`,
+		"newer step":              `INSERT INTO schema_migrations VALUES (999, '0999_from_the_future.sql', 0)`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := openT(t, dir, Options{})
+			_, err := s.db.Exec(step)
+			require.NoError(t, err)
+			require.NoError(t, s.Close())
+			before, err := os.ReadFile(filepath.Join(dir, DBName))
+			require.NoError(t, err)
+
+			_, err = Open(dir, Options{})
+			require.ErrorIs(t, err, errForeignSchema)
+			assert.ErrorContains(t, err, "another version of txexec")
+			after, err := os.ReadFile(filepath.Join(dir, DBName))
+			require.NoError(t, err)
+			assert.Equal(t, before, after, "the database is not touched")
+		})
+	}
+}
+
 func TestLifecycle(t *testing.T) {
 	clk := newClock()
 	dir := t.TempDir()

@@ -41,14 +41,15 @@ func capget() ([2]capData, error) {
 	return d, nil
 }
 
-func capsetEffective(eff uint64) error {
-	d, err := capget()
-	if err != nil {
-		return err
+// capsetEffective makes eff the calling thread's effective set, keeping
+// the permitted and inheritable sets the supervisor started with (the
+// supervisor never changes them, so they need no capget per call).
+func (s *Self) capsetEffective(eff uint64) error {
+	eff &= s.capPerm
+	d := [2]capData{
+		{effective: uint32(eff), permitted: uint32(s.capPerm), inheritable: uint32(s.capInh)},
+		{effective: uint32(eff >> 32), permitted: uint32(s.capPerm >> 32), inheritable: uint32(s.capInh >> 32)},
 	}
-	perm := uint64(d[0].permitted) | uint64(d[1].permitted)<<32
-	eff &= perm
-	d[0].effective, d[1].effective = uint32(eff), uint32(eff>>32)
 	h := capHeader{version: unix.LINUX_CAPABILITY_VERSION_3}
 	_, _, e := unix.RawSyscall(unix.SYS_CAPSET, uintptr(unsafe.Pointer(&h)), uintptr(unsafe.Pointer(&d[0])), 0)
 	if e != 0 {
@@ -59,9 +60,9 @@ func capsetEffective(eff uint64) error {
 
 // Self describes the supervisor's own file-system credentials, read once.
 type Self struct {
-	uid, gid uint32
-	groups   []uint32
-	capEff   uint64
+	uid, gid                uint32
+	groups                  []uint32
+	capEff, capPerm, capInh uint64
 }
 
 // ReadSelf records the calling process's credentials.
@@ -75,7 +76,9 @@ func ReadSelf() (*Self, error) {
 		return nil, err
 	}
 	s := &Self{uid: uint32(unix.Getuid()), gid: uint32(unix.Getgid()),
-		capEff: uint64(d[0].effective) | uint64(d[1].effective)<<32}
+		capEff:  uint64(d[0].effective) | uint64(d[1].effective)<<32,
+		capPerm: uint64(d[0].permitted) | uint64(d[1].permitted)<<32,
+		capInh:  uint64(d[0].inheritable) | uint64(d[1].inheritable)<<32}
 	for _, g := range gs {
 		s.groups = append(s.groups, uint32(g))
 	}
@@ -84,14 +87,16 @@ func ReadSelf() (*Self, error) {
 
 // Same reports whether c needs no switch: it has the supervisor's identity.
 func (s *Self) Same(c *Cred) bool {
-	if c.FSUID != s.uid || c.FSGID != s.gid || c.CapEff&fsCaps != s.capEff&fsCaps {
+	return c.FSUID == s.uid && c.FSGID == s.gid && c.CapEff&fsCaps == s.capEff&fsCaps &&
+		sameGroups(c.Groups, s.groups)
+}
+
+func sameGroups(a, b []uint32) bool {
+	if len(a) != len(b) {
 		return false
 	}
-	if len(c.Groups) != len(s.groups) {
-		return false
-	}
-	for i := range c.Groups {
-		if c.Groups[i] != s.groups[i] {
+	for i := range a {
+		if a[i] != b[i] {
 			return false
 		}
 	}
@@ -103,26 +108,50 @@ func (s *Self) Same(c *Cred) bool {
 // as it would for the caller, then restores the supervisor's. Linux
 // credentials are per thread and the raw calls below change only this
 // thread's (unlike syscall.Setfsuid in Go, which changes every thread).
+//
+// Every call is served this way, so the switch makes only the system
+// calls that change something: a package's maintainer scripts and
+// man-db's trigger run as other users, and each switch costs as much as
+// the call it serves.
 func (s *Self) AsCaller(c *Cred, fn func() error) error {
 	if s.Same(c) {
 		return fn()
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := setgroups(c.Groups); err != nil {
-		return err
+	groups := !sameGroups(c.Groups, s.groups)
+	if groups {
+		if err := setgroups(c.Groups); err != nil {
+			return err
+		}
 	}
-	unix.RawSyscall(unix.SYS_SETFSGID, uintptr(c.FSGID), 0, 0)
-	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(c.FSUID), 0, 0)
+	if c.FSGID != s.gid {
+		unix.RawSyscall(unix.SYS_SETFSGID, uintptr(c.FSGID), 0, 0)
+	}
+	if c.FSUID != s.uid {
+		unix.RawSyscall(unix.SYS_SETFSUID, uintptr(c.FSUID), 0, 0)
+	}
 	// Changing fsuid from 0 dropped the file-system capabilities; the
 	// caller may hold some (or, as root, lack some): set them as its.
-	capErr := capsetEffective(c.CapEff)
+	capErr := s.capsetEffective(c.CapEff)
 	defer func() {
-		capsetEffective(s.capEff)
-		unix.RawSyscall(unix.SYS_SETFSUID, uintptr(s.uid), 0, 0)
-		unix.RawSyscall(unix.SYS_SETFSGID, uintptr(s.gid), 0, 0)
-		setgroups(s.groups)
-		capsetEffective(s.capEff)
+		// Capabilities first: they are what allows the changes back.
+		s.capsetEffective(s.capEff)
+		if c.FSUID != s.uid {
+			unix.RawSyscall(unix.SYS_SETFSUID, uintptr(s.uid), 0, 0)
+			// Changing fsuid back to 0 raises every permitted
+			// file-system capability; drop again any that the
+			// supervisor did not have in effect.
+			if s.uid == 0 && s.capPerm&fsCaps&^s.capEff != 0 {
+				s.capsetEffective(s.capEff)
+			}
+		}
+		if c.FSGID != s.gid {
+			unix.RawSyscall(unix.SYS_SETFSGID, uintptr(s.gid), 0, 0)
+		}
+		if groups {
+			setgroups(s.groups)
+		}
 	}()
 	if capErr != nil {
 		return capErr
