@@ -141,7 +141,15 @@ type mode struct {
 	// parent, if set, is where the work directory is made instead of
 	// ParentDir().
 	parent string
+	// otherUser runs the fixture as nobody (setpriv after txexec's "--"),
+	// so that the supervisor switches to the caller's credentials for
+	// every call, as it does for a maintainer script or man-db's trigger.
+	otherUser bool
 }
+
+// asNobody is the command line that runs the rest as uid and gid 65534
+// with no supplementary groups.
+var asNobody = []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--"}
 
 // modes are the ways op is run: natively, under txexec with and without a
 // transaction, and its floor next to them, so that the ratios compare
@@ -159,7 +167,17 @@ func modes(op string) []mode {
 	case "read", "write":
 		ms = append(ms, mode{name: "filtered", prefix: func(testing.TB) []string { return nil }, args: []string{"-F"}})
 	case "stat":
-		ms = append(ms, mode{name: "floor", floorArgs: []string{"-s"}})
+		ms = append(ms, mode{name: "floor", floorArgs: []string{"-s"}},
+			mode{name: "passthrough-other-user", otherUser: true,
+				prefix: func(tb testing.TB) []string {
+					return append([]string{txexecBinary(tb), "--passthrough", "--"}, asNobody...)
+				}},
+			mode{name: "tx-other-user", otherUser: true,
+				prefix: func(tb testing.TB) []string { return append([]string{txexecBinary(tb), "--"}, asNobody...) }})
+		if base := os.Getenv(BaseEnv); base != "" {
+			ms = append(ms, mode{name: "passthrough-other-user-base", otherUser: true,
+				prefix: func(testing.TB) []string { return append([]string{base, "--passthrough", "--"}, asNobody...) }})
+		}
 	case "open":
 		ms = append(ms, mode{name: "floor", floorArgs: []string{"-s", "-o"}})
 	case "create":
@@ -190,6 +208,21 @@ func runFixture(tb testing.TB, m mode, bin, op string, n int) float64 {
 			tb.Fatal(err)
 		}
 		return ns
+	}
+	if m.otherUser {
+		// The fixture and its file must be reachable by nobody: a copy
+		// of the fixture in the work directory, opened to everyone.
+		b, err := os.ReadFile(bin)
+		if err == nil {
+			bin = filepath.Join(dir, "percall")
+			err = os.WriteFile(bin, b, 0o755)
+		}
+		if err == nil {
+			err = os.Chmod(dir, 0o755)
+		}
+		if err != nil {
+			tb.Fatalf("bench: %v", err)
+		}
 	}
 	argv := append(append(m.prefix(tb), PercallArgs(bin, op, dir, n)...), m.args...)
 	cmd := exec.Command(argv[0], argv[1:]...)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -275,14 +276,23 @@ func TestSignalsReachCommand(t *testing.T) {
 	for _, c := range cases {
 		for _, m := range append([]mode{native}, underTxexec...) {
 			t.Run(c.name+"/"+m.String(), func(t *testing.T) {
-				cmd, out, stderr := startTxexec(t, m, command{Argv: []string{"sh", "-c", c.script}, Dir: t.TempDir()})
+				// A shell keeps ignoring what it was started ignoring
+				// (nohup's SIGHUP, a background job's SIGINT), and so
+				// would the test's own children: env resets the signals
+				// under test, natively and under txexec alike.
+				argv := []string{"env", "--default-signal=HUP,TERM", "sh", "-c", c.script}
+				cmd, out, stderr := startTxexec(t, m, command{Argv: argv, Dir: t.TempDir()})
 				require.Equal(t, "ready", out.next(t))
 				require.NoError(t, cmd.Process.Signal(c.sig))
+				// Bounded: a signal that does not end the command fails
+				// the test instead of hanging the suite.
+				stuck := time.AfterFunc(time.Minute, func() { cmd.Process.Kill() })
 				var rest []string
 				for l := range out.lines {
 					rest = append(rest, l)
 				}
 				cmd.Wait()
+				require.True(t, stuck.Stop(), "%v did not end the command within a minute", c.sig)
 				st := statusOf(cmd.ProcessState)
 				if m == transaction && c.want != 0 {
 					withoutAbortLine(t, stderr.String(), c.want)

@@ -782,6 +782,17 @@ func writeWhere(w io.Writer, r *Results, floorSync float64) {
 	p("  the other CPU, txexec hides the wait behind a second receiving worker (optimization 5),\n")
 	p("  which is why it can beat the single-threaded C floor unpinned; the pinned floor is the\n")
 	p("  fairer bound.\n")
+	if other, root := r.NsPerCall("PerCall/stat/passthrough-other-user"), r.NsPerCall("PerCall/stat/passthrough"); !math.IsNaN(other + root) {
+		p("- **Callers that are not the supervisor's user.** Under `--passthrough` every host call\n")
+		p("  runs with the caller's credentials (setgroups, setfsgid, setfsuid and capset on the\n")
+		p("  worker thread, and back), which a caller with the supervisor's identity skips; the\n")
+		p("  transaction's view decides permissions itself from the caller's credentials and has no\n")
+		p("  switch for a stat. stat by nobody: %s µs under passthrough, %s µs in a transaction,\n",
+			us(other), us(r.NsPerCall("PerCall/stat/tx-other-user")))
+		p("  against %s µs and %s µs by root. The switch makes only the calls that change something\n",
+			us(root), us(r.NsPerCall("PerCall/stat/tx")))
+		p("  (optimization 8); man-db's trigger, most of dpkg's calls, runs as the user man.\n")
+	}
 	p("- **read and write** are not intercepted, but every system call of a filtered process\n")
 	p("  takes the kernel's seccomp entry path: an allow-all filter alone costs about what\n")
 	p("  txexec costs (the `filtered` runs).\n")
