@@ -25,15 +25,19 @@ import (
 // the write-through for every path the ops do not change first; objects
 // an earlier op makes are not there yet and are skipped.
 func Preflight(ops []store.RedoOp) error {
+	// The ops of one transaction mostly change a few directories: the
+	// staging area's and the ones the command wrote into. Each is looked
+	// at once (the host does not change under a preflight that only reads).
+	dirs := make(map[string]error)
 	for i, op := range ops {
-		if err := preflightOp(op); err != nil {
+		if err := preflightOp(op, dirs); err != nil {
 			return fmt.Errorf("cannot write through redo op %d (%s %s): %w; nothing was committed", i, op.Kind, op.Path, err)
 		}
 	}
 	return nil
 }
 
-func preflightOp(op store.RedoOp) error {
+func preflightOp(op store.RedoOp, dirs map[string]error) error {
 	var dirsChanged, dirsShrunk, objects []string
 	switch op.Kind {
 	case store.OpRename, store.OpExchange:
@@ -61,12 +65,12 @@ func preflightOp(op store.RedoOp) error {
 		objects = []string{op.Path}
 	}
 	for _, d := range dirsChanged {
-		if err := check(d, 0, unix.STATX_ATTR_IMMUTABLE, "changed"); err != nil {
+		if err := checkDir(dirs, d, unix.STATX_ATTR_IMMUTABLE, "changed"); err != nil {
 			return err
 		}
 	}
 	for _, d := range dirsShrunk {
-		if err := check(d, 0, unix.STATX_ATTR_APPEND, "have an entry removed"); err != nil {
+		if err := checkDir(dirs, d, unix.STATX_ATTR_APPEND, "have an entry removed"); err != nil {
 			return err
 		}
 	}
@@ -76,6 +80,18 @@ func preflightOp(op store.RedoOp) error {
 		}
 	}
 	return nil
+}
+
+// checkDir is check for a directory, remembered in seen by path and
+// question (a directory that may be changed may still refuse removals).
+func checkDir(seen map[string]error, dir string, flags uint64, what string) error {
+	key := what + "\x00" + dir
+	if err, ok := seen[key]; ok {
+		return err
+	}
+	err := check(dir, 0, flags, what)
+	seen[key] = err
+	return err
 }
 
 // check fails if path (when ino is not 0: only if it is that inode) has

@@ -70,4 +70,15 @@ func TestPreflight(t *testing.T) {
 			assert.Contains(t, err.Error(), "nothing was committed")
 		})
 	}
+	t.Run("one directory asked two questions", func(t *testing.T) {
+		// A directory looked at once for a create (may it change?) is
+		// still asked whether it may lose an entry.
+		err := Preflight([]store.RedoOp{
+			{Kind: store.OpRename, Src: d + "/staging/1", Path: d + "/app/new", Ino: staged},
+			{Kind: store.OpUnlink, Path: d + "/app/old", Ino: inoOf(t, d+"/app/old")},
+		})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "redo op 1")
+		assert.Contains(t, err.Error(), d+"/app is append-only")
+	})
 }
