@@ -86,6 +86,7 @@ func (v *Tx) Chown(c *Caller, at *Handle, path string, uid, gid uint32, flags in
 			}
 			if uid == keep && gid == keep && !chownKillsSetID(c, n, a) {
 				// Only ctime changes; nothing to stage.
+				v.touchCtimeLocked(n)
 				return nil
 			}
 			if uid == keep && gid == keep && !isOwner(c, a) {
