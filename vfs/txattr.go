@@ -204,6 +204,9 @@ func (v *Tx) Truncate(c *Caller, at *Handle, path string, size int64) error {
 			if err := v.appendOnlyLocked(n, false, ""); err != nil {
 				return err
 			}
+			if err := v.textBusyLocked(n, a); err != nil {
+				return err
+			}
 			vpath, err := v.pathOfLocked(t)
 			if err != nil && !n.anon {
 				return err
