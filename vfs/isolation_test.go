@@ -509,3 +509,33 @@ func TestXattrThroughDirFD(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "v", string(value))
 }
+
+// TestTextBusy: a host program that a process is executing cannot be
+// opened for writing or truncated (ETXTBSY), as on Linux, though the write
+// would go to a staged copy; once it exits, it can.
+func TestTextBusy(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	require.NoError(t, err)
+	prog, err := os.ReadFile(sleep)
+	require.NoError(t, err)
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "prog"), prog, 0o755))
+	})
+	cmd := exec.Command(filepath.Join(e.dir, "prog"), "60")
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	_, err = e.v.Open(e.c, e.c.Cwd, "prog", OpenHow{Flags: unix.O_WRONLY})
+	assert.ErrorIs(t, err, unix.ETXTBSY, "open for writing")
+	_, err = e.v.Open(e.c, e.c.Cwd, "prog", OpenHow{Flags: unix.O_RDONLY | unix.O_TRUNC})
+	assert.ErrorIs(t, err, unix.ETXTBSY, "open with O_TRUNC")
+	assert.ErrorIs(t, e.v.Truncate(e.c, e.c.Cwd, "prog", 0), unix.ETXTBSY, "truncate")
+	// Changing its mode is no write: allowed, as on Linux.
+	require.NoError(t, e.v.Chmod(e.c, e.c.Cwd, "prog", 0o700, 0))
+	_, err = e.v.Open(e.c, e.c.Cwd, "prog", OpenHow{Flags: unix.O_RDWR})
+	assert.ErrorIs(t, err, unix.ETXTBSY, "open for writing after chmod")
+	require.NoError(t, cmd.Process.Kill())
+	cmd.Wait()
+	fd, err := e.v.Open(e.c, e.c.Cwd, "prog", OpenHow{Flags: unix.O_WRONLY})
+	require.NoError(t, err, "open for writing once it exited")
+	unix.Close(fd)
+}

@@ -83,6 +83,11 @@ type Node struct {
 	// changed is the time of the last change to a directory's entries,
 	// its view mtime and ctime.
 	changed *unix.Timespec
+	// ctime is the time the view last changed the inode itself without
+	// writing its backing object (link count, rename, chown to -1, -1), as
+	// Linux moves the ctime then: the view's ctime while later than the
+	// backing object's own (a later write of a staged copy moves that).
+	ctime *unix.Timespec
 
 	// hostList caches a host directory's entries, as first read (the
 	// transaction's snapshot; validation checks it is still so).

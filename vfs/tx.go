@@ -428,6 +428,21 @@ func (v *Tx) touchDirLocked(dir *Node) {
 	dir.changed = &t
 }
 
+// touchCtimeLocked records a change to n's inode that its backing object
+// does not show (see Node.ctime).
+func (v *Tx) touchCtimeLocked(n *Node) {
+	t := v.now()
+	n.ctime = &t
+}
+
+// viewCtime is n's ctime in the view given its backing object's.
+func viewCtime(n *Node, backing unix.Timespec) unix.Timespec {
+	if n.ctime != nil && (n.ctime.Sec > backing.Sec || n.ctime.Sec == backing.Sec && n.ctime.Nsec > backing.Nsec) {
+		return *n.ctime
+	}
+	return backing
+}
+
 // resolveErr maps a component name to ENAMETOOLONG as Linux does.
 func checkName(name string) error {
 	if len(name) > 255 {

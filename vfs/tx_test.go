@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -882,4 +883,48 @@ func TestUtimensOmitKeepsEntryChangeTime(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(5), after.Atim.Sec)
 	assert.Equal(t, before.Mtim, after.Mtim)
+}
+
+// TestCtimeOfInodeOnlyChanges: link, unlink of another name, rename,
+// exchange and chown to (-1, -1) move the ctime of the object, as Linux's
+// file systems do, though none writes its host original; its mtime stays.
+func TestCtimeOfInodeOnlyChanges(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		for _, f := range []string{"linked", "renamed", "chowned", "x1", "x2"} {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, f), []byte(f), 0o644))
+		}
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+	})
+	// A clock ahead of the host's, so that each change is seen to move it.
+	tick := time.Now().Add(time.Hour)
+	e.v.Now = func() time.Time { tick = tick.Add(time.Second); return tick }
+	const keep = ^uint32(0)
+	changes := map[string]func() error{
+		"linked":  func() error { return e.v.Link(e.c, e.c.Cwd, "linked", e.c.Cwd, "linked2", 0) },
+		"renamed": func() error { return e.v.Rename(e.c, e.c.Cwd, "renamed", e.c.Cwd, "d/renamed", 0) },
+		"chowned": func() error { return e.v.Chown(e.c, e.c.Cwd, "chowned", keep, keep, 0) },
+		"x1":      func() error { return e.v.Rename(e.c, e.c.Cwd, "x1", e.c.Cwd, "x2", unix.RENAME_EXCHANGE) },
+	}
+	for name, change := range changes {
+		before, err := e.v.Stat(e.c, e.c.Cwd, name, 0)
+		require.NoError(t, err, name)
+		start := tick.Unix()
+		require.NoError(t, change(), name)
+		// Where the object is now.
+		at := map[string]string{"renamed": "d/renamed", "x1": "x2"}[name]
+		if at == "" {
+			at = name
+		}
+		after, err := e.v.Stat(e.c, e.c.Cwd, at, 0)
+		require.NoError(t, err, name)
+		assert.Greater(t, after.Ctim.Sec, start, name)
+		assert.Equal(t, before.Mtim, after.Mtim, name)
+		stx, err := e.v.Statx(e.c, e.c.Cwd, at, 0, unix.STATX_BASIC_STATS)
+		require.NoError(t, err, name)
+		assert.Equal(t, after.Ctim.Sec, stx.Ctime.Sec, name)
+	}
+	require.NoError(t, e.v.Unlink(e.c, e.c.Cwd, "linked2", 0))
+	st, err := e.v.Stat(e.c, e.c.Cwd, "linked", 0)
+	require.NoError(t, err)
+	assert.Equal(t, tick.Unix(), st.Ctim.Sec, "unlink of the other name")
 }

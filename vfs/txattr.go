@@ -86,6 +86,7 @@ func (v *Tx) Chown(c *Caller, at *Handle, path string, uid, gid uint32, flags in
 			}
 			if uid == keep && gid == keep && !chownKillsSetID(c, n, a) {
 				// Only ctime changes; nothing to stage.
+				v.touchCtimeLocked(n)
 				return nil
 			}
 			if uid == keep && gid == keep && !isOwner(c, a) {
@@ -201,6 +202,9 @@ func (v *Tx) Truncate(c *Caller, at *Handle, path string, size int64) error {
 				return err
 			}
 			if err := v.appendOnlyLocked(n, false, ""); err != nil {
+				return err
+			}
+			if err := v.textBusyLocked(n, a); err != nil {
 				return err
 			}
 			vpath, err := v.pathOfLocked(t)

@@ -342,6 +342,9 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 		if err := v.appendOnlyLocked(n, flags&unix.O_APPEND != 0 && flags&unix.O_TRUNC == 0, "open for appending"); err != nil {
 			return -1, err
 		}
+		if err := v.textBusyLocked(n, a); err != nil {
+			return -1, err
+		}
 		path, err := v.pathOfLocked(t)
 		if err != nil {
 			return -1, err
@@ -553,6 +556,33 @@ func (v *Tx) mayCreateLocked(c *Caller, dir *Node, name string) error {
 		return err
 	}
 	return permission(c, da, mayWrite|mayExec)
+}
+
+// textBusyLocked fails a write to host original n while a process (of the
+// tree or outside it) executes it, with ETXTBSY, as Linux's open and
+// truncate do (get_write_access): the write goes to a staged copy, which
+// no one executes, so the kernel would not refuse it. Until its data was
+// first written in the transaction, the host original is what an exec of
+// it ran. The probe is an open of the original for writing, which writes
+// nothing but which watchers outside see (IN_OPEN, IN_CLOSE_WRITE): only
+// a file with an execute bit, which alone can be executed, is probed.
+//
+// Preconditions: v.mu held.
+func (v *Tx) textBusyLocked(n *Node, a attrs) error {
+	if n.typ != unix.S_IFREG || n.host == (FileID{}) || n.dataChanged || n.hostParent == nil || n.hostParent.hostFd < 0 {
+		return nil
+	}
+	if a.mode&0o111 == 0 && !(n.attrSet && n.attr.mode&0o111 != 0) {
+		return nil
+	}
+	fd, err := unix.Openat(n.hostParent.hostFd, n.hostName, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err == unix.ETXTBSY {
+		return err
+	}
+	if err == nil {
+		unix.Close(fd)
+	}
+	return nil
 }
 
 // roCheckLocked fails writes to objects on read-only mounts, and to
