@@ -883,3 +883,32 @@ func TestUtimensOmitKeepsEntryChangeTime(t *testing.T) {
 	assert.Equal(t, int64(5), after.Atim.Sec)
 	assert.Equal(t, before.Mtim, after.Mtim)
 }
+
+// TestRemovedDirHasNoLinks: a directory removed by rmdir or replaced by a
+// rename has link count 0 through a handle still on it, as the kernel's
+// clear_nlink leaves it; its former parent lost the link of its "..".
+func TestRemovedDirHasNoLinks(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "p", "host"), 0o755))
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "p", "over"), 0o755))
+	})
+	require.NoError(t, e.v.Mkdir(e.c, e.c.Cwd, "p/new", 0o755))
+	handles := map[string]*Handle{}
+	for _, p := range []string{"p/host", "p/new", "p/over"} {
+		h, err := e.v.Chdir(e.c, e.c.Cwd, p, 0)
+		require.NoError(t, err, p)
+		handles[p] = h
+	}
+	require.NoError(t, e.v.Unlink(e.c, e.c.Cwd, "p/host", unix.AT_REMOVEDIR))
+	require.NoError(t, e.v.Unlink(e.c, e.c.Cwd, "p/new", unix.AT_REMOVEDIR))
+	require.NoError(t, e.v.Mkdir(e.c, e.c.Cwd, "p/src", 0o755))
+	require.NoError(t, e.v.Rename(e.c, e.c.Cwd, "p/src", e.c.Cwd, "p/over", 0))
+	for p, h := range handles {
+		st, err := e.v.Stat(e.c, h, "", unix.AT_EMPTY_PATH)
+		require.NoError(t, err, p)
+		assert.Equal(t, uint64(0), st.Nlink, p)
+	}
+	st, err := e.v.Stat(e.c, e.c.Cwd, "p", 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), st.Nlink, "p holds only over")
+}

@@ -821,6 +821,9 @@ func (v *Tx) removableDirLocked(c *Caller, n, parent *Node) error {
 // detachDirLocked takes directory n out of the view.
 func (v *Tx) detachDirLocked(n, parent *Node) {
 	n.removed = true
+	// rmdir, and a rename over an empty directory, clear the victim's
+	// links (clear_nlink): a descriptor or cwd still on it sees 0.
+	n.nlink, n.nlinkSet = 0, true
 	n.parent, n.removedFrom = nil, parent
 	v.linkCountLocked(parent, -1)
 }
