@@ -83,6 +83,11 @@ type Node struct {
 	// changed is the time of the last change to a directory's entries,
 	// its view mtime and ctime.
 	changed *unix.Timespec
+	// ctime is the time the view last changed the object's inode where
+	// its backing object does not show it (a rename, a link count moved
+	// by link or unlink): its view ctime unless the backing object's is
+	// later.
+	ctime *unix.Timespec
 
 	// hostList caches a host directory's entries, as first read (the
 	// transaction's snapshot; validation checks it is still so).

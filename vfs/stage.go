@@ -332,6 +332,7 @@ func (v *Tx) linkCountLocked(n *Node, delta int) {
 	}
 	n.nlink = uint64(int64(n.nlink) + int64(delta))
 	v.stagedLinksLocked(n)
+	v.touchCtimeLocked(n)
 }
 
 // stagedLinksLocked keeps a staged non-directory's own link count equal to

@@ -428,6 +428,25 @@ func (v *Tx) touchDirLocked(dir *Node) {
 	dir.changed = &t
 }
 
+// touchCtimeLocked records a change to n's inode that its backing object
+// does not show: Linux's rename, link and unlink set the ctime of the
+// object they move or count.
+//
+// Preconditions: v.mu held.
+func (v *Tx) touchCtimeLocked(n *Node) {
+	t := v.now()
+	n.ctime = &t
+}
+
+// viewCtime is n's view ctime given its backing object's (or its entries')
+// ctime c: the later of c and the last change only the view made.
+func (n *Node) viewCtime(c unix.Timespec) unix.Timespec {
+	if n.ctime != nil && unix.TimespecToNsec(*n.ctime) > unix.TimespecToNsec(c) {
+		return *n.ctime
+	}
+	return c
+}
+
 // resolveErr maps a component name to ENAMETOOLONG as Linux does.
 func checkName(name string) error {
 	if len(name) > 255 {

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -911,4 +912,37 @@ func TestRemovedDirHasNoLinks(t *testing.T) {
 	st, err := e.v.Stat(e.c, e.c.Cwd, "p", 0)
 	require.NoError(t, err)
 	assert.Equal(t, uint64(3), st.Nlink, "p holds only over")
+}
+
+// TestRenameAndLinkSetCtime: rename sets the ctime of the object it moves,
+// link and unlink that of the object whose link count they change, as
+// Linux's file systems do, also for host objects the view does not copy.
+func TestRenameAndLinkSetCtime(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "g"), []byte("x"), 0o644))
+		require.NoError(t, os.Link(filepath.Join(dir, "g"), filepath.Join(dir, "g2")))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "h"), []byte("x"), 0o644))
+	})
+	later := time.Now().Add(time.Hour)
+	e.v.Now = func() time.Time { return later }
+	ctime := func(p string) int64 {
+		st, err := e.v.Stat(e.c, e.c.Cwd, p, unix.AT_SYMLINK_NOFOLLOW)
+		require.NoError(t, err, p)
+		stx, err := e.v.Statx(e.c, e.c.Cwd, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_CTIME)
+		require.NoError(t, err, p)
+		assert.Equal(t, st.Ctim.Sec, stx.Ctime.Sec, "stat and statx agree on %s", p)
+		return st.Ctim.Sec
+	}
+	for _, p := range []string{"d", "f", "g", "h"} {
+		require.Less(t, ctime(p), later.Unix(), p)
+	}
+	require.NoError(t, e.v.Rename(e.c, e.c.Cwd, "d", e.c.Cwd, "d2", 0))
+	require.NoError(t, e.v.Rename(e.c, e.c.Cwd, "f", e.c.Cwd, "f2", 0))
+	require.NoError(t, e.v.Unlink(e.c, e.c.Cwd, "g2", 0))
+	require.NoError(t, e.v.Link(e.c, e.c.Cwd, "h", e.c.Cwd, "h2", 0))
+	for _, p := range []string{"d2", "f2", "g", "h", "h2"} {
+		assert.Equal(t, later.Unix(), ctime(p), p)
+	}
 }

@@ -174,6 +174,8 @@ func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (
 				stx.Mtime = unix.StatxTimestamp{Sec: n.changed.Sec, Nsec: uint32(n.changed.Nsec)}
 				stx.Ctime = stx.Mtime
 			}
+			ct := n.viewCtime(unix.Timespec{Sec: stx.Ctime.Sec, Nsec: int64(stx.Ctime.Nsec)})
+			stx.Ctime = unix.StatxTimestamp{Sec: ct.Sec, Nsec: uint32(ct.Nsec)}
 			return stx, nil
 		})
 }

@@ -190,6 +190,7 @@ func (v *Tx) whiteoutsLocked(dir *Node) bool {
 
 // movedLocked records that n is now name in dir, having been in from.
 func (v *Tx) movedLocked(n, dir *Node, name string, from *Node) {
+	v.touchCtimeLocked(n)
 	if n.isDir() {
 		n.parent, n.name = dir, name
 		if dir != from {

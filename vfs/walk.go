@@ -355,6 +355,7 @@ func (v *Tx) statAsLocked(n *Node, g granules) (unix.Stat_t, error) {
 	if n.changed != nil {
 		st.Mtim, st.Ctim = *n.changed, *n.changed
 	}
+	st.Ctim = n.viewCtime(st.Ctim)
 	if n.isDir() {
 		v.dirSizeLocked(n, &st)
 	}
