@@ -946,3 +946,43 @@ func TestRenameAndLinkSetCtime(t *testing.T) {
 		assert.Equal(t, later.Unix(), ctime(p), p)
 	}
 }
+
+// TestOpenNoatimeNeedsOwner: O_NOATIME is refused (EPERM) to a caller who
+// neither owns the object nor has CAP_FOWNER, after the permission check,
+// for files, directories and FIFOs alike; the owner may use it.
+func TestOpenNoatimeNeedsOwner(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("x"), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "mine"), []byte("x"), 0o600))
+		require.NoError(t, os.Chown(filepath.Join(dir, "mine"), 4242, 4242))
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+		require.NoError(t, unix.Mkfifo(filepath.Join(dir, "fifo"), 0o666))
+	})
+	user := e.as(4242, 4242)
+	for _, tt := range []struct {
+		c     *Caller
+		path  string
+		flags uint64
+		want  error
+	}{
+		{user, "f", unix.O_RDONLY, nil},
+		{user, "f", unix.O_RDONLY | unix.O_NOATIME, unix.EPERM},
+		{user, "secret", unix.O_RDONLY | unix.O_NOATIME, unix.EACCES},
+		{user, "d", unix.O_RDONLY | unix.O_NOATIME, unix.EPERM},
+		{user, "fifo", unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOATIME, unix.EPERM},
+		{user, "mine", unix.O_RDWR | unix.O_NOATIME, nil},
+		{user, "f", unix.O_PATH | unix.O_NOATIME, nil},
+		{e.c, "f", unix.O_RDONLY | unix.O_NOATIME, nil},
+	} {
+		fd, err := e.v.Open(tt.c, e.c.Cwd, tt.path, OpenHow{Flags: tt.flags})
+		if tt.want != nil {
+			assert.ErrorIs(t, err, tt.want, "%s %#x", tt.path, tt.flags)
+			continue
+		}
+		require.NoError(t, err, "%s %#x", tt.path, tt.flags)
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}

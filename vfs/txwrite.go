@@ -306,6 +306,12 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 	if err := permission(c, a, want); err != nil {
 		return -1, err
 	}
+	// may_open: O_NOATIME is the owner's (or CAP_FOWNER's), whatever the
+	// object's type. The supervisor's own opens, which carry it too, would
+	// not refuse it.
+	if flags&unix.O_NOATIME != 0 && !isOwner(c, a) {
+		return -1, unix.EPERM
+	}
 	if n.typ == unix.S_IFSOCK {
 		return -1, unix.ENXIO
 	}
