@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,6 +50,8 @@ func TestBindUnixSocket(t *testing.T) {
 	} {
 		dir := t.TempDir()
 		require.NoError(t, os.Mkdir(filepath.Join(dir, "w"), 0o755))
+		old := time.Unix(1e9, 0)
+		require.NoError(t, os.Chtimes(filepath.Join(dir, "w"), old, old))
 		got := run(t, tc.m, command{Argv: []string{"python3", "-c", socketProbe}, Dir: dir, TxArgs: tc.txArgs, Env: []string{"PYTHONDONTWRITEBYTECODE=1"}})
 		require.Equal(t, 0, got.Status, "%s %v: stderr:\n%s", tc.m, tc.txArgs, got.Stderr)
 		if want == "" {
@@ -65,5 +68,12 @@ func TestBindUnixSocket(t *testing.T) {
 			return nil
 		})
 		assert.Equal(t, tc.kept, left, "%s %v: sockets left", tc.m, tc.txArgs)
+		if tc.kept == nil {
+			// Abort removes the sockets it made on the host at once and
+			// puts the directory's mtime back.
+			st, err := os.Stat(filepath.Join(dir, "w"))
+			require.NoError(t, err)
+			assert.Equal(t, old, st.ModTime(), "%s %v: mtime of the directory", tc.m, tc.txArgs)
+		}
 	}
 }

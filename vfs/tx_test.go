@@ -928,3 +928,102 @@ func TestCtimeOfInodeOnlyChanges(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, tick.Unix(), st.Ctim.Sec, "unlink of the other name")
 }
+
+func TestRemovedDirHasNoLinks(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "p", "host"), 0o755))
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "p", "over"), 0o755))
+	})
+	require.NoError(t, e.v.Mkdir(e.c, e.c.Cwd, "p/new", 0o755))
+	handles := map[string]*Handle{}
+	for _, p := range []string{"p/host", "p/new", "p/over"} {
+		h, err := e.v.Chdir(e.c, e.c.Cwd, p, 0)
+		require.NoError(t, err, p)
+		handles[p] = h
+	}
+	require.NoError(t, e.v.Unlink(e.c, e.c.Cwd, "p/host", unix.AT_REMOVEDIR))
+	require.NoError(t, e.v.Unlink(e.c, e.c.Cwd, "p/new", unix.AT_REMOVEDIR))
+	require.NoError(t, e.v.Mkdir(e.c, e.c.Cwd, "p/src", 0o755))
+	require.NoError(t, e.v.Rename(e.c, e.c.Cwd, "p/src", e.c.Cwd, "p/over", 0))
+	for p, h := range handles {
+		st, err := e.v.Stat(e.c, h, "", unix.AT_EMPTY_PATH)
+		require.NoError(t, err, p)
+		assert.Equal(t, uint64(0), st.Nlink, p)
+	}
+	st, err := e.v.Stat(e.c, e.c.Cwd, "p", 0)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), st.Nlink, "p holds only over")
+}
+
+// TestRenameAndLinkSetCtime: rename sets the ctime of the object it moves,
+// link and unlink that of the object whose link count they change, as
+// Linux's file systems do, also for host objects the view does not copy.
+func TestRenameAndLinkSetCtime(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "g"), []byte("x"), 0o644))
+		require.NoError(t, os.Link(filepath.Join(dir, "g"), filepath.Join(dir, "g2")))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "h"), []byte("x"), 0o644))
+	})
+	later := time.Now().Add(time.Hour)
+	e.v.Now = func() time.Time { return later }
+	ctime := func(p string) int64 {
+		st, err := e.v.Stat(e.c, e.c.Cwd, p, unix.AT_SYMLINK_NOFOLLOW)
+		require.NoError(t, err, p)
+		stx, err := e.v.Statx(e.c, e.c.Cwd, p, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_CTIME)
+		require.NoError(t, err, p)
+		assert.Equal(t, st.Ctim.Sec, stx.Ctime.Sec, "stat and statx agree on %s", p)
+		return st.Ctim.Sec
+	}
+	for _, p := range []string{"d", "f", "g", "h"} {
+		require.Less(t, ctime(p), later.Unix(), p)
+	}
+	require.NoError(t, e.v.Rename(e.c, e.c.Cwd, "d", e.c.Cwd, "d2", 0))
+	require.NoError(t, e.v.Rename(e.c, e.c.Cwd, "f", e.c.Cwd, "f2", 0))
+	require.NoError(t, e.v.Unlink(e.c, e.c.Cwd, "g2", 0))
+	require.NoError(t, e.v.Link(e.c, e.c.Cwd, "h", e.c.Cwd, "h2", 0))
+	for _, p := range []string{"d2", "f2", "g", "h", "h2"} {
+		assert.Equal(t, later.Unix(), ctime(p), p)
+	}
+}
+
+// TestOpenNoatimeNeedsOwner: O_NOATIME is refused (EPERM) to a caller who
+// neither owns the object nor has CAP_FOWNER, after the permission check,
+// for files, directories and FIFOs alike; the owner may use it.
+func TestOpenNoatimeNeedsOwner(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("x"), 0o644))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "secret"), []byte("x"), 0o600))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "mine"), []byte("x"), 0o600))
+		require.NoError(t, os.Chown(filepath.Join(dir, "mine"), 4242, 4242))
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+		require.NoError(t, unix.Mkfifo(filepath.Join(dir, "fifo"), 0o666))
+	})
+	user := e.as(4242, 4242)
+	for _, tt := range []struct {
+		c     *Caller
+		path  string
+		flags uint64
+		want  error
+	}{
+		{user, "f", unix.O_RDONLY, nil},
+		{user, "f", unix.O_RDONLY | unix.O_NOATIME, unix.EPERM},
+		{user, "secret", unix.O_RDONLY | unix.O_NOATIME, unix.EACCES},
+		{user, "d", unix.O_RDONLY | unix.O_NOATIME, unix.EPERM},
+		{user, "fifo", unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOATIME, unix.EPERM},
+		{user, "mine", unix.O_RDWR | unix.O_NOATIME, nil},
+		{user, "f", unix.O_PATH | unix.O_NOATIME, nil},
+		{e.c, "f", unix.O_RDONLY | unix.O_NOATIME, nil},
+	} {
+		fd, err := e.v.Open(tt.c, e.c.Cwd, tt.path, OpenHow{Flags: tt.flags})
+		if tt.want != nil {
+			assert.ErrorIs(t, err, tt.want, "%s %#x", tt.path, tt.flags)
+			continue
+		}
+		require.NoError(t, err, "%s %#x", tt.path, tt.flags)
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+	}
+}

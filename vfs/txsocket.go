@@ -19,10 +19,16 @@ import (
 // instead and appears at commit; until then nothing can connect to it by
 // path. docs/semantics.md lists both.
 
-// hostMade is a host entry the transaction made at once (a bound socket).
+// hostMade is a host entry the transaction made at once (a bound socket),
+// with its directory's mtime before and after: abort puts the mtime back
+// when nothing else changed the directory since.
 type hostMade struct {
 	path string
 	id   FileID
+
+	dir                 string
+	dirID               FileID
+	dirBefore, dirAfter unix.Timespec
 }
 
 // BindUnix implements View.
@@ -72,12 +78,16 @@ func (v *Tx) bindOnHostLocked(c *Caller, dir *Node, name string, sock int) error
 	if err := v.host.bindIn(c, dfd, name, sock); err != nil {
 		return err
 	}
-	var st unix.Stat_t
+	var st, after unix.Stat_t
 	if err := unix.Fstatat(dfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return err
 	}
+	if err := unix.Fstat(dfd, &after); err != nil {
+		return err
+	}
 	p := childPath(dir.hostPath, name)
-	v.hostMade = append(v.hostMade, hostMade{path: p, id: idOf(&st)})
+	v.hostMade = append(v.hostMade, hostMade{path: p, id: idOf(&st),
+		dir: dir.hostPath, dirID: idOf(&dst), dirBefore: dst.Mtim, dirAfter: after.Mtim})
 	if r := v.reads[dir.hostPath]; r.listing {
 		// Listed before: validation must not take this entry for another
 		// process's.
@@ -117,9 +127,16 @@ func (v *Tx) KeepHostEffects() {
 func (v *Tx) undoHostEffectsLocked() {
 	for i := len(v.hostMade) - 1; i >= 0; i-- {
 		m := v.hostMade[i]
-		var st unix.Stat_t
-		if unix.Lstat(m.path, &st) == nil && idOf(&st) == m.id {
-			os.Remove(m.path)
+		var st, dst unix.Stat_t
+		if unix.Lstat(m.path, &st) != nil || idOf(&st) != m.id {
+			continue
+		}
+		// The directory's mtime is still the bind's (nothing else
+		// changed its entries since): the removal puts it back, so that
+		// an aborted transaction leaves the directory as it was.
+		restore := unix.Lstat(m.dir, &dst) == nil && idOf(&dst) == m.dirID && dst.Mtim == m.dirAfter
+		if os.Remove(m.path) == nil && restore {
+			unix.UtimesNanoAt(unix.AT_FDCWD, m.dir, []unix.Timespec{{Nsec: unix.UTIME_OMIT}, m.dirBefore}, unix.AT_SYMLINK_NOFOLLOW)
 		}
 	}
 	v.hostMade = nil

@@ -306,6 +306,12 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 	if err := permission(c, a, want); err != nil {
 		return -1, err
 	}
+	// may_open: O_NOATIME is the owner's (or CAP_FOWNER's), whatever the
+	// object's type. The supervisor's own opens, which carry it too, would
+	// not refuse it.
+	if flags&unix.O_NOATIME != 0 && !isOwner(c, a) {
+		return -1, unix.EPERM
+	}
 	if n.typ == unix.S_IFSOCK {
 		return -1, unix.ENXIO
 	}
@@ -851,6 +857,9 @@ func (v *Tx) removableDirLocked(c *Caller, n, parent *Node) error {
 // detachDirLocked takes directory n out of the view.
 func (v *Tx) detachDirLocked(n, parent *Node) {
 	n.removed = true
+	// rmdir, and a rename over an empty directory, clear the victim's
+	// links (clear_nlink): a descriptor or cwd still on it sees 0.
+	n.nlink, n.nlinkSet = 0, true
 	n.parent, n.removedFrom = nil, parent
 	v.linkCountLocked(parent, -1)
 }

@@ -1,0 +1,31 @@
+# an unprivileged user: create in writable/unwritable dirs, read a 0600 root file, chmod/chown
+# others' files, utime others' files, rename across dirs, privilege drop mid-script
+u() { setpriv --reuid 1000 --regid 1000 --clear-groups sh -c "$*" 2>&1 | sed 's/^[^:]*: //'; }
+u 'echo x > userdir/mine && echo created-own'
+u 'echo x > dir1/nope'
+u 'mkdir dir1/nope'
+u 'cat b.txt'
+u 'cat a.txt'
+u 'chmod 777 a.txt'
+u 'chmod 600 user.txt && echo chmod-own'
+u 'chown 0 user.txt'
+u 'chgrp 0 user.txt'
+u 'touch a.txt'
+u 'touch -d 2002-01-01 a.txt'
+u 'touch -d 2002-01-01 user.txt && echo touch-own'
+u 'mv user.txt userdir/'
+u 'mv userdir/mine userdir/mine2 && echo rename-own'
+u 'mv userdir/mine2 dir1/'
+u 'ln a.txt userdir/hl && echo hardlink-others'
+u 'ln b.txt userdir/hl2'
+u 'ls dir-ro >/dev/null && echo list-ro'
+u 'rm dir-ro/e.txt'
+u 'test -w ro.txt || echo ro-not-writable'
+u 'test -r b.txt || echo b-not-readable'
+u 'test -x exec.sh && ./exec.sh arg'
+u 'cd userdir && umask 077 && mkdir priv && echo s > priv/s && ls -ld priv | cut -c1-10'
+chmod 700 userdir
+u 'ls userdir | wc -l'
+chmod 755 userdir
+u 'exec 3>userdir/fdfile; echo via-fd >&3; cat userdir/fdfile'
+ls -ln userdir | awk 'NR>1 {print $1, $3, $4, $NF}'
