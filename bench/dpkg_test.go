@@ -33,6 +33,13 @@ func dpkgWorkload(b *testing.B) workloadPlan {
 			b.Skipf("bench: no %s in PATH: %v", p, err)
 		}
 	}
+	// A package left unfinished by an interrupted dpkg (a benchmark's own
+	// native run killed mid-trigger leaves man-db half-configured) would
+	// have its configuration retried by every phase, natively and under
+	// txexec alike, and the numbers would measure that.
+	if out, err := exec.Command("dpkg", "--audit").Output(); err != nil || len(bytes.TrimSpace(out)) > 0 {
+		b.Fatalf("bench: dpkg --audit reports unfinished packages (%v); finish them with `dpkg --configure -a` first:\n%s", err, out)
+	}
 	deb, pkg, metric := benchPackage(b)
 	if dpkgInstalled(pkg) {
 		b.Skipf("bench: %s is already installed on this machine; the benchmark must not remove it", pkg)
