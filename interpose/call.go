@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -66,6 +67,31 @@ func (c *Call) Valid() error {
 		return fmt.Errorf("check that the call of %d is pending: %v", c.Tid, err)
 	}
 }
+
+// SettleReplies waits until no reply that installs a descriptor is in
+// flight, so that what the caller does next sees every descriptor the tree
+// closed as closed. A reply with ADDFD and SEND returns only after the
+// caller has taken the descriptor and run on, and the supervisor's
+// references (its own descriptor, the kernel's for the ADDFD) are dropped
+// after that: a process that closes a descriptor at once leaves the open
+// file alive for those microseconds, and its last-close effects (a FIFO
+// end going away, a flock released) come late. Calls that depend on them
+// (an open of a FIFO, flock) settle first. The wait is bounded: a reply
+// stuck on a caller that does not run (stopped by SIGSTOP, say) must not
+// stall another call.
+func (c *Call) SettleReplies() {
+	if c.listener == nil {
+		return
+	}
+	for deadline := time.Now().Add(settleLimit); c.listener.replying.Load() > 0 && time.Now().Before(deadline); {
+		// The replying worker waits for its caller to run: give up
+		// the CPU (two vCPUs) rather than spin.
+		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	}
+}
+
+// settleLimit bounds SettleReplies; a descriptor reply takes microseconds.
+const settleLimit = 5 * time.Millisecond
 
 // GetFD duplicates the tracee's descriptor fd into the supervisor
 // (pidfd_getfd). The caller owns the returned descriptor.

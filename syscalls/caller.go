@@ -75,7 +75,8 @@ func (k *Kernel) caller(c *interpose.Call) (*vfs.Caller, func(), error) {
 		return nil, nil, err
 	}
 	cwd, root, umask := t.FS().Get()
-	cl := &vfs.Caller{Tid: c.Tid, Tgid: t.Proc.Tgid, Cred: cred, Cwd: cwd.(*vfs.Handle), Root: root.(*vfs.Handle), Umask: umask}
+	cl := &vfs.Caller{Tid: c.Tid, Tgid: t.Proc.Tgid, Cred: cred, Cwd: cwd.(*vfs.Handle), Root: root.(*vfs.Handle), Umask: umask,
+		Settle: c.SettleReplies}
 	return cl, func() { cwd.Release(); root.Release() }, nil
 }
 

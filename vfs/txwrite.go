@@ -95,6 +95,11 @@ func (v *Tx) Open(c *Caller, at *Handle, path string, how OpenHow) (int, error) 
 	// its other end, which another process (of the transaction or not)
 	// opens.
 	defer unix.Close(o.special)
+	if o.fifo {
+		// Whether the other end is open decides this open: an end the
+		// tree just closed must be closed for the kernel too.
+		c.settle()
+	}
 	if !o.fifo || o.flags&unix.O_NONBLOCK != 0 || o.flags&unix.O_ACCMODE == unix.O_RDWR {
 		return reopenSpecial(o.special, o.flags)
 	}

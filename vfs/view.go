@@ -15,6 +15,17 @@ type Caller struct {
 	Cred      *proc.Cred
 	Cwd, Root *Handle
 	Umask     uint32
+	// Settle, if set, waits until descriptors the tree closed are closed
+	// for the kernel too (see interpose.Call.SettleReplies): before an
+	// open of a FIFO, whose outcome depends on the ends that are open.
+	Settle func()
+}
+
+// settle runs c.Settle if there is one.
+func (c *Caller) settle() {
+	if c.Settle != nil {
+		c.Settle()
+	}
 }
 
 // Handle is a view's reference to an object a process holds by descriptor
