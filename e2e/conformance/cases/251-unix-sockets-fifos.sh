@@ -41,7 +41,7 @@ if pid == 0:
     os._exit(0)
 with open("ff") as r: print(r.read(), end="")
 os.waitpid(pid, 0)
-# (a non-blocking writer right after the reader closed: docs/semantics.md §8, last close)
+t("fifo O_NONBLOCK writer", lambda: os.open("ff", os.O_WRONLY | os.O_NONBLOCK))
 t("fifo type", lambda: stat.S_ISFIFO(os.stat("ff").st_mode))
 for x in (s, s2, c, conn): x.close()
 PY
