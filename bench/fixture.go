@@ -28,6 +28,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"txexec/internal/testenv"
 )
 
 //go:embed percall.c
@@ -115,10 +117,7 @@ func BuildPercall(tb testing.TB) string {
 	tb.Helper()
 	cc, err := exec.LookPath("cc")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			tb.Fatalf("bench: no C compiler (cc) in PATH, required when CI=true: %v", err)
-		}
-		tb.Skipf("bench: no C compiler (cc) in PATH, cannot build percall.c: %v", err)
+		testenv.SkipOrFail(tb, "bench: no C compiler (cc) in PATH, cannot build percall.c: %v", err)
 	}
 	dir := tb.TempDir()
 	src := filepath.Join(dir, "percall.c")

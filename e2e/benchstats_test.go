@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"txexec/internal/testenv"
 )
 
 // TestStatsCountTrappedCalls: TXEXEC_STATS (what make bench records of a
@@ -15,7 +17,7 @@ import (
 // known number of path calls more must show at least that many more, in
 // both modes.
 func TestStatsCountTrappedCalls(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	requireTools(t, "python3")
 	dir := t.TempDir()
 	stats := filepath.Join(dir, "stats")

@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"txexec/internal/testenv"
 )
 
 // TestInheritedDirFD: a directory descriptor txexec's parent opened before
@@ -124,7 +126,7 @@ func TestOutputFileIsNotAConflict(t *testing.T) {
 func TestCwdInPassthroughSubtree(t *testing.T) {
 	dir, err := os.MkdirTemp("/dev/shm", "txexec-e2e-")
 	if err != nil {
-		skipOrFail(t, "no /dev/shm: %v", err)
+		testenv.SkipOrFail(t, "no /dev/shm: %v", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	got := run(t, transaction, command{Argv: []string{"sh", "-c", "pwd; echo x > f; cat f"}, Dir: dir, TxArgs: []string{"--on-exit=abort"}})
@@ -224,7 +226,7 @@ print("bad", bad)
 // write (kept at commit, dropped at abort), not done to the host at once.
 // A caller that may not inspect the process gets Linux's error.
 func TestOtherProcessFDLinksStayInTransaction(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	dir := t.TempDir()
 	hostFile := filepath.Join(dir, "held.txt")
 	require.NoError(t, os.WriteFile(hostFile, []byte("original\n"), 0o644))

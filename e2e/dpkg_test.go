@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"txexec/internal/testenv"
 )
 
 // dpkg installs touch the real system: every package here is named
@@ -89,10 +91,10 @@ func treeManifest(t *testing.T, root string) []string {
 }
 
 func TestDpkgRealPackage(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	requireTool(t, "apt-get")
 	if dpkgInstalled(t, "hello") {
-		skipOrFail(t, "hello is already installed on this machine; the test must not remove it")
+		testenv.SkipOrFail(t, "hello is already installed on this machine; the test must not remove it")
 	}
 	dir := t.TempDir()
 	cmd := exec.Command("apt-get", "download", "hello")
@@ -126,7 +128,7 @@ func TestDpkgRealPackage(t *testing.T) {
 }
 
 func TestDpkgFailingPostinstRollsBack(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	const pkg = "txexec-test-fail"
 	// The postinst tells the test it runs, waits to be let go, then fails.
 	deb := buildDeb(t, pkg, 200, `#!/bin/sh
@@ -175,7 +177,7 @@ exit 1
 }
 
 func TestDpkgKilledThenRecovered(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	const pkg = "txexec-test-ok"
 	deb := buildDeb(t, pkg, 50, "#!/bin/sh\nexit 0\n")
 	purgeAtEnd(t, pkg)

@@ -22,6 +22,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"txexec/internal/testenv"
 )
 
 // mode is how a command is run: on Linux itself, or under txexec.
@@ -64,32 +66,13 @@ type result struct {
 	Status int
 }
 
-// skipOrFail skips the test with the reason, or fails it when CI=true: in CI
-// every tool the suite needs must be installed.
-func skipOrFail(t testing.TB, format string, args ...any) {
-	t.Helper()
-	msg := fmt.Sprintf(format, args...)
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s (CI=true: missing prerequisites are failures)", msg)
-	}
-	t.Skip(msg)
-}
-
 // requireTools skips (or, in CI, fails) unless every tool is on PATH.
 func requireTools(t testing.TB, tools ...string) {
 	t.Helper()
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			skipOrFail(t, "%s is not installed: %v", tool, err)
+			testenv.SkipOrFail(t, "%s is not installed: %v", tool, err)
 		}
-	}
-}
-
-// needRoot skips (or fails in CI) unless the test runs as root.
-func needRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		skipOrFail(t, "needs root (the test compares an unprivileged caller under a root txexec)")
 	}
 }
 

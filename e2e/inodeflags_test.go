@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"txexec/internal/testenv"
 )
 
 // inodeFlagsProbe tries every kind of change on immutable (chattr +i) and
@@ -63,7 +65,7 @@ func setupInodeFlags(t *testing.T, dir string) {
 	chattr := func(args ...string) {
 		out, err := exec.Command("chattr", args...).CombinedOutput()
 		if err != nil {
-			skipOrFail(t, "chattr %v: %v: %s (the file system must support inode flags)", args, err, out)
+			testenv.SkipOrFail(t, "chattr %v: %v: %s (the file system must support inode flags)", args, err, out)
 		}
 	}
 	t.Cleanup(func() {
@@ -79,7 +81,7 @@ func setupInodeFlags(t *testing.T, dir string) {
 // written, so nothing else would stop them), and the transaction changes
 // nothing that a commit would then fail to write through.
 func TestInodeFlags(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	requireTools(t, "python3", "chattr")
 	var outs [2]string
 	for i, m := range []mode{native, transaction} {
@@ -105,7 +107,7 @@ func TestInodeFlags(t *testing.T) {
 // a transaction refuses it by --unsupported rather than fail after its
 // commit point.
 func TestAppendOnlyAppendUnsupported(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	requireTools(t, "chattr")
 	dir := filepath.Join(t.TempDir(), "work")
 	require.NoError(t, os.Mkdir(dir, 0o755))
@@ -138,7 +140,7 @@ func TestAppendOnlyAppendUnsupported(t *testing.T) {
 // the state directory failing in recovery). An aborted transaction leaves
 // nothing, not even its staging area.
 func TestInodeFlagsSetInTransaction(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	requireTools(t, "chattr", "lsattr")
 	script := `set -e
 printf 'nameserver 192.0.2.1\n' > resolv.conf
@@ -203,7 +205,7 @@ lsattr -d resolv.conf log sealed deep deep/er/g | cut -c5,6
 // commit point (exit 70, nothing written), instead of failing after it
 // and leaving the state directory stuck in recovery.
 func TestInodeFlagReachingTheHostRefusesCommit(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	requireTools(t, "chattr")
 	dir := filepath.Join(t.TempDir(), "work")
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "hd"), 0o755))

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"txexec/internal/testenv"
 )
 
 // TestExitStatus: txexec exits with the command's status, 128+N for death by
@@ -321,7 +323,7 @@ func openPty(t *testing.T) *pty {
 	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		skipOrFail(t, "no pseudo-terminals: %v", err)
+		testenv.SkipOrFail(t, "no pseudo-terminals: %v", err)
 	}
 	require.NoError(t, unix.IoctlSetPointerInt(int(m.Fd()), unix.TIOCSPTLCK, 0))
 	n, err := unix.IoctlGetInt(int(m.Fd()), unix.TIOCGPTN)

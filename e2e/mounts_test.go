@@ -20,6 +20,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"txexec/internal/testenv"
 )
 
 // areaPrefix begins the names of staging areas at mount roots
@@ -39,7 +41,7 @@ const (
 // where mounting is not allowed.
 func mountOn(t *testing.T, dir string, m otherMount) {
 	t.Helper()
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	var err error
 	switch m {
 	case tmpfsMount:
@@ -53,7 +55,7 @@ func mountOn(t *testing.T, dir string, m otherMount) {
 		err = unix.Mount(src, dir, "", unix.MS_BIND, "")
 	}
 	if err == unix.EPERM {
-		skipOrFail(t, "cannot mount a %s: %v", m, err)
+		testenv.SkipOrFail(t, "cannot mount a %s: %v", m, err)
 	}
 	require.NoError(t, err, "mount a %s on %s", m, dir)
 	t.Cleanup(func() { assert.NoError(t, unix.Unmount(dir, unix.MNT_DETACH), "unmount %s", dir) })
@@ -268,7 +270,7 @@ func TestUnprivilegedOtherMountRefused(t *testing.T) {
 // (issue 3: "copy-up of a 1 GiB file on a reflink-capable file system is
 // O(1)"). Space, not time, is what is measured.
 func TestReflinkCopyUp(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	requireTools(t, "mkfs.xfs", "mount", "umount")
 	dir := t.TempDir()
 	img, mnt := filepath.Join(dir, "xfs.img"), filepath.Join(dir, "mnt")
@@ -281,7 +283,7 @@ func TestReflinkCopyUp(t *testing.T) {
 	// would otherwise reserve space in proportion to the file's size.
 	if b, err := exec.Command("mount", "-o", "loop,allocsize=64k", img, mnt).CombinedOutput(); err != nil {
 		if _, serr := os.Stat("/dev/loop-control"); serr != nil {
-			skipOrFail(t, "no loop devices (%v): mount -o loop: %v: %s", serr, err, b)
+			testenv.SkipOrFail(t, "no loop devices (%v): mount -o loop: %v: %s", serr, err, b)
 		}
 		require.NoError(t, err, "mount -o loop: %s", b)
 	}

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"txexec/internal/testenv"
 )
 
 // nnpWarning is the line a privileged txexec prints when it inherited
@@ -24,7 +26,7 @@ const nnpWarning = "txexec: warning: no_new_privs is inherited: set-user-ID bits
 // no_new_privs, root without CAP_SYS_ADMIN — the bit is ignored, as under
 // any seccomp sandbox, and the program runs with the caller's uid.
 func TestSetuidSetups(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	requireTools(t, "setpriv")
 	fixtures := t.TempDir()
 	creds := buildC(t, fixtures, "creds", "creds")

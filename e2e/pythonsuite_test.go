@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"txexec/internal/testenv"
 )
 
 // pythonFSTests are the modules of CPython's own test suite that exercise
@@ -24,7 +26,7 @@ var pythonFSTests = []string{
 func TestPythonFileSystemSuite(t *testing.T) {
 	const py = "/usr/bin/python3"
 	if err := exec.Command(py, "-c", "import test.test_os").Run(); err != nil {
-		skipOrFail(t, "%s has no test suite (libpythonX.Y-testsuite; scripts/deps.sh installs it): %v", py, err)
+		testenv.SkipOrFail(t, "%s has no test suite (libpythonX.Y-testsuite; scripts/deps.sh installs it): %v", py, err)
 	}
 	args := append([]string{py, "-m", "test"}, pythonFSTests...)
 	dir := t.TempDir()

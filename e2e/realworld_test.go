@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"txexec/internal/testenv"
 )
 
 // Issue 6: real programs nobody here wrote, and the attacks txexec exists
@@ -141,7 +143,7 @@ func (s tocttouScene) attack(t *testing.T) {
 }
 
 func TestTOCTTOUSymlinkSwap(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	requireTool(t, "setpriv")
 	tmp := publicTempDir(t)
 	victim := rwCompile(t, "tocttou_victim.c", tmp)
@@ -234,7 +236,7 @@ func readAccounts(t *testing.T, root string) map[string]string {
 }
 
 func TestUseraddChangesAccountFilesTogether(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	requireTool(t, "useradd")
 	// What useradd does natively, for comparison.
 	native := useraddRoot(t)

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"txexec/internal/testenv"
 )
 
 // unprivileged is the prefix that runs a command as uid/gid 1000 with no
@@ -21,7 +23,7 @@ var unprivileged = []string{"setpriv", "--reuid", "1000", "--regid", "1000", "--
 // txexec gets exactly the errno Linux gives it: the supervisor acts with the
 // caller's credentials, never its own (issue 2, "Must hold").
 func TestUnprivilegedErrnos(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	requireTools(t, "setpriv")
 	fixtures := t.TempDir()
 	probe := buildC(t, fixtures, "errno_probe", "errno_probe")
@@ -67,7 +69,7 @@ func TestUnprivilegedErrnos(t *testing.T) {
 		openToOthers(t, dir)
 	}
 	if _, err := os.Stat("/etc/shadow"); err != nil {
-		skipOrFail(t, "/etc/shadow: %v", err)
+		testenv.SkipOrFail(t, "/etc/shadow: %v", err)
 	}
 	p := parity{
 		name:  "unprivileged errnos",
@@ -112,7 +114,7 @@ func parseOpenRace(t *testing.T, out string) openRaceResult {
 //     supervisor's view stands between the open and the host's file, which
 //     is still there.
 func TestOpenPathRace(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	requireTools(t, "setpriv")
 	fixtures := t.TempDir()
 	race := buildC(t, fixtures, "open_race", "open_race")
@@ -269,7 +271,7 @@ func TestExecPathRace(t *testing.T) {
 // another user executes a program the transaction made — an ELF binary,
 // whose path the kernel walks for that user into the staging area.
 func TestExecStagedAsOtherUser(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	requireTools(t, "setpriv")
 	work := t.TempDir()
 	state := filepath.Join(t.TempDir(), "state")

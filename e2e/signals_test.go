@@ -14,6 +14,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"txexec/internal/testenv"
 )
 
 // sigTarget is a process outside every transaction (testdata/sigtool.c,
@@ -337,7 +339,7 @@ func grepLines(s, want string) []string {
 func TestSignalOutsideErrors(t *testing.T) {
 	sigtool := buildSigtool(t)
 	requireTools(t, "setpriv")
-	needRoot(t)
+	testenv.NeedRoot(t, "txexec supervises as root")
 	nobody := "setpriv --reuid=65534 --regid=65534 --clear-groups "
 	for _, tc := range []struct {
 		name, args, want string

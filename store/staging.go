@@ -10,6 +10,8 @@ import (
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"txexec/internal/sysx"
 )
 
 // AreaPrefix begins the name of a staging area at the root of a mount
@@ -231,8 +233,5 @@ func clearFlags(p string) {
 		return
 	}
 	defer unix.Close(fd)
-	f, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
-	if err == nil && f&(FlagImmutable|FlagAppend) != 0 {
-		unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(f&^(FlagImmutable|FlagAppend)))
-	}
+	sysx.ChangeInodeFlags(fd, 0, FlagImmutable|FlagAppend)
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"txexec/internal/sysx"
 )
 
 // State is where a transaction is in its life.
@@ -120,11 +122,10 @@ const (
 	OpFsyncDir OpKind = "fsyncdir"
 )
 
-// The inode flags OpAddFlags sets (FS_IMMUTABLE_FL and FS_APPEND_FL of
-// linux/fs.h, which golang.org/x/sys/unix does not define).
+// The inode flags OpAddFlags sets.
 const (
-	FlagImmutable uint32 = 0x10
-	FlagAppend    uint32 = 0x20
+	FlagImmutable = sysx.FlagImmutable
+	FlagAppend    = sysx.FlagAppend
 )
 
 // AttrMask says which attribute fields of a RedoOp are set.

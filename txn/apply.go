@@ -531,14 +531,8 @@ func (a *applier) addFlags(op store.RedoOp) (string, error) {
 	if fst.Ino != op.Ino {
 		return fmt.Sprintf("%s is inode %d, not %d", op.Path, fst.Ino, op.Ino), nil
 	}
-	cur, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
-	if err != nil {
-		return "", &os.PathError{Op: "get inode flags of", Path: op.Path, Err: err}
-	}
-	if cur|op.Mode != cur {
-		if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(cur|op.Mode)); err != nil {
-			return "", &os.PathError{Op: "set inode flags of", Path: op.Path, Err: err}
-		}
+	if _, err := sysx.ChangeInodeFlags(fd, op.Mode, 0); err != nil {
+		return "", &os.PathError{Op: "set inode flags of", Path: op.Path, Err: err}
 	}
 	if typ == unix.S_IFDIR {
 		a.syncLater(op.Path, 0)

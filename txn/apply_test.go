@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"txexec/internal/testenv"
 	"txexec/store"
 )
 
@@ -713,48 +714,20 @@ func TestApplyErrorNamesOp(t *testing.T) {
 	assert.NoFileExists(t, d+"/f", "ops before the failing one are done")
 }
 
-// inodeFlags returns the inode flags of path (FS_IOC_GETFLAGS), skipping
-// the test where the file system has none.
-func inodeFlags(t *testing.T, path string) uint32 {
-	t.Helper()
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	require.NoError(t, err)
-	defer unix.Close(fd)
-	f, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
-	if err == unix.ENOTTY || err == unix.EOPNOTSUPP {
-		t.Skipf("%s: no inode flags on this file system", path)
-	}
-	require.NoError(t, err)
-	return f
-}
-
-func clearInodeFlags(path string) {
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return
-	}
-	defer unix.Close(fd)
-	if f, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS); err == nil {
-		unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(f&^(store.FlagImmutable|store.FlagAppend)))
-	}
-}
-
 // TestApplyAddFlags: OpAddFlags sets chattr +i / +a after the renames that
 // placed the objects, keeps the other flags, is idempotent, and skips an
 // object that is not the expected inode.
 func TestApplyAddFlags(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("setting the immutable flag needs CAP_LINUX_IMMUTABLE")
-	}
+	testenv.NeedRoot(t, "setting the immutable flag needs CAP_LINUX_IMMUTABLE")
 	d := t.TempDir()
 	staging := filepath.Join(d, "staging")
 	require.NoError(t, os.Mkdir(staging, 0o755))
 	writeFile(t, staging+"/1", "data")
 	require.NoError(t, os.Mkdir(staging+"/2", 0o755))
-	before := inodeFlags(t, staging+"/1")
+	before := testenv.InodeFlags(t, staging+"/1")
 	t.Cleanup(func() {
-		clearInodeFlags(d + "/f")
-		clearInodeFlags(d + "/dir")
+		testenv.ClearInodeFlags(d + "/f")
+		testenv.ClearInodeFlags(d + "/dir")
 	})
 	ops := []store.RedoOp{
 		{Kind: store.OpRename, Src: staging + "/1", Path: d + "/f", Ino: inoOf(t, staging+"/1")},
@@ -766,12 +739,12 @@ func TestApplyAddFlags(t *testing.T) {
 	var skipped []int
 	opt := ApplyOptions{Durable: true, Skipped: func(i int, _ store.RedoOp, _ string) { skipped = append(skipped, i) }}
 	require.NoError(t, Apply(ops, opt))
-	assert.Equal(t, before|store.FlagImmutable, inodeFlags(t, d+"/f"))
-	assert.NotZero(t, inodeFlags(t, d+"/dir")&store.FlagAppend)
+	assert.Equal(t, before|store.FlagImmutable, testenv.InodeFlags(t, d+"/f"))
+	assert.NotZero(t, testenv.InodeFlags(t, d+"/dir")&store.FlagAppend)
 	assert.Equal(t, []int{4}, skipped)
 	skipped = nil
 	require.NoError(t, Apply(ops, opt), "redone")
-	assert.Equal(t, before|store.FlagImmutable, inodeFlags(t, d+"/f"))
+	assert.Equal(t, before|store.FlagImmutable, testenv.InodeFlags(t, d+"/f"))
 	assert.Equal(t, "data", readFile(t, d+"/f"))
 }
 

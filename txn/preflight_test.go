@@ -7,28 +7,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
+	"txexec/internal/testenv"
 	"txexec/store"
 )
-
-func addInodeFlags(t *testing.T, path string, f uint32) {
-	t.Helper()
-	before := inodeFlags(t, path)
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	require.NoError(t, err)
-	defer unix.Close(fd)
-	require.NoError(t, unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(before|f)))
-	t.Cleanup(func() { clearInodeFlags(path) })
-}
 
 // TestPreflight: a commit whose write-through would meet an immutable or
 // append-only flag on the host is refused before its commit point, with
 // the object named; flags that do not stand in the way pass.
 func TestPreflight(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("setting the immutable flag needs CAP_LINUX_IMMUTABLE")
-	}
+	testenv.NeedRoot(t, "setting the immutable flag needs CAP_LINUX_IMMUTABLE")
 	d := t.TempDir()
 	for _, p := range []string{"imm", "app", "plain", "staging"} {
 		require.NoError(t, os.Mkdir(filepath.Join(d, p), 0o755))
@@ -36,10 +24,10 @@ func TestPreflight(t *testing.T) {
 	for _, p := range []string{"app/old", "plain/immf", "plain/appf", "staging/1"} {
 		writeFile(t, filepath.Join(d, p), "x")
 	}
-	addInodeFlags(t, d+"/imm", store.FlagImmutable)
-	addInodeFlags(t, d+"/app", store.FlagAppend)
-	addInodeFlags(t, d+"/plain/immf", store.FlagImmutable)
-	addInodeFlags(t, d+"/plain/appf", store.FlagAppend)
+	testenv.AddInodeFlags(t, d+"/imm", store.FlagImmutable)
+	testenv.AddInodeFlags(t, d+"/app", store.FlagAppend)
+	testenv.AddInodeFlags(t, d+"/plain/immf", store.FlagImmutable)
+	testenv.AddInodeFlags(t, d+"/plain/appf", store.FlagAppend)
 	staged := inoOf(t, d+"/staging/1")
 	tests := []struct {
 		name string

@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"txexec/internal/sysx"
+	"txexec/internal/testenv"
 	"txexec/store"
 	"txexec/txn"
 	"txexec/vfs"
@@ -357,34 +359,12 @@ func checkStagedOnMount(t *testing.T, w *view, m treeMount, ops []store.RedoOp) 
 
 // setFlags adds inode flags to the object fd is open on, skipping the test
 // where the file system has none.
-func setFlags(t *testing.T, fd int, add uint32) {
-	t.Helper()
-	f, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
-	if err == unix.ENOTTY || err == unix.EOPNOTSUPP {
-		t.Skip("no inode flags on this file system")
-	}
-	require.NoError(t, err)
-	require.NoError(t, unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(f|add)))
-}
-
-func flagsOf(t *testing.T, path string) uint32 {
-	t.Helper()
-	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	require.NoError(t, err)
-	defer unix.Close(fd)
-	f, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
-	require.NoError(t, err)
-	return f
-}
-
 // TestCommitJournalDefersInodeFlags: the immutable and append-only flags a
 // transaction sets on objects it made hold in the view (no removal, no new
 // entries), and commit clears them on the staged objects before the
 // commit point and sets them again after placing them (OpAddFlags, last).
 func TestCommitJournalDefersInodeFlags(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("setting the immutable flag needs CAP_LINUX_IMMUTABLE")
-	}
+	testenv.NeedRoot(t, "setting the immutable flag needs CAP_LINUX_IMMUTABLE")
 	for _, m := range treeMounts {
 		t.Run(string(m), func(t *testing.T) {
 			w := newViewOn(t, m)
@@ -399,8 +379,12 @@ func TestCommitJournalDefersInodeFlags(t *testing.T) {
 			for p, f := range map[string]uint32{"new": store.FlagImmutable, "f": store.FlagAppend, "newdir": store.FlagImmutable} {
 				fd, err := w.v.Open(w.c, w.c.Cwd, p, vfs.OpenHow{Flags: unix.O_RDONLY | unix.O_NONBLOCK})
 				w.ok(err)
-				setFlags(t, fd, f)
+				_, err = sysx.ChangeInodeFlags(fd, f, 0)
 				unix.Close(fd)
+				if sysx.NoInodeFlags(err) {
+					testenv.SkipOrFail(t, "no inode flags on this file system")
+				}
+				require.NoError(t, err)
 			}
 			assert.ErrorIs(t, w.v.Unlink(w.c, w.c.Cwd, "new", 0), unix.EPERM)
 			assert.ErrorIs(t, w.v.Unlink(w.c, w.c.Cwd, "f", 0), unix.EPERM)
@@ -426,9 +410,9 @@ func TestCommitJournalDefersInodeFlags(t *testing.T) {
 			}))
 			w.removeStaging()
 			assert.Equal(t, seen, hostManifest(t, w.dir))
-			assert.NotZero(t, flagsOf(t, filepath.Join(w.dir, "new"))&store.FlagImmutable)
-			assert.NotZero(t, flagsOf(t, filepath.Join(w.dir, "f"))&store.FlagAppend)
-			assert.NotZero(t, flagsOf(t, filepath.Join(w.dir, "newdir"))&store.FlagImmutable)
+			assert.NotZero(t, testenv.InodeFlags(t, filepath.Join(w.dir, "new"))&store.FlagImmutable)
+			assert.NotZero(t, testenv.InodeFlags(t, filepath.Join(w.dir, "f"))&store.FlagAppend)
+			assert.NotZero(t, testenv.InodeFlags(t, filepath.Join(w.dir, "newdir"))&store.FlagImmutable)
 		})
 	}
 }

@@ -100,16 +100,11 @@ func clearStagedFlags(at int, name string) (uint32, error) {
 		return 0, err
 	}
 	defer unix.Close(fd)
-	f, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	f, err := sysx.ChangeInodeFlags(fd, 0, deferredFlags)
 	switch {
-	case err == unix.ENOTTY || err == unix.EOPNOTSUPP || err == unix.EINVAL:
+	case sysx.NoInodeFlags(err):
 		return 0, nil
 	case err != nil:
-		return 0, err
-	case f&deferredFlags == 0:
-		return 0, nil
-	}
-	if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, int(f&^deferredFlags)); err != nil {
 		return 0, err
 	}
 	return f & deferredFlags, nil

@@ -1,4 +1,4 @@
-package sysx
+package sysx_test
 
 import (
 	"os"
@@ -11,6 +11,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
+
+	"txexec/internal/sysx"
+	"txexec/internal/testenv"
 )
 
 // threadCreds is what /proc/thread-self/status says of the calling thread:
@@ -57,47 +60,40 @@ func onLockedThread(t *testing.T, fn func()) {
 	<-done
 }
 
-func needRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		if os.Getenv("CI") != "" {
-			t.Fatal("needs root (switches credentials); CI runs as root")
-		}
-		t.Skip("needs root (switches credentials)")
-	}
-}
-
 // TestAsCallerSwitchesAndRestores: the kernel decides as it would for the
 // caller inside fn, and the thread is the supervisor's again after it,
 // whichever parts of the identity differ.
 func TestAsCallerSwitchesAndRestores(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "switches credentials")
 	dir := t.TempDir()
 	secret := filepath.Join(dir, "secret")
 	require.NoError(t, os.WriteFile(secret, []byte("x"), 0o600))
 	locked := filepath.Join(dir, "locked")
 	require.NoError(t, os.WriteFile(locked, []byte("x"), 0))
 
-	allCaps := func(s *Self) uint64 { return s.capEff }
+	allCaps := func(s *sysx.Self) uint64 { eff, _ := s.Caps(); return eff }
 	cases := []struct {
 		name string
-		cred func(s *Self) Cred
+		cred func(s *sysx.Self) sysx.Cred
 		file string
 	}{
-		{"another user", func(*Self) Cred {
-			return Cred{FSUID: 65534, FSGID: 65534, Groups: []uint32{65534}}
+		{"another user", func(*sysx.Self) sysx.Cred {
+			return sysx.Cred{FSUID: 65534, FSGID: 65534, Groups: []uint32{65534}}
 		}, secret},
-		{"another user with the supervisor's groups", func(s *Self) Cred {
-			return Cred{FSUID: 65534, FSGID: s.gid, Groups: s.groups}
+		{"another user with the supervisor's groups", func(s *sysx.Self) sysx.Cred {
+			_, gid, groups := s.IDs()
+			return sysx.Cred{FSUID: 65534, FSGID: gid, Groups: groups}
 		}, secret},
-		{"root without DAC_OVERRIDE", func(s *Self) Cred {
-			return Cred{FSUID: 0, FSGID: s.gid, Groups: s.groups,
+		{"root without DAC_OVERRIDE", func(s *sysx.Self) sysx.Cred {
+			_, gid, groups := s.IDs()
+			return sysx.Cred{FSUID: 0, FSGID: gid, Groups: groups,
 				CapEff: allCaps(s) &^ (1<<unix.CAP_DAC_OVERRIDE | 1<<unix.CAP_DAC_READ_SEARCH)}
 		}, locked},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			onLockedThread(t, func() {
-				s, err := ReadSelf()
+				s, err := sysx.ReadSelf()
 				require.NoError(t, err)
 				before := readThreadCreds(t)
 				c := tc.cred(s)
@@ -114,7 +110,8 @@ func TestAsCallerSwitchesAndRestores(t *testing.T) {
 				assert.ErrorIs(t, err, unix.EACCES, "the caller may not open %s", tc.file)
 				assert.Equal(t, strconv.Itoa(int(c.FSUID)), inside.fsuid)
 				assert.Equal(t, strconv.Itoa(int(c.FSGID)), inside.fsgid)
-				assert.Equal(t, c.CapEff&s.capPerm, inside.capEff)
+				_, perm := s.Caps()
+				assert.Equal(t, c.CapEff&perm, inside.capEff)
 				assert.Equal(t, before, readThreadCreds(t), "the supervisor's credentials are back")
 
 				fd, err := unix.Open(tc.file, unix.O_RDONLY, 0)
@@ -129,17 +126,19 @@ func TestAsCallerSwitchesAndRestores(t *testing.T) {
 // every permitted file-system capability; a supervisor that did not have
 // one in effect must not come back with it.
 func TestAsCallerKeepsSupervisorCapsOut(t *testing.T) {
-	needRoot(t)
+	testenv.NeedRoot(t, "switches credentials")
 	onLockedThread(t, func() {
-		full, err := ReadSelf()
+		full, err := sysx.ReadSelf()
 		require.NoError(t, err)
-		require.NoError(t, full.capsetEffective(full.capEff&^(1<<unix.CAP_DAC_OVERRIDE)))
-		s, err := ReadSelf()
+		fullEff, _ := full.Caps()
+		require.NoError(t, full.SetEffective(fullEff&^(1<<unix.CAP_DAC_OVERRIDE)))
+		s, err := sysx.ReadSelf()
 		require.NoError(t, err)
-		require.Zero(t, s.capEff&(1<<unix.CAP_DAC_OVERRIDE))
+		eff, _ := s.Caps()
+		require.Zero(t, eff&(1<<unix.CAP_DAC_OVERRIDE))
 		before := readThreadCreds(t)
 
-		c := Cred{FSUID: 65534, FSGID: 65534}
+		c := sysx.Cred{FSUID: 65534, FSGID: 65534}
 		require.NoError(t, s.AsCaller(&c, func() error { return nil }))
 		after := readThreadCreds(t)
 		assert.Equal(t, before, after)
@@ -150,9 +149,11 @@ func TestAsCallerKeepsSupervisorCapsOut(t *testing.T) {
 // TestAsCallerSameMakesNoSwitch: a caller with the supervisor's identity
 // runs fn as it is.
 func TestAsCallerSameMakesNoSwitch(t *testing.T) {
-	s, err := ReadSelf()
+	s, err := sysx.ReadSelf()
 	require.NoError(t, err)
-	c := Cred{FSUID: s.uid, FSGID: s.gid, Groups: s.groups, CapEff: s.capEff}
+	uid, gid, groups := s.IDs()
+	eff, _ := s.Caps()
+	c := sysx.Cred{FSUID: uid, FSGID: gid, Groups: groups, CapEff: eff}
 	require.True(t, s.Same(&c))
 	ran := false
 	require.NoError(t, s.AsCaller(&c, func() error { ran = true; return nil }))
