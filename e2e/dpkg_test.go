@@ -127,32 +127,57 @@ func TestDpkgRealPackage(t *testing.T) {
 	assert.NoFileExists(t, "/usr/bin/hello")
 }
 
+// postinstGate is a maintainer script's handshake with its test: the
+// script writes to Ready once it runs and reads Go before it goes on
+// (postinstWaits), so that the test acts while the script is in the middle
+// of dpkg's run. Env hands the two FIFOs to the script.
+type postinstGate struct{ Ready, Go string }
+
+// postinstWaits is the start of a maintainer script that waits at a gate.
+const postinstWaits = `#!/bin/sh
+echo ready > "$TXEXEC_TEST_READY"
+read go < "$TXEXEC_TEST_GO"
+`
+
+func newPostinstGate(t *testing.T) postinstGate {
+	t.Helper()
+	dir := t.TempDir()
+	g := postinstGate{Ready: filepath.Join(dir, "ready"), Go: filepath.Join(dir, "go")}
+	mkfifo(t, g.Ready)
+	mkfifo(t, g.Go)
+	return g
+}
+
+func (g postinstGate) Env() []string {
+	return []string{"TXEXEC_TEST_READY=" + g.Ready, "TXEXEC_TEST_GO=" + g.Go}
+}
+
+// WaitReady blocks until the script has reached the gate.
+func (g postinstGate) WaitReady(t *testing.T) {
+	t.Helper()
+	b, err := os.ReadFile(g.Ready)
+	require.NoError(t, err)
+	require.Equal(t, "ready\n", string(b))
+}
+
 func TestDpkgFailingPostinstRollsBack(t *testing.T) {
 	testenv.NeedRoot(t, "txexec supervises as root")
 	const pkg = "txexec-test-fail"
 	// The postinst tells the test it runs, waits to be let go, then fails.
-	deb := buildDeb(t, pkg, 200, `#!/bin/sh
-echo ready > "$TXEXEC_TEST_READY"
-read go < "$TXEXEC_TEST_GO"
-echo "postinst: failing on purpose" >&2
+	deb := buildDeb(t, pkg, 200, postinstWaits+`echo "postinst: failing on purpose" >&2
 exit 1
 `)
 	purgeAtEnd(t, pkg)
-	sync := t.TempDir()
-	ready, goFIFO := filepath.Join(sync, "ready"), filepath.Join(sync, "go")
-	mkfifo(t, ready)
-	mkfifo(t, goFIFO)
+	gate := newPostinstGate(t)
 	unrelated := fmt.Sprintf("/usr/share/txexec-test-unrelated-%d", os.Getpid())
 	t.Cleanup(func() { os.Remove(unrelated) })
 	dpkgBefore := treeManifest(t, "/var/lib/dpkg")
 
 	done := make(chan rwResult, 1)
 	go func() {
-		done <- rwTx(t, t.TempDir(), []string{"TXEXEC_TEST_READY=" + ready, "TXEXEC_TEST_GO=" + goFIFO}, "--", "dpkg", "-i", deb)
+		done <- rwTx(t, t.TempDir(), gate.Env(), "--", "dpkg", "-i", deb)
 	}()
-	b, err := os.ReadFile(ready) // blocks until the postinst runs
-	require.NoError(t, err)
-	require.Equal(t, "ready\n", string(b))
+	gate.WaitReady(t)
 
 	// Mid-install, the rest of the machine sees none of it …
 	assert.NoDirExists(t, "/usr/share/"+pkg)
@@ -162,7 +187,7 @@ exit 1
 	// … and keeps working: an unrelated write in the same directory.
 	require.NoError(t, os.WriteFile(unrelated, []byte("written during the install\n"), 0o644))
 
-	require.NoError(t, os.WriteFile(goFIFO, []byte("go\n"), 0))
+	require.NoError(t, os.WriteFile(gate.Go, []byte("go\n"), 0))
 	r := <-done
 	assert.Equal(t, 1, r.code, "dpkg's own status: %s", r.stderr)
 	assert.Contains(t, r.stderr, "aborted")
@@ -171,7 +196,7 @@ exit 1
 	assert.NoFileExists(t, "/etc/"+pkg+".conf")
 	assert.False(t, dpkgInstalled(t, pkg))
 	assert.Equal(t, dpkgBefore, treeManifest(t, "/var/lib/dpkg"), "/var/lib/dpkg is byte-identical")
-	b, err = os.ReadFile(unrelated)
+	b, err := os.ReadFile(unrelated)
 	require.NoError(t, err, "the concurrent unrelated write survives the abort")
 	assert.Equal(t, "written during the install\n", string(b))
 }
@@ -198,16 +223,9 @@ func TestDpkgKilledThenRecovered(t *testing.T) {
 		// a moment of the package's choosing, with dpkg's database and
 		// the package's files staged and a maintainer script running.
 		const pkg = "txexec-test-killed"
-		deb := buildDeb(t, pkg, 50, `#!/bin/sh
-echo ready > "$TXEXEC_TEST_READY"
-read go < "$TXEXEC_TEST_GO"
-exit 0
-`)
+		deb := buildDeb(t, pkg, 50, postinstWaits+"exit 0\n")
 		purgeAtEnd(t, pkg)
-		sync := t.TempDir()
-		ready, goFIFO := filepath.Join(sync, "ready"), filepath.Join(sync, "go")
-		mkfifo(t, ready)
-		mkfifo(t, goFIFO)
+		gate := newPostinstGate(t)
 		state := t.TempDir()
 		before := treeManifest(t, "/var/lib/dpkg")
 		// The machine's own packages may already be in any state (a
@@ -216,17 +234,15 @@ exit 0
 		auditBefore := rwRun(t, nil, "dpkg", "--audit")
 
 		cmd := exec.Command(txexecBin, "--", "dpkg", "-i", deb)
-		cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+state, "TXEXEC_TEST_READY="+ready, "TXEXEC_TEST_GO="+goFIFO)
+		cmd.Env = append(append(os.Environ(), "TXEXEC_STATE_DIR="+state), gate.Env()...)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		require.NoError(t, cmd.Start())
-		b, err := os.ReadFile(ready) // blocks until the postinst runs
-		require.NoError(t, err)
-		require.Equal(t, "ready\n", string(b))
+		gate.WaitReady(t)
 		assert.NoDirExists(t, "/usr/share/"+pkg, "outside the transaction nothing shows yet")
 		require.True(t, anyProcessMentions(t, pkg), "dpkg runs")
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		err = cmd.Wait()
+		err := cmd.Wait()
 		var ee *exec.ExitError
 		require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
 		require.Equal(t, syscall.SIGKILL, ee.Sys().(syscall.WaitStatus).Signal())
