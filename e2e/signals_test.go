@@ -25,7 +25,6 @@ import (
 // pending yet" is a deterministic observation, not a race.
 type sigTarget struct {
 	pid   int
-	cmd   *exec.Cmd
 	in    io.WriteCloser
 	lines *lineReader
 }
@@ -38,20 +37,30 @@ func startSigTarget(t *testing.T, sigtool string, pgid int) *sigTarget {
 	if pgid != 0 {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
 	}
+	st := &sigTarget{}
+	st.pid, st.in, st.lines = startSigtool(t, cmd)
+	return st
+}
+
+// startSigtool starts a sigtool process, killed when the test ends, and
+// waits for its "ready PID" line: its pid, its stdin and its stdout.
+func startSigtool(t *testing.T, cmd *exec.Cmd) (int, io.WriteCloser, *lineReader) {
+	t.Helper()
 	in, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	st := &sigTarget{cmd: cmd, in: in, lines: newLineReader(out)}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		cmd.Wait()
 	})
-	ready := st.lines.next(t)
-	_, err = fmt.Sscanf(ready, "ready %d", &st.pid)
-	require.NoError(t, err, "target said %q", ready)
-	return st
+	lines := newLineReader(out)
+	ready := lines.next(t)
+	var pid int
+	_, err = fmt.Sscanf(ready, "ready %d", &pid)
+	require.NoError(t, err, "%s said %q", cmd.Args[1], ready)
+	return pid, in, lines
 }
 
 // pending returns the target's pending signals, "none" if there are none.
@@ -225,20 +234,8 @@ type sigReceiver struct {
 
 func startSigReceiver(t *testing.T, sigtool, file string) *sigReceiver {
 	t.Helper()
-	cmd := exec.Command(sigtool, "receiver", file)
-	in, err := cmd.StdinPipe()
-	require.NoError(t, err)
-	out, err := cmd.StdoutPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	r := &sigReceiver{in: in, lines: newLineReader(out)}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		cmd.Wait()
-	})
-	ready := r.lines.next(t)
-	_, err = fmt.Sscanf(ready, "ready %d", &r.pid)
-	require.NoError(t, err, "receiver said %q", ready)
+	r := &sigReceiver{}
+	r.pid, r.in, r.lines = startSigtool(t, exec.Command(sigtool, "receiver", file))
 	return r
 }
 
