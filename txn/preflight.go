@@ -47,10 +47,10 @@ func preflightOp(op store.RedoOp, dirs map[string]error) error {
 		if op.Kind == store.OpExchange {
 			dirsShrunk = append(dirsShrunk, filepath.Dir(op.Path))
 		}
-		if _, ok := flagsOf(op.Path); ok {
+		if st, ok := flagsOf(op.Path); ok {
 			// Replaced: removed from its directory.
 			dirsShrunk = append(dirsShrunk, filepath.Dir(op.Path))
-			if err := check(op.Path, 0, unix.STATX_ATTR_IMMUTABLE|unix.STATX_ATTR_APPEND, "replaced"); err != nil {
+			if err := flagsErr(op.Path, st, unix.STATX_ATTR_IMMUTABLE|unix.STATX_ATTR_APPEND, "replaced"); err != nil {
 				return err
 			}
 		}
@@ -101,6 +101,11 @@ func check(path string, ino uint64, flags uint64, what string) error {
 	if !ok || ino != 0 && st.Ino != ino {
 		return nil
 	}
+	return flagsErr(path, st, flags, what)
+}
+
+// flagsErr fails if st, the statx of path, has one of the flags.
+func flagsErr(path string, st unix.Statx_t, flags uint64, what string) error {
 	switch have := st.Attributes & st.Attributes_mask & flags; {
 	case have&unix.STATX_ATTR_IMMUTABLE != 0:
 		return fmt.Errorf("%s is immutable (chattr +i) and cannot be %s", path, what)
