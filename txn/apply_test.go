@@ -20,7 +20,7 @@ import (
 	"txexec/store"
 )
 
-func inoOf(t *testing.T, path string) uint64 {
+func inoOf(t testing.TB, path string) uint64 {
 	t.Helper()
 	var st unix.Stat_t
 	require.NoError(t, unix.Lstat(path, &st))

@@ -820,16 +820,14 @@ type baseRow struct {
 func baseRows(r *Results) []baseRow {
 	var rows []baseRow
 	for _, name := range r.Order {
-		rest, ok := strings.CutPrefix(name, "PerCall/")
-		if !ok {
-			continue
-		}
-		op, mode, ok := strings.Cut(rest, "/")
+		// PerCall/OP/MODE-base, or BENCHMARK/MODE-base for another
+		// benchmark that reports ns/call.
+		op, mode, ok := strings.Cut(strings.TrimPrefix(name, "PerCall/"), "/")
 		if !ok || !strings.HasSuffix(mode, "-base") {
 			continue
 		}
-		m := strings.TrimSuffix(mode, "-base")
-		rows = append(rows, baseRow{op: op, mode: m, base: r.NsPerCall(name), this: r.NsPerCall("PerCall/" + op + "/" + m)})
+		rows = append(rows, baseRow{op: op, mode: strings.TrimSuffix(mode, "-base"),
+			base: r.NsPerCall(name), this: r.NsPerCall(strings.TrimSuffix(name, "-base"))})
 	}
 	return rows
 }
@@ -881,7 +879,8 @@ func writeSteps(w io.Writer, steps []Step) {
 	}
 	fmt.Fprintf(w, "## Optimizations\n\n")
 	fmt.Fprintf(w, "Each was measured when it was made: the build before it (`-base`) and the build with it,\n")
-	fmt.Fprintf(w, "side by side in one `BenchmarkPerCall` run; the raw output is the file named.\n")
+	fmt.Fprintf(w, "side by side in one run of `BenchmarkPerCall` (or of the benchmark the step names); the raw\n")
+	fmt.Fprintf(w, "output is the file named.\n")
 	fmt.Fprintf(w, "Steps 1–5 ran in /dev/shm, which transactions pass through to the host (/dev): their tx\n")
 	fmt.Fprintf(w, "rows time a transaction's path to a passed-through directory, not the view; later steps\n")
 	fmt.Fprintf(w, "ran on a tmpfs of their own (see Method).\n\n")
