@@ -104,6 +104,16 @@ func TestHistory(t *testing.T) {
 	assert.Contains(t, b.String(), "### 1. Title one")
 	assert.Contains(t, b.String(), "| link | tx | 80.0 | 40.0 | 0.50 |")
 
+	// Another benchmark's -base pair, reporting ns/call, renders as well.
+	other := "BenchmarkPreflight/renames-base-2 \t 40 \t 26000000 ns/op \t 13000 ns/call\n" +
+		"BenchmarkPreflight/renames-2 \t 80 \t 13000000 ns/op \t 6500 ns/call\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "01-x.txt"), []byte("# Title one\n"+other), 0o644))
+	steps, err = readHistory(dir)
+	require.NoError(t, err)
+	b.Reset()
+	writeSteps(&b, steps)
+	assert.Contains(t, b.String(), "| Preflight | renames | 13.0 | 6.50 | 0.50 |")
+
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "02-bad.txt"), []byte(sample), 0o644))
 	_, err = readHistory(dir)
 	require.Error(t, err)
