@@ -15,6 +15,14 @@ import (
 // the host names, then those the transaction changed in the order it first
 // changed them; later changes are replayed at the next stat. The shadow is
 // never part of the journal; it goes with the staging area.
+//
+// A host directory's layout depends on the order its names were made in,
+// which the shadow cannot repeat: filled in listing (hash) order, a large
+// shadow comes out larger than its host directory (/usr/share/man/man1:
+// 1.9 MB against 1.4 MB). So a host directory shows its own size plus what
+// the transaction's changes added to the shadow (its growth); only a
+// directory the transaction made, and any directory on tmpfs, whose size
+// counts entries, show the shadow's size.
 
 // maxShadowNames bounds a shadow: a larger directory shows the backing
 // object's size, rather than costing a link per name at its first stat.
@@ -38,6 +46,9 @@ type dirShadow struct {
 	// broken: the shadow could not be kept (no space, say); the backing
 	// object's size is shown.
 	broken bool
+	// base is the shadow's size holding only the host names, before the
+	// transaction's changes.
+	base int64
 }
 
 // noteEntryLocked records that name in directory dir changed.
@@ -85,10 +96,14 @@ func (v *Tx) dirSizeLocked(n *Node, st *unix.Stat_t) {
 	if unix.Fstat(s.fd, &sst) != nil || unix.Fstatfs(s.fd, &sfs) != nil {
 		return
 	}
-	// A new directory is the shadow's size; a host one keeps its own when
-	// larger (it does not shrink), except on tmpfs, which counts entries.
-	if n.host == (FileID{}) || sfs.Type == unix.TMPFS_MAGIC || sst.Size > st.Size {
+	switch {
+	case n.host == (FileID{}) || sfs.Type == unix.TMPFS_MAGIC:
 		st.Size, st.Blocks = sst.Size, sst.Blocks
+	case sst.Size > s.base:
+		// It does not shrink: only growth shows.
+		grown := sst.Size - s.base
+		st.Size += grown
+		st.Blocks += grown / 512
 	}
 }
 
@@ -123,14 +138,21 @@ func (v *Tx) syncShadowLocked(n *Node, s *dirShadow) error {
 			if len(host) > maxShadowNames {
 				return unix.EFBIG
 			}
+			// All of them, changed or not: the changes, all in
+			// s.log, are replayed on top, after base is taken.
 			for _, e := range host {
-				if _, changed := n.entries[e.Name]; !changed && e.Name != "." && e.Name != ".." {
+				if e.Name != "." && e.Name != ".." {
 					if err := v.shadowAddLocked(s, e.Name); err != nil {
 						return err
 					}
 				}
 			}
 		}
+		var sst unix.Stat_t
+		if err := unix.Fstat(s.fd, &sst); err != nil {
+			return err
+		}
+		s.base = sst.Size
 	}
 	for _, name := range s.log {
 		switch inView := n.entries[name] != nil; {

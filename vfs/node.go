@@ -100,7 +100,8 @@ type Node struct {
 	// transaction sees each host name as it first read it; validation at
 	// commit checks that it still is (optimistic concurrency).
 	lookups map[string]*Node
-	// attr caches a host original's attributes, read with its entry.
+	// attr caches the permission attributes of a host original, read with
+	// its entry, or of a staged directory (attrsCacheable).
 	attr    attrs
 	attrSet bool
 
@@ -141,6 +142,16 @@ type Node struct {
 }
 
 func (n *Node) isDir() bool { return n.typ == unix.S_IFDIR }
+
+// attrsCacheable reports whether n's permission attributes may be kept in
+// n.attr between calls. A host original's are those the transaction first
+// read (validation checks the host still has them). A staged directory's
+// change only by the view's own attribute calls, which drop them (modify):
+// walks check every directory on a path, so this saves two system calls per
+// component of a directory the transaction changed, such as man1 under
+// dpkg's man-db trigger. A staged file's can change behind the view: a
+// write or truncate through a descriptor clears its set-ID bits.
+func (n *Node) attrsCacheable() bool { return !n.anon && (n.staged == "" || n.isDir()) }
 
 // keepsIdentity reports whether n is a host directory, FIFO or device:
 // those stay themselves in the view (descriptors on them are on the host

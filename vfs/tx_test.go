@@ -1027,3 +1027,46 @@ func TestOpenNoatimeNeedsOwner(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectoryAttrsFollowChanges: the view keeps a staged directory's
+// permission attributes between calls; every change to them by a call of
+// the transaction shows in the next permission check.
+func TestDirectoryAttrsFollowChanges(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "d/f"), []byte("x"), 0o644))
+		require.NoError(t, os.Chown(filepath.Join(dir, "d"), 4242, 4242))
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "w"), 0o755))
+		require.NoError(t, os.Chown(filepath.Join(dir, "w"), 4242, 4242))
+	})
+	user := e.as(4242, 4242)
+	canOpen := func(path string) error {
+		fd, err := e.v.Open(user, e.c.Cwd, path, OpenHow{Flags: unix.O_RDONLY})
+		if err == nil {
+			unix.Close(fd)
+		}
+		return err
+	}
+	require.NoError(t, canOpen("d/f"), "before any change")
+
+	// A host directory, staged by its first attribute change.
+	e.must(e.v.Chmod(user, e.c.Cwd, "d", 0o600, 0), "chmod d 600")
+	assert.ErrorIs(t, canOpen("d/f"), unix.EACCES, "search permission gone")
+	e.must(e.v.Chmod(user, e.c.Cwd, "d", 0o700, 0), "chmod d 700")
+	assert.NoError(t, canOpen("d/f"), "search permission back")
+	e.must(e.v.Chown(e.c, e.c.Cwd, "d", 5000, 5000, 0), "chown d")
+	assert.ErrorIs(t, canOpen("d/f"), unix.EACCES, "no longer the owner")
+	e.must(e.v.Chmod(e.c, e.c.Cwd, "d", 0o755, 0), "chmod d 755")
+	assert.NoError(t, canOpen("d/f"), "others may search")
+
+	// A directory the transaction made.
+	e.must(e.v.Mkdir(user, e.c.Cwd, "w/n", 0o755), "mkdir w/n")
+	fd, err := e.v.Open(user, e.c.Cwd, "w/n/g", OpenHow{Flags: unix.O_CREAT | unix.O_WRONLY, Mode: 0o644})
+	require.NoError(t, err)
+	unix.Close(fd)
+	require.NoError(t, canOpen("w/n/g"))
+	e.must(e.v.Chmod(user, e.c.Cwd, "w/n", 0o600, 0), "chmod w/n 600")
+	assert.ErrorIs(t, canOpen("w/n/g"), unix.EACCES, "search permission gone")
+	e.must(e.v.Chmod(user, e.c.Cwd, "w/n", 0o700, 0), "chmod w/n 700")
+	assert.NoError(t, canOpen("w/n/g"), "search permission back")
+}

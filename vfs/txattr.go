@@ -39,7 +39,10 @@ func (v *Tx) modify(c *Caller, at *Handle, path string, follow, emptyOK bool, ma
 			// knows: the journal could not say where to apply it.
 			return err
 		}
-		if err := fn(n, a, vpath); err != nil {
+		// Whatever fn got done, the cached attributes may be stale.
+		err = fn(n, a, vpath)
+		n.attrSet = false
+		if err != nil {
 			return err
 		}
 		return v.setattrLocked(n, vpath, mask)

@@ -425,13 +425,13 @@ func openHostOriginal(dirfd int, name string, flags int) (int, error) {
 // checks it is still the object the view found: any failure means the host
 // changed it since (ELOOP: a symlink now stands there), which dooms the
 // transaction.
-func (v *Tx) openHostObject(n *Node, dirfd int, name string, flags int) (int, error) {
+// Its attributes, read for that check, are left in *st.
+func (v *Tx) openHostObject(n *Node, dirfd int, name string, flags int, st *unix.Stat_t) (int, error) {
 	fd, err := openHostOriginal(dirfd, name, flags)
 	if err != nil {
 		return -1, v.hostChanged(n.hostPath, err)
 	}
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || !n.isHostObject(&st) {
+	if unix.Fstat(fd, st) != nil || !n.isHostObject(st) {
 		unix.Close(fd)
 		return -1, v.hostChanged(n.hostPath, unix.ESTALE)
 	}
@@ -441,6 +441,15 @@ func (v *Tx) openHostObject(n *Node, dirfd int, name string, flags int) (int, er
 // openBackingLocked opens n's backing object (never writable for a host
 // original).
 func (v *Tx) openBackingLocked(n *Node, flags int) (int, error) {
+	var st unix.Stat_t
+	fd, _, err := v.openBackingStatLocked(n, flags, &st)
+	return fd, err
+}
+
+// openBackingStatLocked is openBackingLocked that also reports whether it
+// read the opened object's attributes, into *st: it does for a host
+// original that is not a directory, whose identity it checks.
+func (v *Tx) openBackingStatLocked(n *Node, flags int, st *unix.Stat_t) (int, bool, error) {
 	flags |= unix.O_CLOEXEC | unix.O_NOCTTY | unix.O_NOFOLLOW
 	var fd int
 	var err error
@@ -458,14 +467,18 @@ func (v *Tx) openBackingLocked(n *Node, flags int) (int, error) {
 		if flags&unix.O_ACCMODE != unix.O_RDONLY {
 			panic("vfs: host original opened writable")
 		}
-		return v.openHostObject(n, n.hostParent.hostFd, n.hostName, flags)
+		fd, err = v.openHostObject(n, n.hostParent.hostFd, n.hostName, flags, st)
+		if err != nil {
+			return -1, false, err
+		}
+		return fd, true, nil
 	default:
-		return -1, unix.ESTALE
+		return -1, false, unix.ESTALE
 	}
 	if err != nil {
-		return -1, err
+		return -1, false, err
 	}
-	return fd, nil
+	return fd, false, nil
 }
 
 // Getxattr implements View.

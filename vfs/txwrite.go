@@ -372,12 +372,12 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 	if n.staged != "" {
 		return unix.Openat(n.area.fd, n.staged, passFlags, 0)
 	}
-	fd, err := v.openBackingLocked(n, passFlags&^unix.O_NOCTTY|unix.O_NOATIME)
+	var st unix.Stat_t
+	fd, statted, err := v.openBackingStatLocked(n, passFlags&^unix.O_NOCTTY|unix.O_NOATIME, &st)
 	if err != nil {
 		return -1, err
 	}
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) == nil {
+	if statted || unix.Fstat(fd, &st) == nil {
 		v.recordReadLocked(n, &st, readData)
 	}
 	if n.locDir == nil {
@@ -479,7 +479,8 @@ func (v *Tx) openSpecialLocked(n *Node) (int, error) {
 	if err != nil {
 		return -1, err
 	}
-	return v.openHostObject(n, root, "."+n.hostPath, flags)
+	var st unix.Stat_t
+	return v.openHostObject(n, root, "."+n.hostPath, flags, &st)
 }
 
 // reopenSpecial opens the FIFO or device an O_PATH descriptor refers to,

@@ -396,16 +396,17 @@ func (v *Tx) readAttrsLocked(n *Node) error {
 }
 
 // attrsLocked returns n's permission attributes, from the cache for host
-// originals.
+// originals and directories.
 func (v *Tx) attrsLocked(n *Node) (attrs, error) {
-	if n.staged == "" && !n.anon && n.attrSet {
+	cacheable := n.attrsCacheable()
+	if cacheable && n.attrSet {
 		return n.attr, nil
 	}
 	st, err := v.statLocked(n)
 	if err != nil {
 		return attrs{}, err
 	}
-	if n.staged == "" && !n.anon {
+	if cacheable {
 		n.attr, n.attrSet = attrsOf(&st), true
 	}
 	return attrsOf(&st), nil
