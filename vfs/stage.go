@@ -25,10 +25,16 @@ func (v *Tx) registerStagedLocked(n *Node, a *area, name string) error {
 	if err := unix.Fstatat(a.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return err
 	}
-	n.staged, n.stagedID, n.area = name, idOf(&st), a
+	v.registerStagedAsLocked(n, a, name, &st)
+	return nil
+}
+
+// registerStagedAsLocked is registerStagedLocked for an object whose
+// attributes st the caller has read.
+func (v *Tx) registerStagedAsLocked(n *Node, a *area, name string, st *unix.Stat_t) {
+	n.staged, n.stagedID, n.area = name, idOf(st), a
 	v.nodes[n.stagedID] = n
 	v.gen++
-	return nil
 }
 
 // copyUpLocked gives host original n a staged copy, on its first
@@ -277,21 +283,31 @@ func (v *Tx) createLocked(c *Caller, dir *Node, name string, mode uint32, mk fun
 		return nil, err
 	}
 	typ := mode & unix.S_IFMT
-	if err := unix.Fchownat(a.fd, sname, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	// The object is the supervisor's, made with its umask of 0: owner and
+	// mode are set only where they differ, which for a root caller and
+	// plain permission bits is nowhere (two system calls per create).
+	var st unix.Stat_t
+	if err := unix.Fstatat(a.fd, sname, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		unix.Unlinkat(a.fd, sname, 0)
 		return nil, err
 	}
-	if typ != unix.S_IFLNK {
+	chowned := st.Uid != uid || st.Gid != gid
+	if chowned {
+		if err := unix.Fchownat(a.fd, sname, int(uid), int(gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			unix.Unlinkat(a.fd, sname, 0)
+			return nil, err
+		}
+	}
+	if typ != unix.S_IFLNK && (chowned || st.Mode&0o7777 != mode&0o7777) {
 		// After chown (which clears set-ID bits), and exactly: mkdir and
-		// mknod ignore some bits, the supervisor's umask is 0.
+		// mknod ignore some bits.
 		if err := unix.Fchmodat(a.fd, sname, mode&0o7777, 0); err != nil {
 			return nil, err
 		}
 	}
 	n := &Node{typ: typ, hostFd: -1}
-	if err := v.registerStagedLocked(n, a, sname); err != nil {
-		return nil, err
-	}
+	// Owner and mode changes keep the object's identity.
+	v.registerStagedAsLocked(n, a, sname, &st)
 	n.replayIno = n.stagedID.Ino
 	if typ == unix.S_IFDIR {
 		n.opaque, n.entries, n.inPlace = true, map[string]*Node{}, true

@@ -1070,3 +1070,67 @@ func TestDirectoryAttrsFollowChanges(t *testing.T) {
 	e.must(e.v.Chmod(user, e.c.Cwd, "w/n", 0o700, 0), "chmod w/n 700")
 	assert.NoError(t, canOpen("w/n/g"), "search permission back")
 }
+
+// TestCreateOwnerAndMode: what a create, mkdir or mknod makes has the owner
+// and mode Linux gives it, whether or not they match what the supervisor
+// made it with, and an open that creates a file gives the access asked for,
+// whatever the new mode.
+func TestCreateOwnerAndMode(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "pub"), 0o777))
+		require.NoError(t, unix.Chmod(filepath.Join(dir, "pub"), 0o777))
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "sgid"), 0o777))
+		require.NoError(t, os.Chown(filepath.Join(dir, "sgid"), 0, 4343))
+		require.NoError(t, unix.Chmod(filepath.Join(dir, "sgid"), 0o2777))
+	})
+	root := e.c
+	user := e.as(4242, 4242)
+	tests := []struct {
+		name     string
+		c        *Caller
+		path     string
+		mode     uint32
+		umask    uint32
+		uid, gid uint32
+		want     uint32 // with S_IFMT
+		mk       string // "open", "mkdir", "fifo"
+	}{
+		{"root, plain mode", root, "pub/a", 0o644, 0o022, 0, 0, unix.S_IFREG | 0o644, "open"},
+		{"root, umask applied", root, "pub/b", 0o666, 0o027, 0, 0, unix.S_IFREG | 0o640, "open"},
+		{"root, set-user-ID", root, "pub/c", 0o4755, 0, 0, 0, unix.S_IFREG | 0o4755, "open"},
+		{"root, no permissions at all", root, "pub/d", 0, 0, 0, 0, unix.S_IFREG, "open"},
+		{"user, plain mode", user, "pub/e", 0o600, 0o022, 4242, 4242, unix.S_IFREG | 0o600, "open"},
+		{"user, set-user-ID kept by chown order", user, "pub/f", 0o4711, 0, 4242, 4242, unix.S_IFREG | 0o4711, "open"},
+		{"user in set-group-ID directory", user, "sgid/g", 0o640, 0o022, 4242, 4343, unix.S_IFREG | 0o640, "open"},
+		{"root in set-group-ID directory", root, "sgid/l", 0o644, 0o022, 0, 4343, unix.S_IFREG | 0o644, "open"},
+		{"root directory, sticky", root, "pub/h", 0o1777, 0, 0, 0, unix.S_IFDIR | 0o1777, "mkdir"},
+		{"user directory in set-group-ID directory", user, "sgid/i", 0o755, 0o022, 4242, 4343, unix.S_IFDIR | 0o2755, "mkdir"},
+		{"root FIFO", root, "pub/j", 0o620, 0o002, 0, 0, unix.S_IFIFO | 0o620, "fifo"},
+		{"user FIFO", user, "pub/k", 0o666, 0o022, 4242, 4242, unix.S_IFIFO | 0o644, "fifo"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := *tt.c
+			c.Umask = tt.umask
+			switch tt.mk {
+			case "open":
+				// Read and write access on a file whose mode allows
+				// neither, or only one, to its owner.
+				fd, err := e.v.Open(&c, e.c.Cwd, tt.path, OpenHow{Flags: unix.O_CREAT | unix.O_EXCL | unix.O_RDWR, Mode: tt.mode})
+				require.NoError(t, err)
+				_, err = unix.Write(fd, []byte("xy"))
+				assert.NoError(t, err, "write through the creating descriptor")
+				_, err = unix.Pread(fd, make([]byte, 2), 0)
+				assert.NoError(t, err, "read through the creating descriptor")
+				unix.Close(fd)
+			case "mkdir":
+				require.NoError(t, e.v.Mkdir(&c, e.c.Cwd, tt.path, tt.mode))
+			case "fifo":
+				require.NoError(t, e.v.Mknod(&c, e.c.Cwd, tt.path, unix.S_IFIFO|tt.mode, 0))
+			}
+			st, err := e.v.Stat(e.c, e.c.Cwd, tt.path, unix.AT_SYMLINK_NOFOLLOW)
+			require.NoError(t, err)
+			assert.Equal(t, fmt.Sprintf("%o %d:%d", tt.want, tt.uid, tt.gid), fmt.Sprintf("%o %d:%d", st.Mode, st.Uid, st.Gid))
+		})
+	}
+}

@@ -255,20 +255,22 @@ func (v *Tx) openNodeLocked(c *Caller, t target, how OpenHow, o *opened) (int, e
 			return -1, err
 		}
 		mode := unix.S_IFREG | how.Mode&0o7777
-		var err error
-		n, err = v.createLocked(c, t.dir, t.name, mode, func(at int, sname string, perm uint32) error {
-			fd, err := unix.Openat(at, sname, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_CLOEXEC, perm)
-			if err == nil {
-				unix.Close(fd)
-			}
+		// The caller's descriptor is the one that creates the file: a new
+		// file is opened with the requested access even if its mode would
+		// not allow it (open(2)).
+		fd := -1
+		_, err := v.createLocked(c, t.dir, t.name, mode, func(at int, sname string, perm uint32) error {
+			var err error
+			fd, err = unix.Openat(at, sname, int(flags&^unix.O_TRUNC)|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC|unix.O_NOCTTY, perm)
 			return err
 		})
 		if err != nil {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
 			return -1, err
 		}
-		// A new file is opened with the requested access even if its mode
-		// would not allow it (open(2)).
-		return unix.Openat(n.area.fd, n.staged, int(flags&^(unix.O_CREAT|unix.O_EXCL|unix.O_TRUNC)|unix.O_CLOEXEC|unix.O_NOCTTY), 0)
+		return fd, nil
 	}
 	if flags&unix.O_CREAT != 0 && flags&unix.O_EXCL != 0 {
 		return -1, unix.EEXIST
