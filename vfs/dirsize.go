@@ -49,6 +49,9 @@ type dirShadow struct {
 	// base is the shadow's size holding only the host names, before the
 	// transaction's changes.
 	base int64
+	// countsEntries: the shadow is on tmpfs, whose directory sizes count
+	// entries, so a host directory there shows the shadow's size too.
+	countsEntries bool
 }
 
 // noteEntryLocked records that name in directory dir changed.
@@ -92,12 +95,11 @@ func (v *Tx) dirSizeLocked(n *Node, st *unix.Stat_t) {
 		return
 	}
 	var sst unix.Stat_t
-	var sfs unix.Statfs_t
-	if unix.Fstat(s.fd, &sst) != nil || unix.Fstatfs(s.fd, &sfs) != nil {
+	if unix.Fstat(s.fd, &sst) != nil {
 		return
 	}
 	switch {
-	case n.host == (FileID{}) || sfs.Type == unix.TMPFS_MAGIC:
+	case n.host == (FileID{}) || s.countsEntries:
 		st.Size, st.Blocks = sst.Size, sst.Blocks
 	case sst.Size > s.base:
 		// It does not shrink: only growth shows.
@@ -149,10 +151,14 @@ func (v *Tx) syncShadowLocked(n *Node, s *dirShadow) error {
 			}
 		}
 		var sst unix.Stat_t
+		var sfs unix.Statfs_t
 		if err := unix.Fstat(s.fd, &sst); err != nil {
 			return err
 		}
-		s.base = sst.Size
+		if err := unix.Fstatfs(s.fd, &sfs); err != nil {
+			return err
+		}
+		s.base, s.countsEntries = sst.Size, sfs.Type == unix.TMPFS_MAGIC
 	}
 	for _, name := range s.log {
 		switch inView := n.entries[name] != nil; {
