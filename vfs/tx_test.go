@@ -187,6 +187,9 @@ func checkObject(t *testing.T, e *env, path string, w want) {
 		if stx.Mtime.Sec != st.Mtim.Sec || int64(stx.Mtime.Nsec) != st.Mtim.Nsec {
 			errorf("statx mtime %v disagrees with stat mtime %v", stx.Mtime, st.Mtim)
 		}
+		if stx.Ctime.Sec != st.Ctim.Sec || int64(stx.Ctime.Nsec) != st.Ctim.Nsec || int64(stx.Blocks) != st.Blocks {
+			errorf("statx ctime %v, blocks %d disagree with stat ctime %v, blocks %d", stx.Ctime, stx.Blocks, st.Ctim, st.Blocks)
+		}
 	}
 	if err := e.v.Access(e.c, e.c.Cwd, path, unix.F_OK, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		errorf("access F_OK: %v", err)
@@ -1132,5 +1135,34 @@ func TestCreateOwnerAndMode(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, fmt.Sprintf("%o %d:%d", tt.want, tt.uid, tt.gid), fmt.Sprintf("%o %d:%d", st.Mode, st.Uid, st.Gid))
 		})
+	}
+}
+
+// TestStatxAsStat: statx shows the view's link count, size and times
+// whatever mask the caller gives, as stat does: of a directory whose
+// entries changed, a file that gained a link, a host FIFO whose mode
+// changed.
+func TestStatxAsStat(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "d/f"), []byte("x"), 0o644))
+		require.NoError(t, unix.Mkfifo(filepath.Join(dir, "fifo"), 0o644))
+	})
+	for i := range 300 {
+		e.create(fmt.Sprintf("d/new-entry-with-a-long-name-%d", i), "", 0o644)
+	}
+	e.must(e.v.Link(e.c, e.c.Cwd, "d/f", e.c.Cwd, "d/g", 0), "link")
+	e.must(e.v.Chmod(e.c, e.c.Cwd, "fifo", 0o600, 0), "chmod fifo")
+	for _, p := range []string{"d", "d/f", "fifo"} {
+		st, err := e.v.Stat(e.c, e.c.Cwd, p, unix.AT_SYMLINK_NOFOLLOW)
+		require.NoError(t, err)
+		for _, mask := range []uint32{0, unix.STATX_BTIME, unix.STATX_BASIC_STATS} {
+			stx, err := e.v.Statx(e.c, e.c.Cwd, p, unix.AT_SYMLINK_NOFOLLOW, mask)
+			require.NoError(t, err)
+			assert.Equal(t,
+				fmt.Sprintf("ino %d mode %o nlink %d size %d blocks %d mtime %d.%d ctime %d.%d", st.Ino, st.Mode, st.Nlink, st.Size, st.Blocks, st.Mtim.Sec, st.Mtim.Nsec, st.Ctim.Sec, st.Ctim.Nsec),
+				fmt.Sprintf("ino %d mode %o nlink %d size %d blocks %d mtime %d.%d ctime %d.%d", stx.Ino, stx.Mode, stx.Nlink, stx.Size, stx.Blocks, stx.Mtime.Sec, stx.Mtime.Nsec, stx.Ctime.Sec, stx.Ctime.Nsec),
+				"%s, mask %#x", p, mask)
+		}
 	}
 }

@@ -120,6 +120,19 @@ func statGranules(at *Handle, path string, flags int, n *Node) granules {
 	return readData
 }
 
+// statOfStatx is the stat(2) form of the fields of stx that the view
+// reads and adjusts.
+func statOfStatx(stx *unix.Statx_t) unix.Stat_t {
+	return unix.Stat_t{
+		Dev: unix.Mkdev(stx.Dev_major, stx.Dev_minor), Ino: stx.Ino,
+		Nlink: uint64(stx.Nlink), Mode: uint32(stx.Mode), Uid: stx.Uid, Gid: stx.Gid,
+		Size: int64(stx.Size), Blocks: int64(stx.Blocks),
+		Atim: unix.Timespec{Sec: stx.Atime.Sec, Nsec: int64(stx.Atime.Nsec)},
+		Mtim: unix.Timespec{Sec: stx.Mtime.Sec, Nsec: int64(stx.Mtime.Nsec)},
+		Ctim: unix.Timespec{Sec: stx.Ctime.Sec, Nsec: int64(stx.Ctime.Nsec)},
+	}
+}
+
 // Statx implements View.
 func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (unix.Statx_t, error) {
 	return with(v, c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0,
@@ -130,19 +143,24 @@ func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (
 			if n == nil {
 				return stx, unix.ENOENT
 			}
+			// The basic fields too, whatever the caller asked for: the
+			// view's are computed from them (local file systems fill them
+			// anyway).
+			m := int(mask | unix.STATX_BASIC_STATS)
+			byName := false // the host object was looked up by name
 			var err error
 			switch {
 			case n.anon:
-				err = unix.Statx(n.anonFd, "", unix.AT_EMPTY_PATH, int(mask), &stx)
+				err = unix.Statx(n.anonFd, "", unix.AT_EMPTY_PATH, m, &stx)
 			case n.staged != "" && n.keepsIdentity():
 				// As statLocked: the host object's identity, the staged
 				// copy's attributes.
 				var sstx unix.Statx_t
-				if err = unix.Statx(n.area.fd, n.staged, unix.AT_SYMLINK_NOFOLLOW, int(mask), &sstx); err == nil {
+				if err = unix.Statx(n.area.fd, n.staged, unix.AT_SYMLINK_NOFOLLOW, m, &sstx); err == nil {
 					if n.hostFd >= 0 {
-						err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH, int(mask), &stx)
+						err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH, m, &stx)
 					} else {
-						err = unix.Statx(n.hostParent.hostFd, n.hostName, unix.AT_SYMLINK_NOFOLLOW, int(mask), &stx)
+						err, byName = unix.Statx(n.hostParent.hostFd, n.hostName, unix.AT_SYMLINK_NOFOLLOW, m, &stx), true
 					}
 					if err == nil {
 						stx.Mode, stx.Uid, stx.Gid = sstx.Mode, sstx.Uid, sstx.Gid
@@ -150,32 +168,27 @@ func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (
 					}
 				}
 			case n.staged != "":
-				err = unix.Statx(n.area.fd, n.staged, unix.AT_SYMLINK_NOFOLLOW, int(mask), &stx)
+				err = unix.Statx(n.area.fd, n.staged, unix.AT_SYMLINK_NOFOLLOW, m, &stx)
 			case n.hostFd >= 0:
-				err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH, int(mask), &stx)
+				err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH, m, &stx)
 			case n.hostParent != nil:
-				err = unix.Statx(n.hostParent.hostFd, n.hostName, unix.AT_SYMLINK_NOFOLLOW, int(mask), &stx)
+				err, byName = unix.Statx(n.hostParent.hostFd, n.hostName, unix.AT_SYMLINK_NOFOLLOW, m, &stx), true
 			default:
+				err = unix.ESTALE
+			}
+			st := statOfStatx(&stx)
+			if err == nil && byName && !n.isHostObject(&st) {
 				err = unix.ESTALE
 			}
 			if err != nil {
 				return stx, v.hostChanged(n.hostPath, err)
 			}
-			// The view's link count and directory times, as Stat.
-			st, err := v.statAsLocked(n, statGranules(at, path, flags, n))
-			if err != nil {
-				return stx, err
-			}
+			// The view's link count, times and directory size, as Stat.
+			v.viewAttrsLocked(n, &st, statGranules(at, path, flags, n))
 			stx.Nlink = uint32(st.Nlink)
-			if n.isDir() {
-				stx.Size, stx.Blocks = uint64(st.Size), uint64(st.Blocks)
-			}
-			if n.changed != nil {
-				stx.Mtime = unix.StatxTimestamp{Sec: n.changed.Sec, Nsec: uint32(n.changed.Nsec)}
-				stx.Ctime = stx.Mtime
-			}
-			ct := viewCtime(n, unix.Timespec{Sec: stx.Ctime.Sec, Nsec: int64(stx.Ctime.Nsec)})
-			stx.Ctime = unix.StatxTimestamp{Sec: ct.Sec, Nsec: uint32(ct.Nsec)}
+			stx.Size, stx.Blocks = uint64(st.Size), uint64(st.Blocks)
+			stx.Mtime = unix.StatxTimestamp{Sec: st.Mtim.Sec, Nsec: uint32(st.Mtim.Nsec)}
+			stx.Ctime = unix.StatxTimestamp{Sec: st.Ctim.Sec, Nsec: uint32(st.Ctim.Nsec)}
 			return stx, nil
 		})
 }

@@ -342,9 +342,20 @@ func (v *Tx) statAsLocked(n *Node, g granules) (unix.Stat_t, error) {
 	if err != nil {
 		return st, v.hostChanged(n.hostPath, err)
 	}
+	v.viewAttrsLocked(n, &st, g)
+	return st, nil
+}
+
+// viewAttrsLocked turns st, the attributes of n's backing object (for a
+// host object that keeps its identity with a staged copy: the host's
+// identity, size and link count, the copy's mode, owner and times), into
+// the view's: the view's link count, ctime, and a changed directory's
+// times and size. A host original's are recorded first as a read of the
+// granules g.
+func (v *Tx) viewAttrsLocked(n *Node, st *unix.Stat_t, g granules) {
 	if n.staged == "" && !n.anon {
 		// What the host shows, before the view's own changes.
-		v.recordReadLocked(n, &st, g)
+		v.recordReadLocked(n, st, g)
 	}
 	if n.nlinkSet {
 		st.Nlink = n.nlink
@@ -357,9 +368,8 @@ func (v *Tx) statAsLocked(n *Node, g granules) (unix.Stat_t, error) {
 	}
 	st.Ctim = viewCtime(n, st.Ctim)
 	if n.isDir() {
-		v.dirSizeLocked(n, &st)
+		v.dirSizeLocked(n, st)
 	}
-	return st, nil
 }
 
 // hostStatLocked stats n's host original, checking it is still the object
