@@ -11,7 +11,7 @@
 // calls themselves, not of process start-up or commit.
 //
 // Usage: percall -o OP -d DIR [-n N] [-w W] [-F]
-//   -o OP   stat | statat | open | access | create | unlink | mkdir | rmdir |
+//   -o OP   stat | statat | statx | open | access | create | unlink | mkdir | rmdir |
 //           link | read | write | listdir
 //   -d DIR  absolute directory prepared by the harness: DIR/file is an
 //           unmodified 1 MiB host file
@@ -25,6 +25,8 @@
 //   stat    stat(DIR/file)
 //   statat  fstatat(dirfd, "file", &st, 0), dirfd an O_DIRECTORY descriptor
 //           on DIR opened before timing
+//   statx   statx(AT_FDCWD, DIR/file, 0, STATX_BASIC_STATS) (not in the
+//           per-call table; BenchmarkSupervisorSyscalls counts it)
 //   open    open(DIR/file, O_RDONLY) + close (close is not intercepted)
 //   access  access(DIR/file, R_OK)
 //   create  open(DIR/cK, O_CREAT|O_EXCL|O_WRONLY, 0644) + close
@@ -101,6 +103,13 @@ static void do_stat(void) {
 	for (int i = 0; i < BLOCK; i++)
 		if (stat(file, &st) != 0)
 			die("stat");
+}
+
+static void do_statx(void) {
+	struct statx stx;
+	for (int i = 0; i < BLOCK; i++)
+		if (statx(AT_FDCWD, file, 0, STATX_BASIC_STATS, &stx) != 0)
+			die("statx");
 }
 
 static void do_statat(void) {
@@ -210,6 +219,7 @@ struct op {
 static const struct op ops[] = {
 	{"stat", 0, do_stat, NULL, NULL},
 	{"statat", 0, do_statat, NULL, NULL},
+	{"statx", 0, do_statx, NULL, NULL},
 	{"open", 0, do_open, NULL, NULL},
 	{"access", 0, do_access, NULL, NULL},
 	{"create", 'c', do_create, NULL, do_unlink},

@@ -274,8 +274,11 @@ func (r *Results) Spread(name, unit string) (lo, hi float64) {
 }
 
 // NsPerCall is the median ns/call of a benchmark, or NaN.
-func (r *Results) NsPerCall(name string) float64 {
-	v, _, ok := r.Median(name, "ns/call")
+func (r *Results) NsPerCall(name string) float64 { return r.MedianOrNaN(name, "ns/call") }
+
+// MedianOrNaN is the median of a benchmark's metric unit, or NaN.
+func (r *Results) MedianOrNaN(name, unit string) float64 {
+	v, _, ok := r.Median(name, unit)
 	if !ok {
 		return math.NaN()
 	}
@@ -804,12 +807,34 @@ func writeWhere(w io.Writer, r *Results, floorSync float64) {
 
 // writeBase prints the side-by-side comparison when the run had -base modes.
 func writeBase(w io.Writer, r *Results) {
-	rows := baseRows(r)
+	rows := baseRows(r, "ns/call")
 	if len(rows) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "## Against the base build (TXEXEC_BENCH_BASE)\n\n")
-	writeBaseTable(w, rows)
+	writeBaseTable(w, rows, baseUnits[0])
+}
+
+// baseUnit is a metric a before/after table can compare.
+type baseUnit struct {
+	unit, before, after string
+	// cell formats a value.
+	cell func(float64) string
+}
+
+// baseUnits are the metrics compared, in the order of their tables: time,
+// then BenchmarkSupervisorSyscalls's counts.
+var baseUnits = []baseUnit{
+	{"ns/call", "before µs", "after µs", us},
+	{"handler-syscalls/call", "before: handler system calls per call", "after", count},
+	{"syscalls/call", "before: all system calls per call", "after", count},
+}
+
+func count(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", v)
 }
 
 type baseRow struct {
@@ -817,25 +842,30 @@ type baseRow struct {
 	base, this float64
 }
 
-func baseRows(r *Results) []baseRow {
+// baseRows pairs each benchmark's -base mode with the build's own, in
+// metric unit: PerCall/OP/MODE-base, SupervisorSyscalls/OP/MODE-base, or
+// BENCHMARK/MODE-base for another benchmark.
+func baseRows(r *Results, unit string) []baseRow {
 	var rows []baseRow
 	for _, name := range r.Order {
-		// PerCall/OP/MODE-base, or BENCHMARK/MODE-base for another
-		// benchmark that reports ns/call.
-		op, mode, ok := strings.Cut(strings.TrimPrefix(name, "PerCall/"), "/")
+		op, mode, ok := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(name, "PerCall/"), "SupervisorSyscalls/"), "/")
 		if !ok || !strings.HasSuffix(mode, "-base") {
 			continue
 		}
+		base := r.MedianOrNaN(name, unit)
+		if math.IsNaN(base) {
+			continue
+		}
 		rows = append(rows, baseRow{op: op, mode: strings.TrimSuffix(mode, "-base"),
-			base: r.NsPerCall(name), this: r.NsPerCall(strings.TrimSuffix(name, "-base"))})
+			base: base, this: r.MedianOrNaN(strings.TrimSuffix(name, "-base"), unit)})
 	}
 	return rows
 }
 
-func writeBaseTable(w io.Writer, rows []baseRow) {
-	fmt.Fprintf(w, "| call | mode | before µs | after µs | after / before |\n|---|---|--:|--:|--:|\n")
+func writeBaseTable(w io.Writer, rows []baseRow, u baseUnit) {
+	fmt.Fprintf(w, "| call | mode | %s | %s | after / before |\n|---|---|--:|--:|--:|\n", u.before, u.after)
 	for _, row := range rows {
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", row.op, row.mode, us(row.base), us(row.this), ratio(row.this, row.base))
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", row.op, row.mode, u.cell(row.base), u.cell(row.this), ratio(row.this, row.base))
 	}
 	fmt.Fprintf(w, "\n")
 }
@@ -889,12 +919,17 @@ func writeSteps(w io.Writer, steps []Step) {
 		for _, t := range st.Text {
 			fmt.Fprintf(w, "%s\n\n", t)
 		}
-		rows := baseRows(st.Res)
-		if len(rows) == 0 {
+		tables := 0
+		for _, u := range baseUnits {
+			if rows := baseRows(st.Res, u.unit); len(rows) > 0 {
+				writeBaseTable(w, rows, u)
+				tables++
+			}
+		}
+		if tables == 0 {
 			fmt.Fprintf(w, "(%s holds no -base measurements.)\n\n", st.File)
 			continue
 		}
-		writeBaseTable(w, rows)
 		fmt.Fprintf(w, "Raw output: `%s`.\n\n", st.File)
 	}
 }

@@ -114,6 +114,19 @@ func TestHistory(t *testing.T) {
 	writeSteps(&b, steps)
 	assert.Contains(t, b.String(), "| Preflight | renames | 13.0 | 6.50 | 0.50 |")
 
+	// BenchmarkSupervisorSyscalls's counts render in tables of their own.
+	counts := "BenchmarkSupervisorSyscalls/open/tx-2 \t 1 \t 3000000000 ns/op \t 4.000 handler-syscalls/call \t 8.000 syscalls/call\n" +
+		"BenchmarkSupervisorSyscalls/open/tx-base-2 \t 1 \t 3000000000 ns/op \t 5.000 handler-syscalls/call \t 10.00 syscalls/call\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "01-x.txt"), []byte("# Title one\n"+counts), 0o644))
+	steps, err = readHistory(dir)
+	require.NoError(t, err)
+	b.Reset()
+	writeSteps(&b, steps)
+	assert.Contains(t, b.String(), "| call | mode | before: handler system calls per call | after | after / before |")
+	assert.Contains(t, b.String(), "| open | tx | 5.00 | 4.00 | 0.80 |")
+	assert.Contains(t, b.String(), "| open | tx | 10.00 | 8.00 | 0.80 |")
+	assert.NotContains(t, b.String(), "holds no -base measurements")
+
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "02-bad.txt"), []byte(sample), 0o644))
 	_, err = readHistory(dir)
 	require.Error(t, err)
