@@ -601,9 +601,13 @@ func (v *Tx) textBusyLocked(n *Node, a attrs) error {
 
 // roCheckLocked fails writes to objects on read-only mounts, and to
 // immutable ones (chattr +i), as inode_permission does for MAY_WRITE.
-func (v *Tx) roCheckLocked(n *Node) error {
+func (v *Tx) roCheckLocked(n *Node) error { return v.roCheckFlagsLocked(n, v.hostFlagsLocked(n)) }
+
+// roCheckFlagsLocked is roCheckLocked for a caller that has n's
+// hostFlagsLocked already.
+func (v *Tx) roCheckFlagsLocked(n *Node, flags uint64) error {
 	fd := n.hostFd
-	if v.hostFlagsLocked(n)&unix.STATX_ATTR_IMMUTABLE != 0 {
+	if flags&unix.STATX_ATTR_IMMUTABLE != 0 {
 		return unix.EPERM
 	}
 	if n.staged != "" || n.host == (FileID{}) {
@@ -837,10 +841,11 @@ func (v *Tx) mayDeleteLocked(c *Caller, dir, victim *Node, isDir bool) error {
 	}
 	// inode_permission(dir, MAY_WRITE) refuses a read-only mount and an
 	// immutable directory before it looks at the mode.
-	if err := v.roCheckLocked(dir); err != nil {
+	dflags := v.hostFlagsLocked(dir)
+	if err := v.roCheckFlagsLocked(dir, dflags); err != nil {
 		return err
 	}
-	return mayDelete(c, da, va, v.hostFlagsLocked(dir), v.hostFlagsLocked(victim), isDir)
+	return mayDelete(c, da, va, dflags, v.hostFlagsLocked(victim), isDir)
 }
 
 // removableDirLocked checks that directory n can be removed: empty in the
