@@ -672,7 +672,8 @@ func TestKeepThenCommit(t *testing.T) {
 	require.NoError(t, err)
 	other, err := s.Begin(TxInfo{})
 	require.NoError(t, err)
-	p := Prepared{Ops: sampleOps(4), Writes: granules("/a/file"), Reads: sampleReads()}
+	named := ReadRecord{Path: "/host/p2", Exists: true, Dev: 8, Ino: 3, Type: 0o100000, Meta: true}
+	p := Prepared{Ops: sampleOps(4), Writes: granules("/a/file"), Reads: append(sampleReads(), named)}
 	require.NoError(t, s.Keep(tx.ID, p))
 
 	rec, ops, err := s.Get(tx.ID)
@@ -680,7 +681,7 @@ func TestKeepThenCommit(t *testing.T) {
 	assert.Equal(t, StateKept, rec.State)
 	assert.False(t, rec.Kept.IsZero())
 	assert.Equal(t, p.Ops, ops, "show sees what a kept transaction would do")
-	assert.Equal(t, 4, rec.ReadN)
+	assert.Equal(t, 5, rec.ReadN)
 	assert.Zero(t, rec.Seq)
 
 	got, loaded, err := s.LoadKept(tx.ID)
@@ -706,6 +707,10 @@ func TestKeepThenCommit(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, StateCommitted, rec.State)
 	assert.Equal(t, p.Ops, ops, "stored once")
+	assert.Equal(t, 5, rec.ReadN, "the whole read set is counted")
+	reads, err := s.Reads(tx.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []ReadRecord{named}, reads, "once committed, only the paths ops name are kept")
 	pending, err := s.ClaimPending(dead)
 	require.NoError(t, err)
 	require.Len(t, pending, 1)
@@ -727,18 +732,37 @@ func TestKeepThenCommit(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 }
 
-func TestCommitStoresReadSet(t *testing.T) {
+// TestCommitStoresReadsOfChangedPaths: a committed transaction keeps the
+// read records of the paths its ops name, as the path acted on or as the
+// other path (what show needs), and counts the whole read set.
+func TestCommitStoresReadsOfChangedPaths(t *testing.T) {
 	s := openT(t, t.TempDir(), Options{})
 	tx, err := s.Begin(TxInfo{})
 	require.NoError(t, err)
 	reads, err := s.Reads(tx.ID)
 	require.NoError(t, err)
 	assert.Empty(t, reads)
-	_, err = s.Commit(tx.ID, nil, Prepared{Reads: sampleReads()})
+	all := sampleReads()
+	ops := []RedoOp{{Kind: OpRename, Path: "/a/file", Src: "/staging/s1"}, {Kind: OpRename, Path: "/a/new", Src: "/a/absent"}}
+	_, err = s.Commit(tx.ID, nil, Prepared{Ops: ops, Reads: all})
 	require.NoError(t, err)
 	reads, err = s.Reads(tx.ID)
 	require.NoError(t, err)
-	assert.Equal(t, sampleReads(), reads)
+	assert.Equal(t, []ReadRecord{all[0], all[2]}, reads)
+	rec, _, err := s.Get(tx.ID)
+	require.NoError(t, err)
+	assert.Equal(t, len(all), rec.ReadN)
+
+	readOnly, err := s.Begin(TxInfo{})
+	require.NoError(t, err)
+	_, err = s.Commit(readOnly.ID, nil, Prepared{Reads: all})
+	require.NoError(t, err)
+	reads, err = s.Reads(readOnly.ID)
+	require.NoError(t, err)
+	assert.Empty(t, reads, "nothing changed: show needs none")
+	rec, _, err = s.Get(readOnly.ID)
+	require.NoError(t, err)
+	assert.Equal(t, len(all), rec.ReadN)
 }
 
 func TestAbortKept(t *testing.T) {

@@ -98,14 +98,25 @@ func (s *Store) Commit(id int64, validate func(since []WriteSet) error, p Prepar
 				return fmt.Errorf("validate: %w", err)
 			}
 		}
+		readN := len(p.Reads)
+		p.Reads = readsNamedByOps(p.Ops, p.Reads)
 		if err := insertPrepared(tx, id, p); err != nil {
 			return err
+		}
+		if state == StateKept {
+			// Keep stored the whole read set, for this commit's
+			// validation; from now on only show needs any of it.
+			if _, err := tx.Exec(`DELETE FROM readset WHERE tx_id = ?1 AND path NOT IN
+				(SELECT path FROM redo WHERE tx_id = ?1 UNION SELECT src FROM redo WHERE tx_id = ?1)`, id); err != nil {
+				return err
+			}
 		}
 		if err := tx.QueryRow(`UPDATE commit_counter SET last_seq = last_seq + 1 RETURNING last_seq`).Scan(&seq); err != nil {
 			return err
 		}
-		if _, err := tx.Exec(`UPDATE tx SET state = ?, seq = ?, commit_ns = ?, owner_pid = ?, owner_start = ? WHERE id = ?`,
-			StateCommitted, seq, s.opt.Now().UnixNano(), s.opt.Owner.Pid, int64(s.opt.Owner.Start), id); err != nil {
+		if _, err := tx.Exec(`UPDATE tx SET state = ?, seq = ?, commit_ns = ?, owner_pid = ?, owner_start = ?,
+			read_n = COALESCE(read_n, ?) WHERE id = ?`,
+			StateCommitted, seq, s.opt.Now().UnixNano(), s.opt.Owner.Pid, int64(s.opt.Owner.Start), readN, id); err != nil {
 			return err
 		}
 		Fault("store.before-commit")
@@ -130,7 +141,8 @@ func (s *Store) Keep(id int64, p Prepared) error {
 		if err := insertPrepared(tx, id, p); err != nil {
 			return err
 		}
-		_, err := tx.Exec(`UPDATE tx SET state = ?, kept_ns = ? WHERE id = ?`, StateKept, s.opt.Now().UnixNano(), id)
+		_, err := tx.Exec(`UPDATE tx SET state = ?, kept_ns = ?, read_n = ? WHERE id = ?`,
+			StateKept, s.opt.Now().UnixNano(), len(p.Reads), id)
 		return err
 	})
 	if err != nil {
@@ -178,8 +190,9 @@ func (s *Store) LoadKept(id int64) (Tx, Prepared, error) {
 	return t, p, nil
 }
 
-// Reads returns the read set stored for transaction id (committed or
-// kept), sorted by path.
+// Reads returns the read set stored for transaction id, sorted by path:
+// all of it for a kept transaction, the records of the paths its redo
+// operations name for a committed one (TxRecord.ReadN counts all).
 func (s *Store) Reads(id int64) ([]ReadRecord, error) {
 	reads, err := loadReads(s.db, id)
 	if err != nil {
@@ -265,6 +278,29 @@ func insertGranules(tx *sql.Tx, id int64, writes []Granule) error {
 		}
 	}
 	return nil
+}
+
+// readsNamedByOps returns the records of reads whose path an op of ops
+// names (as the path it acts on or as its other path): what `txexec show`
+// needs of a committed transaction's read set, to tell whether a path it
+// changed existed before (cmd/txexec describeOps). The rest served the
+// validation at the commit point only, and storing it cost about as much
+// per record as the lookup that made it (migration 0007).
+func readsNamedByOps(ops []RedoOp, reads []ReadRecord) []ReadRecord {
+	named := make(map[string]bool, 2*len(ops))
+	for _, op := range ops {
+		named[op.Path] = true
+		if op.Src != "" {
+			named[op.Src] = true
+		}
+	}
+	var kept []ReadRecord
+	for _, r := range reads {
+		if named[r.Path] {
+			kept = append(kept, r)
+		}
+	}
+	return kept
 }
 
 func insertReads(tx *sql.Tx, id int64, reads []ReadRecord) error {
@@ -525,7 +561,7 @@ const recordColumns = `id, state, command, cwd, owner_pid, owner_start, start_se
 	command_status, begin_ns, commit_ns, applied_ns, aborted_ns, kept_ns,
 	(SELECT count(*) FROM redo WHERE tx_id = tx.id),
 	(SELECT count(*) FROM granule WHERE tx_id = tx.id),
-	(SELECT count(*) FROM readset WHERE tx_id = tx.id)`
+	COALESCE(read_n, (SELECT count(*) FROM readset WHERE tx_id = tx.id))`
 
 func scanRecord(sc interface{ Scan(...any) error }) (TxRecord, error) {
 	var r TxRecord

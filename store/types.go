@@ -223,7 +223,7 @@ type TxRecord struct {
 	Kept          time.Time
 	OpN           int // redo operations
 	GranuleN      int // granules in the write set
-	ReadN         int // records in the read set
+	ReadN         int // records in the read set (of a committed transaction, not all are stored: see Store.Reads)
 }
 
 // PendingTx is a committed transaction whose write-through has to be

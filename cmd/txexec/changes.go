@@ -27,13 +27,14 @@ type fileDiff struct {
 // and picks, per path whose contents the transaction replaced or removed,
 // the files show --diff compares.
 //
-// reads (the read set) tells a create from a replace: every host path an
-// op names was looked up, so a path it does not hold was absent (inside a
-// directory the transaction made). Without a read set (a transaction
-// recorded by an older txexec), the host is asked instead. An object's type
+// reads (the read set, of which a committed transaction keeps the paths
+// its ops name) tells a create from a replace: every host path an op names
+// was looked up, so a path it does not hold was absent (inside a directory
+// the transaction made). Without a read set (recorded says none was: a
+// transaction recorded by an older txexec), the host is asked instead. An object's type
 // comes from its staged object while staging exists, else from the host
 // path once written through (when it is still the inode the op placed).
-func describeOps(ops []store.RedoOp, reads []store.ReadRecord, areas []string) (lines []string, diffs []fileDiff) {
+func describeOps(ops []store.RedoOp, reads []store.ReadRecord, recorded bool, areas []string) (lines []string, diffs []fileDiff) {
 	existed := map[string]bool{}
 	for _, r := range reads {
 		existed[r.Path] = r.Exists
@@ -49,7 +50,7 @@ func describeOps(ops []store.RedoOp, reads []store.ReadRecord, areas []string) (
 	// base is what held path before the transaction: the host path
 	// itself, or "" when absent.
 	base := func(p string) string {
-		if e, ok := existed[p]; ok || len(reads) > 0 {
+		if e, ok := existed[p]; ok || recorded {
 			if e {
 				return p
 			}

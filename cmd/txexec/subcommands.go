@@ -395,7 +395,7 @@ func cmdShow(c *subcommand) int {
 	if err != nil {
 		return c.fail(err, "shown")
 	}
-	changes, diffs := describeOps(ops, reads, areas)
+	changes, diffs := describeOps(ops, reads, r.ReadN > 0, areas)
 	switch {
 	case len(changes) > 0:
 		fmt.Fprintf(w, "changes (%d redo operations, %d paths read):\n", len(ops), len(reads))

@@ -200,7 +200,7 @@ func TestDescribeOps(t *testing.T) {
 		{Path: h("old"), Exists: true}, {Path: h("dir")}, {Path: h("link")}, {Path: h("a"), Exists: true},
 		{Path: h("gone"), Exists: true}, {Path: h("hl"), Exists: true},
 	}
-	lines, diffs := describeOps(ops, reads, []string{t.TempDir(), staging})
+	lines, diffs := describeOps(ops, reads, true, []string{t.TempDir(), staging})
 	assert.Equal(t, []string{
 		"replace " + h("old"),
 		"mkdir " + h("dir"),
