@@ -265,3 +265,42 @@ func TestCallBudget(t *testing.T) {
 	writeCallBudget(&out, r.Workloads(), 11000, 1000)
 	assert.Empty(t, out.String())
 }
+
+// TestWorkloadTargetAgainstFloor: a workload target is compared with what
+// the round trips of the workload's trapped calls alone would give
+// (native + calls × (floor − native fstatat)), all phases summed.
+func TestWorkloadTargetAgainstFloor(t *testing.T) {
+	const sample = `workload-build: make
+phases-build: make
+BenchmarkWorkload/build-2   1  3000000000 ns/op  100000 make/durable-calls  3 make/durable-s  2 make/native-s  1 make/aci-s  1 make/passthrough-s
+workload-dpkg: dpkg
+phases-dpkg: install remove
+BenchmarkWorkload/dpkg-2    1  4000000000 ns/op  30000 install/durable-calls  4 install/durable-s  1 install/native-s  20000 remove/durable-calls  4 remove/durable-s  1 remove/native-s  1 install/aci-s  1 remove/aci-s  1 install/passthrough-s  1 remove/passthrough-s
+`
+	r, err := Parse(strings.NewReader(sample))
+	require.NoError(t, err)
+	ws := r.Workloads()
+	build := findWorkload(ws, "build")
+	require.NotNil(t, build)
+	// 100,000 calls × 10 µs = 1 s over 2 s native.
+	fr, calls, ok := build.floorRatio(10e-6)
+	require.True(t, ok)
+	assert.InDelta(t, 1.5, fr, 1e-9)
+	assert.Equal(t, 100000.0, calls)
+	dpkg := findWorkload(ws, "dpkg")
+	fr, calls, ok = dpkg.floorRatio(10e-6)
+	require.True(t, ok)
+	assert.InDelta(t, 1.25, fr, 1e-9, "50,000 calls × 10 µs over 2 s native")
+	assert.Equal(t, 50000.0, calls)
+
+	var b bytes.Buffer
+	writeWorkloadTargets(&b, ws, 12000, 2000) // the floor adds 10 µs
+	out := b.String()
+	assert.Contains(t, out, "The round trips of its 100000 trapped calls alone, at the floor, would make it 1.50× native:\n"+
+		"  the target is out of reach of any supervisor that traps these calls on this machine.")
+	assert.Contains(t, out, "The round trips of its 50000 trapped calls alone, at the floor, would make it 1.25× native, leaving 0.25× of native for all of txexec's own work.")
+
+	b.Reset()
+	writeWorkloadTargets(&b, ws, 2000, 2000) // no floor measured above native
+	assert.NotContains(t, b.String(), "round trips")
+}
