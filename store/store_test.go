@@ -881,3 +881,24 @@ func TestStagingMode(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, stagingMode(), fi.Mode().Perm(), "an existing state directory gets the search bits")
 }
+
+// TestReadCountOfOlderRecords: a transaction committed by a txexec before
+// migration 0007 has no read_n, and all its read records: log counts them.
+func TestReadCountOfOlderRecords(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	tx, err := s.Begin(TxInfo{})
+	require.NoError(t, err)
+	_, err = s.Commit(tx.ID, nil, Prepared{})
+	require.NoError(t, err)
+	// What an older txexec left: read_n unset, every record stored.
+	_, err = s.db.Exec(`UPDATE tx SET read_n = NULL WHERE id = ?`, tx.ID)
+	require.NoError(t, err)
+	for _, p := range []string{"/a", "/b", "/c"} {
+		_, err = s.db.Exec(`INSERT INTO readset (tx_id, path, present, dev, ino, type, meta, mode, uid, gid, size,
+			mtime_sec, mtime_nsec, ctime_sec, ctime_nsec, listing, listing_sum) VALUES (?, ?, 1, 1, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)`, tx.ID, p)
+		require.NoError(t, err)
+	}
+	rec, _, err := s.Get(tx.ID)
+	require.NoError(t, err)
+	assert.Equal(t, 3, rec.ReadN)
+}
