@@ -104,28 +104,30 @@ func TestHistory(t *testing.T) {
 	assert.Contains(t, b.String(), "### 1. Title one")
 	assert.Contains(t, b.String(), "| link | tx | 80.0 | 40.0 | 0.50 |")
 
+	// rendered is how a history of one step with these benchmark lines
+	// renders.
+	rendered := func(lines string) string {
+		t.Helper()
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "01-x.txt"), []byte("# Title one\n"+lines), 0o644))
+		steps, err := readHistory(dir)
+		require.NoError(t, err)
+		var b bytes.Buffer
+		writeSteps(&b, steps)
+		return b.String()
+	}
+
 	// Another benchmark's -base pair, reporting ns/call, renders as well.
-	other := "BenchmarkPreflight/renames-base-2 \t 40 \t 26000000 ns/op \t 13000 ns/call\n" +
-		"BenchmarkPreflight/renames-2 \t 80 \t 13000000 ns/op \t 6500 ns/call\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "01-x.txt"), []byte("# Title one\n"+other), 0o644))
-	steps, err = readHistory(dir)
-	require.NoError(t, err)
-	b.Reset()
-	writeSteps(&b, steps)
-	assert.Contains(t, b.String(), "| Preflight | renames | 13.0 | 6.50 | 0.50 |")
+	out := rendered("BenchmarkPreflight/renames-base-2 \t 40 \t 26000000 ns/op \t 13000 ns/call\n" +
+		"BenchmarkPreflight/renames-2 \t 80 \t 13000000 ns/op \t 6500 ns/call\n")
+	assert.Contains(t, out, "| Preflight | renames | 13.0 | 6.50 | 0.50 |")
 
 	// BenchmarkSupervisorSyscalls's counts render in tables of their own.
-	counts := "BenchmarkSupervisorSyscalls/open/tx-2 \t 1 \t 3000000000 ns/op \t 4.000 handler-syscalls/call \t 8.000 syscalls/call\n" +
-		"BenchmarkSupervisorSyscalls/open/tx-base-2 \t 1 \t 3000000000 ns/op \t 5.000 handler-syscalls/call \t 10.00 syscalls/call\n"
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "01-x.txt"), []byte("# Title one\n"+counts), 0o644))
-	steps, err = readHistory(dir)
-	require.NoError(t, err)
-	b.Reset()
-	writeSteps(&b, steps)
-	assert.Contains(t, b.String(), "| call | mode | before: handler system calls per call | after | after / before |")
-	assert.Contains(t, b.String(), "| open | tx | 5.00 | 4.00 | 0.80 |")
-	assert.Contains(t, b.String(), "| open | tx | 10.00 | 8.00 | 0.80 |")
-	assert.NotContains(t, b.String(), "holds no -base measurements")
+	out = rendered("BenchmarkSupervisorSyscalls/open/tx-2 \t 1 \t 3000000000 ns/op \t 4.000 handler-syscalls/call \t 8.000 syscalls/call\n" +
+		"BenchmarkSupervisorSyscalls/open/tx-base-2 \t 1 \t 3000000000 ns/op \t 5.000 handler-syscalls/call \t 10.00 syscalls/call\n")
+	assert.Contains(t, out, "| call | mode | before: handler system calls per call | after | after / before |")
+	assert.Contains(t, out, "| open | tx | 5.00 | 4.00 | 0.80 |")
+	assert.Contains(t, out, "| open | tx | 10.00 | 8.00 | 0.80 |")
+	assert.NotContains(t, out, "holds no -base measurements")
 
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "02-bad.txt"), []byte(sample), 0o644))
 	_, err = readHistory(dir)

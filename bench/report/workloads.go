@@ -433,7 +433,7 @@ const (
 // traps those calls, not only that it was missed.
 func writeWorkloadTargets(w io.Writer, ws []Workload, floor, native float64) {
 	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	perCall := (floor - native) / 1e9
+	perCall := floorSecsPerCall(floor, native)
 	for _, t := range []struct {
 		name, what string
 		target     float64
@@ -453,7 +453,7 @@ func writeWorkloadTargets(w io.Writer, ws []Workload, floor, native float64) {
 			ratioX(d), ratioX(lo), ratioX(hi), ratioX(best), ratioX(wl.CPURatio("", modeDurable, modeNative)))
 		p("  %s× ACI (best times %s×), %s× passthrough. %s\n", ratioX(a), ratioX(bestACI),
 			ratioX(wl.Ratio("", modePassthrough, modeNative)), noisyVerdict(d, best, t.target))
-		if fr, calls, ok := wl.floorRatio(perCall); ok {
+		if fr, calls, _, ok := wl.floorRatio("", perCall); ok {
 			p("  The round trips of its %.0f trapped calls alone, at the floor, would make it %s× native", calls, ratioX(fr))
 			switch left := t.target - fr; {
 			case left <= 0:
@@ -540,27 +540,27 @@ func workloadChart(ws []Workload) *barChart {
 	return c
 }
 
-// floorRatio is what the workload's round trips alone would make its
-// whole run, over native: (native s + trapped calls × perCall s) / native
-// s, all phases summed, each the median over the rounds; ok is false when
-// the run counted no calls.
-func (wl *Workload) floorRatio(perCall float64) (ratio, calls float64, ok bool) {
-	if math.IsNaN(perCall) || perCall <= 0 {
-		return 0, 0, false
+// floorSecsPerCall is what the bare C supervisor's round trip adds to one
+// call, in s, from its fstatat and a native one (ns, same run); NaN when
+// the run did not measure a positive difference.
+func floorSecsPerCall(floor, native float64) float64 {
+	if d := (floor - native) / 1e9; d > 0 {
+		return d
 	}
-	var nat float64
-	for _, ph := range wl.Phases {
-		c := wl.times(wl.Calls, ph, modeDurable)
-		if len(c) == 0 {
-			return 0, 0, false
-		}
-		calls += medianOf(c)
-		nat += medianOf(wl.times(wl.Secs, ph, modeNative))
+	return math.NaN()
+}
+
+// floorRatio is what the round trips of its trapped calls alone would make
+// phase of the workload ("" for all phases) over native: (native s +
+// calls × perCall s) / native s, each the median over the rounds; ok is
+// false when the run counted no calls or measured no floor.
+func (wl *Workload) floorRatio(phase string, perCall float64) (ratio, calls, native float64, ok bool) {
+	cs, nat := wl.times(wl.Calls, phase, modeDurable), medianOf(wl.times(wl.Secs, phase, modeNative))
+	if len(cs) == 0 || math.IsNaN(perCall) || !(nat > 0) {
+		return 0, 0, 0, false
 	}
-	if nat <= 0 {
-		return 0, 0, false
-	}
-	return (nat + calls*perCall) / nat, calls, true
+	calls = medianOf(cs)
+	return (nat + calls*perCall) / nat, calls, nat, true
 }
 
 // writeCallBudget renders how much of each workload's time under txexec
@@ -572,7 +572,7 @@ func (wl *Workload) floorRatio(perCall float64) (ratio, calls float64, ok bool) 
 // overhead is txexec's own (handlers, ptrace of fork and exec, commit).
 func writeCallBudget(w io.Writer, ws []Workload, floor, native float64) {
 	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	perCall := (floor - native) / 1e9 // s the floor adds to one call (floor, native: ns)
+	perCall := floorSecsPerCall(floor, native)
 	counted := false
 	for _, wl := range ws {
 		for _, ph := range wl.Phases {
@@ -581,7 +581,7 @@ func writeCallBudget(w io.Writer, ws []Workload, floor, native float64) {
 			}
 		}
 	}
-	if !counted || math.IsNaN(perCall) || perCall <= 0 {
+	if !counted || math.IsNaN(perCall) {
 		return
 	}
 	p("## Trapped calls and the round-trip floor\n\n")
@@ -598,17 +598,14 @@ func writeCallBudget(w io.Writer, ws []Workload, floor, native float64) {
 	p("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, wl := range ws {
 		for _, ph := range wl.rows() {
-			calls := wl.times(wl.Calls, ph, modeDurable)
-			if len(calls) == 0 {
+			fr, c, nat, ok := wl.floorRatio(ph, perCall)
+			if !ok {
 				continue
 			}
-			c := medianOf(calls)
-			nat := medianOf(wl.times(wl.Secs, ph, modeNative))
 			dur := medianOf(wl.times(wl.Secs, ph, modeDurable))
-			budget := c * perCall
 			name, phase := wl.rowNames(ph)
 			p("| %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", name, phase, c, secs(nat), secs(dur),
-				secs(dur-nat), secs(budget), ratioX((nat+budget)/nat), ratioX(wl.Ratio(ph, modeDurable, modeNative)))
+				secs(dur-nat), secs(c*perCall), ratioX(fr), ratioX(wl.Ratio(ph, modeDurable, modeNative)))
 		}
 	}
 	p("\n")

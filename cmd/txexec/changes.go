@@ -31,9 +31,10 @@ type fileDiff struct {
 // its ops name) tells a create from a replace: every host path an op names
 // was looked up, so a path it does not hold was absent (inside a directory
 // the transaction made). Without a read set (recorded says none was: a
-// transaction recorded by an older txexec), the host is asked instead. An object's type
-// comes from its staged object while staging exists, else from the host
-// path once written through (when it is still the inode the op placed).
+// transaction recorded by an older txexec), the host is asked instead. An
+// object's type comes from its staged object while staging exists, else
+// from the host path once written through (when it is still the inode the
+// op placed).
 func describeOps(ops []store.RedoOp, reads []store.ReadRecord, recorded bool, areas []string) (lines []string, diffs []fileDiff) {
 	existed := map[string]bool{}
 	for _, r := range reads {
