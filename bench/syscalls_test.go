@@ -113,18 +113,14 @@ func countSupervisor(tb testing.TB, perf, txexec, bin, op string, n int) supervi
 			c.handler++
 		}
 	}
-	b, err := os.ReadFile(stats)
+	st, err := readStats(stats)
 	if err != nil {
 		tb.Fatalf("bench: %v", err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "trapped_calls="); ok {
-			if c.trapped, err = strconv.Atoi(v); err != nil {
-				tb.Fatalf("bench: %s: %v", stats, err)
-			}
-			return c
-		}
+	trapped, ok := st["trapped_calls"]
+	if !ok {
+		tb.Fatalf("bench: %s has no trapped_calls", stats)
 	}
-	tb.Fatalf("bench: %s has no trapped_calls", stats)
+	c.trapped = int(trapped)
 	return c
 }
