@@ -105,7 +105,8 @@ func (s *Store) Commit(id int64, validate func(since []WriteSet) error, p Prepar
 		}
 		if state == StateKept {
 			// Keep stored the whole read set, for this commit's
-			// validation; from now on only show needs any of it.
+			// validation; from now on only show needs any of it: the
+			// records readsNamedByOps keeps.
 			if _, err := tx.Exec(`DELETE FROM readset WHERE tx_id = ?1 AND path NOT IN
 				(SELECT path FROM redo WHERE tx_id = ?1 UNION SELECT src FROM redo WHERE tx_id = ?1)`, id); err != nil {
 				return err
