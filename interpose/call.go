@@ -74,24 +74,43 @@ func (c *Call) Valid() error {
 // caller has taken the descriptor and run on, and the supervisor's
 // references (its own descriptor, the kernel's for the ADDFD) are dropped
 // after that: a process that closes a descriptor at once leaves the open
-// file alive for those microseconds, and its last-close effects (a FIFO
-// end going away, a flock released) come late. Calls that depend on them
-// (an open of a FIFO, flock) settle first. The wait is bounded: a reply
-// stuck on a caller that does not run (stopped by SIGSTOP, say) must not
-// stall another call.
+// file alive until the replying worker runs again, and its last-close
+// effects (a FIFO end going away, a flock released) come late. Calls that
+// depend on them (an open of a FIFO, flock) settle first.
+//
+// How long a reply stays in flight is the scheduler's business: on this
+// 2-vCPU VM, a tight open/flock/close loop saw the worker wake from its
+// ADDFD wait up to 9 ms after the caller had run on (the old 5 ms bound
+// let about one run of case 260 in five see a stale lock). The wait is
+// still bounded, by settleLimit: a reply stuck on a caller that does not
+// run (stopped by SIGSTOP, say) must not stall another call for ever. It
+// yields the CPU, where the replying worker may be waiting to run, and
+// sleeps once the reply is not about to end.
 func (c *Call) SettleReplies() {
-	if c.listener == nil {
+	if c.listener == nil || c.listener.replying.Load() == 0 {
 		return
 	}
-	for deadline := time.Now().Add(settleLimit); c.listener.replying.Load() > 0 && time.Now().Before(deadline); {
-		// The replying worker waits for its caller to run: give up
-		// the CPU (two vCPUs) rather than spin.
-		unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+	start := time.Now()
+	for c.listener.replying.Load() > 0 {
+		waited := time.Since(start)
+		switch {
+		case waited >= settleLimit:
+			return
+		case waited < settleSpin:
+			unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+		default:
+			time.Sleep(settleSleep)
+		}
 	}
 }
 
-// settleLimit bounds SettleReplies; a descriptor reply takes microseconds.
-const settleLimit = 5 * time.Millisecond
+// settleLimit bounds SettleReplies, beyond any scheduling delay seen;
+// settleSpin is how long it yields before it sleeps settleSleep at a time.
+const (
+	settleLimit = 250 * time.Millisecond
+	settleSpin  = time.Millisecond
+	settleSleep = 100 * time.Microsecond
+)
 
 // GetFD duplicates the tracee's descriptor fd into the supervisor
 // (pidfd_getfd). The caller owns the returned descriptor.

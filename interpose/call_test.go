@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -82,4 +83,31 @@ func TestCloseOnExec(t *testing.T) {
 	assert.False(t, got)
 	_, err = CloseOnExec(tid, 100000)
 	assert.ErrorIs(t, err, unix.EBADF)
+}
+
+// TestSettleRepliesWaitsForTheReply: a settling call returns once the
+// descriptor replies in flight are done, however long the replying
+// worker takes to run (here 30 ms, beyond the 9 ms seen on a busy VM),
+// and does not wait for ever for a reply that never ends.
+func TestSettleRepliesWaitsForTheReply(t *testing.T) {
+	l := &listener{}
+	c := &Call{listener: l}
+	l.replying.Store(1)
+	done := make(chan struct{})
+	go func() {
+		time.Sleep(30 * time.Millisecond)
+		l.replying.Store(0)
+		close(done)
+	}()
+	c.SettleReplies()
+	select {
+	case <-done:
+	default:
+		t.Fatal("SettleReplies returned while a reply was in flight")
+	}
+
+	l.replying.Store(1)
+	start := time.Now()
+	c.SettleReplies()
+	assert.GreaterOrEqual(t, time.Since(start), settleLimit, "a stuck reply is waited for up to settleLimit")
 }
