@@ -107,18 +107,27 @@ func Start(cfg Config) (*Session, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
 	}
-	prog := cfg.Filter
-	if prog == nil {
-		var err error
-		if prog, err = CompileFilter(cfg.Rules); err != nil {
-			return nil, err
+	// The filter is compiled while the stub starts (a re-executed txexec
+	// initializing its runtime): libseccomp takes a few milliseconds over
+	// the whole syscall table, part of every run's fixed cost.
+	filter := func() ([]unix.SockFilter, error) { return cfg.Filter, nil }
+	if cfg.Filter == nil {
+		type compiled struct {
+			prog []unix.SockFilter
+			err  error
 		}
+		c := make(chan compiled, 1)
+		go func() {
+			prog, err := CompileFilter(cfg.Rules)
+			c <- compiled{prog, err}
+		}()
+		filter = func() ([]unix.SockFilter, error) { r := <-c; return r.prog, r.err }
 	}
 	s := &Session{cfg: cfg, done: make(chan struct{}), tr: newTracer(cfg.Events, cfg.Logf)}
 	s.tr.onStop = cfg.OnStop
 	s.tr.onCommandExit = cfg.OnCommandExit
 	started := make(chan error, 1)
-	go s.tracerThread(prog, started)
+	go s.tracerThread(filter, started)
 	if err := <-started; err != nil {
 		return nil, err
 	}
@@ -154,11 +163,11 @@ func (s *Session) Kill() {
 	}
 }
 
-func (s *Session) tracerThread(prog []unix.SockFilter, started chan<- error) {
+func (s *Session) tracerThread(filter func() ([]unix.SockFilter, error), started chan<- error) {
 	// Never unlocked: the thread is the tracer and exits with the goroutine.
 	runtime.LockOSThread()
 	defer close(s.done)
-	if err := s.startStub(prog); err != nil {
+	if err := s.startStub(filter); err != nil {
 		started <- err
 		return
 	}
@@ -167,7 +176,9 @@ func (s *Session) tracerThread(prog []unix.SockFilter, started chan<- error) {
 	s.lst.stop()
 }
 
-func (s *Session) startStub(prog []unix.SockFilter) error {
+// startStub starts the stub and hands it the program filter returns,
+// which may still be being compiled when the stub starts.
+func (s *Session) startStub(filter func() ([]unix.SockFilter, error)) error {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return fmt.Errorf("create control socket: %w", err)
@@ -214,6 +225,10 @@ func (s *Session) startStub(prog []unix.SockFilter) error {
 		var ws unix.WaitStatus
 		unix.Wait4(s.pid, &ws, 0, nil)
 		return err
+	}
+	prog, err := filter()
+	if err != nil {
+		return fail(err)
 	}
 	if _, err := ours.Write(encodeBPF(prog)); err != nil {
 		return fail(fmt.Errorf("send filter to stub: %w", err))

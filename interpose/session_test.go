@@ -146,3 +146,22 @@ func TestSessionCommandNotFound(t *testing.T) {
 	_, st := run(t, getuidHandler{}, "/nonexistent-xyz")
 	assert.Equal(t, 127, st)
 }
+
+// TestStartFailsOnABadFilter: the filter is compiled while the stub
+// starts; a rule libseccomp refuses still fails Start with its error, and
+// the stub started meanwhile is killed and reaped.
+func TestStartFailsOnABadFilter(t *testing.T) {
+	_, err := Start(Config{
+		Path:    "/bin/true",
+		Argv:    []string{"/bin/true"},
+		Env:     os.Environ(),
+		Handler: getuidHandler{},
+		Events:  &hostExec{},
+		Rules:   []Rule{{Nr: -1, Action: ActNotify}},
+	})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "add filter rule for syscall -1")
+	var ws unix.WaitStatus
+	_, werr := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
+	assert.Equal(t, unix.ECHILD, werr, "no child left behind")
+}
