@@ -3,11 +3,13 @@ package syscalls
 import (
 	"crypto/rand"
 	hexenc "encoding/hex"
+	"errors"
 	"os"
 	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -29,11 +31,19 @@ import (
 // listable, by others (their processes exec through it; a symlink to a
 // staged object must not reveal its name); only the supervisor writes in
 // it, and PTRACE_EVENT_EXEC still checks which file the kernel executed.
+//
+// Most runs never need a link (a command found on PATH, /bin/sh given as
+// such), and making the directory costs a mkdir and a scan of its parent
+// for stale ones, about a millisecond of every start: LazyExecLinks makes
+// it at the first link.
 type ExecLinks struct {
-	dir string
+	parent string
+	once   sync.Once
+	err    error // of making the directory
+	dir    string
 	// lock is a descriptor on dir, locked (flock) while it is in use: a
 	// directory left behind by a txexec that was killed is unlocked, and
-	// the next NewExecLinks in the same place removes it.
+	// the next one made in the same place removes it.
 	lock int
 	seq  atomic.Uint64
 }
@@ -48,12 +58,32 @@ var staleExecLinksAge = time.Minute
 // NewExecLinks makes the directory in parent: the transaction's staging
 // directory, or for --passthrough the temporary directory.
 func NewExecLinks(parent string) (*ExecLinks, error) {
+	l := LazyExecLinks(parent)
+	if err := l.make(); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// LazyExecLinks is NewExecLinks that makes the directory at the first
+// link; that link fails if it cannot.
+func LazyExecLinks(parent string) *ExecLinks { return &ExecLinks{parent: parent, lock: -1} }
+
+// make makes the directory, once.
+func (l *ExecLinks) make() error {
+	l.once.Do(func() { l.dir, l.lock, l.err = makeExecLinksDir(l.parent) })
+	return l.err
+}
+
+// makeExecLinksDir makes and locks a directory for ExecLinks in parent,
+// removing first those that killed txexecs left there.
+func makeExecLinksDir(parent string) (string, int, error) {
 	removeStaleExecLinks(parent)
 	var r [8]byte
 	rand.Read(r[:])
 	dir := filepath.Join(parent, execLinksPrefix+hexenc.EncodeToString(r[:]))
 	if err := os.Mkdir(dir, 0o700); err != nil {
-		return nil, err
+		return "", -1, err
 	}
 	lock, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err == nil {
@@ -71,9 +101,9 @@ func NewExecLinks(parent string) (*ExecLinks, error) {
 	}
 	if err != nil {
 		os.Remove(dir)
-		return nil, err
+		return "", -1, err
 	}
-	return &ExecLinks{dir: dir, lock: lock}, nil
+	return dir, lock, nil
 }
 
 // removeStaleExecLinks removes the directories of ExecLinks in parent that
@@ -103,8 +133,12 @@ func removeStaleExecLinks(parent string) {
 	}
 }
 
-// Close removes the directory and every link left in it.
+// Close removes the directory, if it was made, and every link left in it.
 func (l *ExecLinks) Close() error {
+	l.once.Do(func() { l.err = errors.New("closed") }) // none made from now on
+	if l.dir == "" {
+		return nil
+	}
 	err := os.RemoveAll(l.dir)
 	unix.Close(l.lock)
 	return err
@@ -113,6 +147,9 @@ func (l *ExecLinks) Close() error {
 // link makes a symlink named name to target and returns its path and what
 // removes it.
 func (l *ExecLinks) link(name, target string) (string, func(), error) {
+	if err := l.make(); err != nil {
+		return "", nil, err
+	}
 	sub := filepath.Join(l.dir, strconv.FormatUint(l.seq.Add(1), 10))
 	if err := unix.Mkdir(sub, 0o711); err != nil {
 		return "", nil, err

@@ -112,3 +112,35 @@ func TestExecLinksStaleRemoved(t *testing.T) {
 	_, err = os.Stat(live.dir)
 	assert.NoError(t, err, "the live one is kept")
 }
+
+// TestExecLinksLazy: LazyExecLinks makes its directory at the first link
+// only, so a run that needs none leaves its parent untouched; a link after
+// Close fails rather than make a directory nobody removes.
+func TestExecLinksLazy(t *testing.T) {
+	parent := t.TempDir()
+	unused := LazyExecLinks(parent)
+	ents, err := os.ReadDir(parent)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "nothing made before a link")
+	require.NoError(t, unused.Close())
+	_, _, err = unused.link("x", "/bin/true")
+	assert.Error(t, err, "no link after Close")
+	ents, err = os.ReadDir(parent)
+	require.NoError(t, err)
+	assert.Empty(t, ents)
+
+	used := LazyExecLinks(parent)
+	p, cleanup, err := used.link("x", "/bin/true")
+	require.NoError(t, err)
+	got, err := os.Readlink(p)
+	require.NoError(t, err)
+	assert.Equal(t, "/bin/true", got)
+	cleanup()
+	ents, err = os.ReadDir(parent)
+	require.NoError(t, err)
+	assert.Len(t, ents, 1, "the directory, made at the first link")
+	require.NoError(t, used.Close())
+	ents, err = os.ReadDir(parent)
+	require.NoError(t, err)
+	assert.Empty(t, ents, "and removed by Close")
+}

@@ -159,10 +159,13 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 			Logf:        func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) },
 		}
 		// Without it (no writable TMPDIR for --passthrough, say) only
-		// the names of processes started through a symlink differ.
-		links, err := syscalls.NewExecLinks(linksIn)
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "txexec: warning: cannot make the directory of program names (%v): a program started through a symlink is named after the file it leads to\n", err)
+		// the names of processes started through a symlink differ. It is
+		// made at the first exec that needs it; whether it can be is
+		// checked now, so that the warning comes before the command runs.
+		links := syscalls.LazyExecLinks(linksIn)
+		if err := unix.Access(linksIn, unix.W_OK|unix.X_OK); err != nil {
+			fmt.Fprintf(os.Stderr, "txexec: warning: cannot make the directory of program names (%s: %v): a program started through a symlink is named after the file it leads to\n", linksIn, err)
+			links = nil
 		} else {
 			k.ExecLinks = links
 		}
