@@ -1,14 +1,15 @@
 package interpose
 
 import (
+	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
+	"io/fs"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"txexec/internal/procfs"
 )
 
 // Call is one intercepted system call, received from the notification fd.
@@ -209,23 +210,18 @@ func (p *pidfdCache) close() {
 // (/proc/TID/fdinfo shows the flag among the file's flags). A descriptor
 // that is not open is EBADF.
 func CloseOnExec(tid, fd int) (bool, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%d", tid, fd))
+	f, err := procfs.FDInfo(tid, fd)
 	if err != nil {
-		if os.IsNotExist(err) {
+		if errors.Is(err, fs.ErrNotExist) {
 			return false, unix.EBADF
 		}
 		return false, err
 	}
-	for line := range strings.Lines(string(b)) {
-		if v, ok := strings.CutPrefix(line, "flags:"); ok {
-			fl, err := strconv.ParseUint(strings.TrimSpace(v), 8, 64)
-			if err != nil {
-				return false, fmt.Errorf("parse fdinfo flags %q: %w", v, err)
-			}
-			return fl&unix.O_CLOEXEC != 0, nil
-		}
+	fl, err := f.Uint("flags", 8)
+	if err != nil {
+		return false, fmt.Errorf("fdinfo of descriptor %d of %d: %w", fd, tid, err)
 	}
-	return false, fmt.Errorf("no flags in fdinfo of descriptor %d of %d", fd, tid)
+	return fl&unix.O_CLOEXEC != 0, nil
 }
 
 // GetFD duplicates descriptor fd of thread tid into the supervisor.

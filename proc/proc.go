@@ -1,16 +1,14 @@
 package proc
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
+	"txexec/internal/procfs"
 	"txexec/internal/sysx"
 )
 
@@ -299,83 +297,43 @@ func goneOr(err error) error {
 
 // ReadCred reads a thread's credentials from /proc/TID/status.
 func ReadCred(tid int) (*Cred, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", tid))
+	f, err := procfs.Status(tid)
 	if err != nil {
 		return nil, goneOr(err)
 	}
-	defer f.Close()
 	c := &Cred{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		fields := strings.Fields(v)
-		switch k {
-		case "Uid":
-			ids, err := parseIDs(fields)
-			if err != nil {
-				return nil, err
-			}
-			c.UID, c.EUID, c.SUID, c.FSUID = ids[0], ids[1], ids[2], ids[3]
-		case "Gid":
-			ids, err := parseIDs(fields)
-			if err != nil {
-				return nil, err
-			}
-			c.GID, c.EGID, c.SGID, c.FSGID = ids[0], ids[1], ids[2], ids[3]
-		case "Groups":
-			for _, g := range fields {
-				n, err := strconv.ParseUint(g, 10, 32)
-				if err != nil {
-					return nil, fmt.Errorf("parse groups of %d: %w", tid, err)
-				}
-				c.Groups = append(c.Groups, uint32(n))
-			}
-		case "CapEff", "CapPrm":
-			if len(fields) == 1 {
-				n, err := strconv.ParseUint(fields[0], 16, 64)
-				if err != nil {
-					return nil, fmt.Errorf("parse capabilities of %d: %w", tid, err)
-				}
-				if k == "CapEff" {
-					c.CapEff = n
-				} else {
-					c.CapPrm = n
-				}
-			}
-		}
+	uids, err := f.IDs("Uid")
+	if err != nil {
+		return nil, fmt.Errorf("credentials of %d: %w", tid, err)
 	}
-	return c, sc.Err()
+	gids, err := f.IDs("Gid")
+	if err != nil {
+		return nil, fmt.Errorf("credentials of %d: %w", tid, err)
+	}
+	c.UID, c.EUID, c.SUID, c.FSUID = uids[0], uids[1], uids[2], uids[3]
+	c.GID, c.EGID, c.SGID, c.FSGID = gids[0], gids[1], gids[2], gids[3]
+	if c.Groups, err = f.Uint32s("Groups"); err != nil {
+		return nil, fmt.Errorf("credentials of %d: %w", tid, err)
+	}
+	if c.CapEff, err = f.Uint("CapEff", 16); err != nil {
+		return nil, fmt.Errorf("credentials of %d: %w", tid, err)
+	}
+	if c.CapPrm, err = f.Uint("CapPrm", 16); err != nil {
+		return nil, fmt.Errorf("credentials of %d: %w", tid, err)
+	}
+	return c, nil
 }
 
-func parseIDs(f []string) ([4]uint32, error) {
-	var ids [4]uint32
-	if len(f) != 4 {
-		return ids, fmt.Errorf("parse ids %q", f)
-	}
-	for i, s := range f {
-		n, err := strconv.ParseUint(s, 10, 32)
-		if err != nil {
-			return ids, err
-		}
-		ids[i] = uint32(n)
-	}
-	return ids, nil
-}
-
-// ReadUmask reads a process's umask from /proc/PID/status.
+// ReadUmask reads a process's umask from /proc/PID/status (kernels before
+// 4.7 have no Umask line: the default then).
 func ReadUmask(pid int) (uint32, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	f, err := procfs.Status(pid)
 	if err != nil {
 		return 0, goneOr(err)
 	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(l, "Umask:"); ok {
-			n, err := strconv.ParseUint(strings.TrimSpace(v), 8, 32)
-			return uint32(n), err
-		}
+	if !f.Has("Umask") {
+		return 0o022, nil
 	}
-	return 0o022, nil
+	n, err := f.Uint("Umask", 8)
+	return uint32(n), err
 }

@@ -1,14 +1,13 @@
 package signals
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"txexec/internal/procfs"
 )
 
 // Tasks is where the targets of a signal are looked up.
@@ -31,11 +30,11 @@ func (ProcTasks) Task(tid int) (Task, error) {
 	if tid <= 0 {
 		return Task{}, unix.ESRCH
 	}
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(tid) + "/status")
+	f, err := procfs.Status(tid)
 	if err != nil {
 		return Task{}, unix.ESRCH
 	}
-	return parseStatus(tid, b)
+	return taskOf(tid, f)
 }
 
 // Processes implements Tasks by listing /proc.
@@ -64,68 +63,34 @@ func (p ProcTasks) Processes() ([]Task, error) {
 	return out, nil
 }
 
-// parseStatus reads the fields of /proc/TID/status a signal needs.
-func parseStatus(tid int, b []byte) (Task, error) {
+// taskOf reads the fields of /proc/TID/status a signal needs.
+func taskOf(tid int, f procfs.Fields) (Task, error) {
 	t := Task{Tid: tid}
-	var have int
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		f := strings.Fields(v)
-		if len(f) == 0 {
-			continue
-		}
-		switch k {
-		case "State":
-			t.Zombie = f[0] == "Z" || f[0] == "X"
-			have |= 1
-		case "Tgid":
-			t.Tgid, _ = strconv.Atoi(f[0])
-			have |= 2
-		case "NSpgid":
-			// The innermost namespace's id is the last field; the
-			// supervisor and the tracees share one pid namespace.
-			t.Pgrp, _ = strconv.Atoi(f[len(f)-1])
-			have |= 4
-		case "NSsid":
-			t.Session, _ = strconv.Atoi(f[len(f)-1])
-			have |= 8
-		case "Uid":
-			ids, err := parseIDs(f)
-			if err != nil {
-				return Task{}, err
-			}
-			t.UID, t.EUID, t.SUID = ids[0], ids[1], ids[2]
-			have |= 16
-		case "Gid":
-			ids, err := parseIDs(f)
-			if err != nil {
-				return Task{}, err
-			}
-			t.GID, t.EGID, t.SGID = ids[0], ids[1], ids[2]
-			have |= 32
-		}
+	state := f.Words("State")
+	if len(state) == 0 {
+		return Task{}, fmt.Errorf("parse /proc/%d/status: no State field", tid)
 	}
-	if have != 63 {
-		return Task{}, fmt.Errorf("parse /proc/%d/status: fields missing", tid)
+	uids, err := f.IDs("Uid")
+	if err == nil {
+		t.Zombie = state[0] == "Z" || state[0] == "X"
+		var gids [4]uint32
+		gids, err = f.IDs("Gid")
+		t.UID, t.EUID, t.SUID = uids[0], uids[1], uids[2]
+		t.GID, t.EGID, t.SGID = gids[0], gids[1], gids[2]
+	}
+	if err == nil {
+		t.Tgid, err = f.Int("Tgid")
+	}
+	if err == nil {
+		// The innermost namespace's id is the last field; the
+		// supervisor and the tracees share one pid namespace.
+		t.Pgrp, err = f.LastInt("NSpgid")
+	}
+	if err == nil {
+		t.Session, err = f.LastInt("NSsid")
+	}
+	if err != nil {
+		return Task{}, fmt.Errorf("parse /proc/%d/status: %w", tid, err)
 	}
 	return t, nil
-}
-
-func parseIDs(f []string) ([3]uint32, error) {
-	var ids [3]uint32
-	if len(f) < 3 {
-		return ids, fmt.Errorf("parse ids %q", f)
-	}
-	for i := range ids {
-		n, err := strconv.ParseUint(f[i], 10, 32)
-		if err != nil {
-			return ids, fmt.Errorf("parse ids %q: %w", f, err)
-		}
-		ids[i] = uint32(n)
-	}
-	return ids, nil
 }

@@ -1,14 +1,12 @@
 package syscalls
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"txexec/internal/procfs"
 	"txexec/interpose"
 	"txexec/signals"
 	"txexec/vfs"
@@ -149,38 +147,19 @@ func mayAttach(uid, gid uint32, capPtrace bool, t signals.Task) bool {
 // a thread pidfd (PIDFD_THREAD). A descriptor that is not a pidfd is EBADF,
 // as pidfd_send_signal(2) and pidfd_getfd(2) answer.
 func pidfdTarget(fd int) (pid int, thread bool, err error) {
-	f, err := os.Open("/proc/self/fdinfo/" + strconv.Itoa(fd))
+	f, err := procfs.FDInfo(os.Getpid(), fd)
 	if err != nil {
 		return 0, false, fmt.Errorf("read fdinfo of pidfd: %w", err)
 	}
-	defer f.Close()
-	havePid := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok {
-			continue
-		}
-		v = strings.TrimSpace(v)
-		switch k {
-		case "flags":
-			fl, err := strconv.ParseUint(v, 8, 64)
-			if err != nil {
-				return 0, false, fmt.Errorf("parse fdinfo flags %q: %w", v, err)
-			}
-			thread = fl&unix.PIDFD_THREAD != 0
-		case "Pid":
-			if pid, err = strconv.Atoi(v); err != nil {
-				return 0, false, fmt.Errorf("parse fdinfo pid %q: %w", v, err)
-			}
-			havePid = true
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return 0, false, fmt.Errorf("read fdinfo of pidfd: %w", err)
-	}
-	if !havePid {
+	if !f.Has("Pid") {
 		return 0, false, unix.EBADF
 	}
-	return pid, thread, nil
+	fl, err := f.Uint("flags", 8)
+	if err != nil {
+		return 0, false, fmt.Errorf("read fdinfo of pidfd: %w", err)
+	}
+	if pid, err = f.Int("Pid"); err != nil {
+		return 0, false, fmt.Errorf("read fdinfo of pidfd: %w", err)
+	}
+	return pid, fl&unix.PIDFD_THREAD != 0, nil
 }

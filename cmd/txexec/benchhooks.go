@@ -1,17 +1,15 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
+
+	"txexec/internal/procfs"
 )
 
 // Two environment variables serve the benchmarks (bench/workload_test.go,
@@ -144,21 +142,13 @@ func diskUsage(dir string) (used, files int64, err error) {
 // vmHWM reads the VmHWM line ("VmHWM:	  12345 kB") of a
 // /proc/PID/status file, in bytes.
 func vmHWM(status string) (int64, error) {
-	b, err := os.ReadFile(status)
+	f, err := procfs.Read(status)
 	if err != nil {
 		return 0, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		v, ok := strings.CutPrefix(sc.Text(), "VmHWM:")
-		if !ok {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: VmHWM %q: %w", status, v, err)
-		}
-		return kb * 1024, nil
+	n, err := f.Bytes("VmHWM")
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", status, err)
 	}
-	return 0, fmt.Errorf("%s: no VmHWM line", status)
+	return n, nil
 }

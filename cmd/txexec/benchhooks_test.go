@@ -45,7 +45,7 @@ func TestVmHWM(t *testing.T) {
 
 	require.NoError(t, os.WriteFile(status, []byte("Name:\ttxexec\n"), 0o644))
 	_, err = vmHWM(status)
-	require.ErrorContains(t, err, "no VmHWM line")
+	require.ErrorContains(t, err, "no VmHWM field")
 
 	v, err = vmHWM("/proc/self/status")
 	require.NoError(t, err)
