@@ -21,8 +21,12 @@ deps:
 build: deps
 	$(GO) build -o $(BIN) ./cmd/txexec
 
+# Packages whose locks carry checklocks annotations (+checklocks:mu).
+CHECKLOCKS_PKGS := ./proc ./interpose
+
 vet: deps
 	$(GO) vet $(PKGS)
+	$(GO) vet -vettool=bin/tools/checklocks $(CHECKLOCKS_PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "not gofmt-formatted:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
 docs: deps

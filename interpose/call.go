@@ -131,8 +131,9 @@ func (c *Call) GetFD(fd int) (int, error) {
 // one that made the call).
 type pidfdCache struct {
 	mu sync.Mutex
-	// slots are indexed by tid modulo their number; guarded by mu, which
-	// is held across pidfd_getfd so that no entry is closed while in use.
+	// slots are indexed by tid modulo their number; mu is held across
+	// pidfd_getfd so that no entry is closed while in use.
+	// +checklocks:mu
 	slots [pidfdSlots]struct {
 		tid, fd int
 		ok      bool

@@ -304,7 +304,8 @@ type listener struct {
 	pidfds pidfdCache
 
 	mu sync.Mutex
-	// tids are the OS threads of the running workers. Guarded by mu.
+	// tids are the OS threads of the running workers.
+	// +checklocks:mu
 	tids map[int]bool
 }
 

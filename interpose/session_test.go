@@ -26,9 +26,11 @@ func TestMain(m *testing.M) {
 // hostExec is a minimal ProcessEvents: exec the path as given (relative to
 // the tracee's real cwd), as a plain host would.
 type hostExec struct {
-	mu     sync.Mutex
+	mu sync.Mutex
+	// +checklocks:mu
 	clones int
-	execs  []string
+	// +checklocks:mu
+	execs []string
 }
 
 func (h *hostExec) Clone(parent, child int, flags uint64) {

@@ -80,7 +80,8 @@ type tracer struct {
 	logf   func(string, ...any)
 
 	mu sync.Mutex
-	// live holds every traced thread that has not exited. Guarded by mu.
+	// live holds every traced thread that has not exited.
+	// +checklocks:mu
 	live map[int]bool
 
 	// cmd is the command's pid; onStop is called when it enters a

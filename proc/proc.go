@@ -25,9 +25,12 @@ type Dir interface {
 // created with CLONE_FS share one; fork copies it.
 type FS struct {
 	mu sync.Mutex
-	// cwd, root and umask are guarded by mu.
-	cwd, root Dir
-	umask     uint32
+	// +checklocks:mu
+	cwd Dir
+	// +checklocks:mu
+	root Dir
+	// +checklocks:mu
+	umask uint32
 }
 
 // NewFS makes a context; it takes ownership of cwd and root.
@@ -127,10 +130,12 @@ type Thread struct {
 	Proc *Process
 
 	mu sync.Mutex
-	// fs is guarded by mu (threads may unshare it).
+	// fs can change: threads may unshare it.
+	// +checklocks:mu
 	fs *FS
-	// cred and credDirty are guarded by mu.
-	cred      *Cred
+	// +checklocks:mu
+	cred *Cred
+	// +checklocks:mu
 	credDirty bool
 }
 
@@ -166,9 +171,10 @@ func (t *Thread) CredsChanging() {
 // Table is the process tree of one supervisor.
 type Table struct {
 	mu sync.RWMutex
-	// threads and procs are guarded by mu.
+	// +checklocks:mu
 	threads map[int]*Thread
-	procs   map[int]*Process
+	// +checklocks:mu
+	procs map[int]*Process
 }
 
 // NewTable makes an empty tree.
@@ -251,7 +257,7 @@ func (tb *Table) Execed(tgid, formerTid int) {
 	}
 	if formerTid != tgid {
 		if old := tb.threads[tgid]; old != nil && old != t {
-			old.fs.release()
+			old.FS().release()
 		}
 		delete(tb.threads, formerTid)
 		t.Tid = tgid
@@ -271,14 +277,15 @@ func (tb *Table) Exited(tid int) {
 		return
 	}
 	delete(tb.threads, tid)
+	fs := t.FS()
 	shared := false
 	for _, o := range tb.threads {
-		if o.fs == t.fs {
+		if o.FS() == fs {
 			shared = true
 		}
 	}
 	if !shared {
-		t.fs.release()
+		fs.release()
 	}
 	if t.Proc.Tgid == tid {
 		delete(tb.procs, tid)

@@ -41,3 +41,11 @@ if [ -n "$need" ]; then
   apt-get install -y -qq -o DPkg::Lock::Timeout=300 $need >/dev/null
 fi
 go mod download
+# Analyzers make vet runs besides go vet's own, installed into bin/tools
+# (not on PATH, removed by make clean): gVisor's checklocks checks the
+# "+checklocks:mu" annotations on the fields the main locks guard. Its
+# version is the one the gVisor packages are pinned to.
+tools=$(pwd)/bin/tools
+if [ ! -x "$tools/checklocks" ]; then
+  GOBIN=$tools GOFLAGS= go install gvisor.dev/gvisor/tools/checklocks/cmd/checklocks@v0.0.0-20260905035102-160fafc42237
+fi
