@@ -354,7 +354,7 @@ func isTransient(m workloadMode, ph workloadPhase, err error, stderr []byte) boo
 }
 
 // exitConflict is txexec's exit status when the command succeeded but its
-// transaction could not commit (DESIGN §5).
+// transaction could not commit (README.md, "Using it").
 const exitConflict = 75
 
 // workloadEnv is the environment of the workloads' commands: this

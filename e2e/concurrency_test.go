@@ -223,7 +223,7 @@ func TestConcurrentOutsideWriterConflict(t *testing.T) {
 }
 
 // TestConcurrentGranules: a file's data and its attributes are separate
-// granules (DESIGN §4.6). A transaction that only read a file's contents
+// granules (docs/semantics.md §3). A transaction that only read a file's contents
 // commits after another transaction, or a process txexec does not
 // supervise, changed only its mode; one that read its attributes (stat)
 // does not, nor one that read its contents after another transaction

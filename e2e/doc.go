@@ -2,7 +2,7 @@
 // gcc, git, tar, C fixtures with threads that fork and race, a Go binary) run
 // natively first and then under bin/txexec, with --passthrough and as a
 // transaction, and their stdout, stderr, exit status and resulting file tree
-// compared (DESIGN §6, "differential against Linux").
+// compared (docs/architecture.md §8).
 //
 // TestMain builds txexec once from ./cmd/txexec into a temporary directory
 // (or uses $TXEXEC_BIN). Fixtures under testdata/ are compiled at test time

@@ -3,7 +3,7 @@ package e2e
 // Transactions that change files on other mounts than the state
 // directory's: a tmpfs, a bind mount of a directory of the same file
 // system, a reflink-capable XFS on a loop device. Staged objects live on
-// the mount of the paths they shadow (DESIGN §4.4), in an area at the
+// the mount of the paths they shadow (docs/architecture.md §4), in an area at the
 // mount's root that exists only while a transaction needs it.
 
 import (

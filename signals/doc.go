@@ -1,5 +1,5 @@
 // Package signals decides what happens to a signal sent by a process of a
-// transaction (DESIGN §4.9): delivered at once when every process it
+// transaction (docs/semantics.md §4): delivered at once when every process it
 // reaches is in the transaction; queued, in order, when it reaches a
 // process outside it, then delivered at commit (after write-through) and
 // dropped at abort. --signals=immediate (Policy Immediate) opts out.

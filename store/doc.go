@@ -1,7 +1,7 @@
 // Package store keeps txexec's durable state in a state directory: a
 // SQLite database in WAL mode (txexec.db) and the staging areas, where a
 // transaction's new and copied-up objects live until write-through, on the
-// mount of the paths they shadow (DESIGN §4.4): staging/ID in the state
+// mount of the paths they shadow (docs/architecture.md §4): staging/ID in the state
 // directory for its own mount, and MOUNTPOINT/.txexec-staging-INSTANCE-ID
 // at the root of every other mount the transaction changed
 // (AddStagingArea; INSTANCE, made with the database, keeps two state

@@ -50,7 +50,7 @@ var ErrLockBusy = errors.New("the commit lock is held")
 // it shared from before their commit point until their write-through is
 // marked applied; a transaction that lost to others repeatedly holds it
 // exclusive from before it begins until it has committed or aborted, so
-// that nothing can commit meanwhile and it cannot lose again (DESIGN §4.6).
+// that nothing can commit meanwhile and it cannot lose again (docs/semantics.md §3).
 //
 // Lock order: the gate, then the commit lock; the gate is released as soon
 // as the commit lock is held. A holder of the exclusive lock must not ask

@@ -36,7 +36,7 @@ func (s *Store) StagingDir(id int64) string {
 // the new directory MOUNTPOINT/.txexec-staging-INSTANCE-ID, mode stagingMode(),
 // owned by this process's user. Staged objects that shadow paths on that
 // mount live there, so that their write-through is a rename within the
-// mount (DESIGN §4.4).
+// mount (docs/architecture.md §4).
 //
 // The area is recorded before its directory is made, so that abort,
 // recovery and GCStaging remove it whenever a crash comes; mkdir follows

@@ -15,7 +15,7 @@ import (
 // kernel delivers it with its exact semantics. Any other call (a target
 // outside the transaction, or none at all) is emulated by package signals:
 // checked with the caller's credentials, insiders signalled now, outsiders
-// queued until commit (DESIGN §4.9).
+// queued until commit (docs/semantics.md §4).
 
 // Kill implements kill(2).
 func Kill(k *Kernel, c *interpose.Call) interpose.Reply {

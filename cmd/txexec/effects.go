@@ -16,7 +16,7 @@ import (
 )
 
 // runEffects is what one run of the command holds besides its files until
-// the outcome is known (DESIGN §4.8–4.9): the processes still running after
+// the outcome is known (docs/semantics.md §4): the processes still running after
 // the command exited, the signals sent out of the transaction, and the
 // output under --output=defer.
 type runEffects struct {

@@ -116,7 +116,7 @@ func stateDirOf(o *options) string {
 
 // beginAttempt begins run attempt (from 0) of a command: a command that
 // lost txn.DefaultPriorityAfterN conflicts in a row takes the commit lock
-// before it begins, so that it cannot lose again (DESIGN §4.6).
+// before it begins, so that it cannot lose again (docs/semantics.md §3).
 func beginAttempt(m *txn.Manager, argv []string, cwd string, attempt int) (*txn.Transaction, error) {
 	if attempt < txn.DefaultPriorityAfterN {
 		return m.Begin(argv, cwd)

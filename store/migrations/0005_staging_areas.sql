@@ -1,5 +1,5 @@
 -- 0005_staging_areas: staging areas on other mounts than the state
--- directory's (DESIGN §4.4: staged objects live on the mount of the paths
+-- directory's (docs/architecture.md §4: staged objects live on the mount of the paths
 -- they shadow, so that write-through is a rename).
 
 -- staging_area is every staging area a transaction has outside the state
