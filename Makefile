@@ -10,6 +10,10 @@ GOFLAGS   ?=
 export GOFLAGS
 BIN       := bin/txexec
 PKGS      := ./...
+# The version txexec --version prints: git describe of the checkout (a
+# source tree without git falls back on what the Go toolchain records).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+LDFLAGS   := $(if $(VERSION),-X main.version=$(VERSION))
 
 .PHONY: all build test unit e2e conformance demo bench soak deps vet fmt docs clean
 
@@ -19,7 +23,7 @@ deps:
 	@./scripts/deps.sh
 
 build: deps
-	$(GO) build -o $(BIN) ./cmd/txexec
+	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/txexec
 
 # Packages whose locks carry checklocks annotations (+checklocks:mu).
 CHECKLOCKS_PKGS := ./proc ./interpose
@@ -29,8 +33,12 @@ vet: deps
 	$(GO) vet -vettool=bin/tools/checklocks $(CHECKLOCKS_PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "not gofmt-formatted:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 
+# Generated documentation (golden tests fail while it is stale):
+# docs/syscalls.md from the syscall table, the man page docs/txexec.1 and
+# the bash completion docs/txexec.bash from the option table.
 docs: deps
 	$(GO) run ./cmd/gensyscalldocs -o docs/syscalls.md
+	$(GO) run ./cmd/gentxexecdocs
 
 test: build vet
 	$(GO) test -count=1 -timeout 25m $(PKGS)

@@ -10,9 +10,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"txexec/internal/cli"
 	"txexec/interpose"
 	"txexec/signals"
 	"txexec/syscalls"
+	"txexec/txn"
 )
 
 // runEffects is what one run of the command holds besides its files until
@@ -44,12 +46,9 @@ type runEffects struct {
 }
 
 // newAttempt prepares the effects of one run under the options.
-func newAttempt(o *options, txID int64) (*runEffects, error) {
-	a := &runEffects{txID: txID, abortCertain: func(int) bool { return false }, ready: make(chan struct{})}
-	if o.signals == "immediate" {
-		a.policy = signals.Immediate
-	}
-	if o.output == "defer" {
+func newAttempt(o *cli.Run, txID int64) (*runEffects, error) {
+	a := &runEffects{txID: txID, policy: o.Signals, abortCertain: func(int) bool { return false }, ready: make(chan struct{})}
+	if o.Output == cli.OutputDefer {
 		out, err := newDeferredOutput("")
 		if err != nil {
 			return nil, err
@@ -59,18 +58,10 @@ func newAttempt(o *options, txID int64) (*runEffects, error) {
 	return a, nil
 }
 
-// abortCertainFor is runEffects.abortCertain under the options: the
-// transaction aborts when it is doomed (an unsupported call, an internal
-// error, a conflict seen early), under --on-exit=abort, and under
-// --on-exit=success when the command failed. A kept transaction is never
-// killed.
-func abortCertainFor(o *options, doomed func() error) func(status int) bool {
-	return func(status int) bool {
-		if o.onExit == "keep" {
-			return false
-		}
-		return doomed() != nil || o.onExit == "abort" || o.onExit == "success" && status != 0
-	}
+// abortCertainFor is runEffects.abortCertain under the options
+// (txn.AbortCertain): a kept transaction is never killed.
+func abortCertainFor(o *cli.Run, doomed func() error) func(status int) bool {
+	return func(status int) bool { return txn.AbortCertain(o.OnExit, status, doomed() != nil) }
 }
 
 // attach wires the run's effects into k (the signal router of a transaction) and

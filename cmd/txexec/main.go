@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"txexec/internal/cli"
 	"txexec/interpose"
 	"txexec/proc"
 	"txexec/store"
@@ -20,30 +21,18 @@ import (
 	"txexec/vfs"
 )
 
-// Exit statuses of txexec itself (DESIGN §5).
+// Exit statuses of txexec itself (docs/semantics.md §1, "Outcome and exit
+// status"); those of a transaction that could not commit are txn's.
 const (
 	exitUsage    = 2
 	exitNotFound = 127
-	exitConflict = 75
-	exitInternal = 70
+	exitConflict = txn.ExitConflict
+	exitInternal = txn.ExitInternal
 )
 
-const usage = `usage: txexec [options] -- COMMAND [ARG...]
-       txexec log [--json] | show ID [--diff] | commit ID | abort ID | recover
-
-Runs COMMAND and everything it starts as one file-system transaction.
-
-  --on-exit=success|commit|abort|keep   commit if the tree exits 0 (default) / always / never / keep
-  --retry N                             re-run up to N times when the commit conflicts
-  --no-durable                          atomic and isolated, not fsynced
-  --unsupported=abort|error|allow       calls without transactional meaning
-  --output=live|defer                   release the command's output now or at commit
-  --signals=defer|immediate             signals sent out of the transaction
-  --exclude PATH                        writes under PATH bypass the transaction (repeatable)
-  --passthrough                         interpose, but no transaction
-  --trace[=FILE]                        one line per intercepted call
-  --state-dir DIR                       store and staging area
-`
+// version is txexec's version, set at link time by make build
+// (-ldflags "-X main.version=..." from git describe); see versionString.
+var version string
 
 func main() {
 	interpose.RunStubIfRequested()
@@ -61,8 +50,8 @@ func main() {
 const gcPercent = 50
 
 func run(args []string) int {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		fmt.Print(usage)
+	if len(args) > 0 && args[0] == "help" {
+		fmt.Print(cli.Usage())
 		return 0
 	}
 	if status, ok := runSubcommand(args); ok {
@@ -72,6 +61,14 @@ func run(args []string) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "txexec: %v\n", err)
 		return exitUsage
+	}
+	switch {
+	case o.Help:
+		fmt.Print(cli.Usage())
+		return 0
+	case o.Version:
+		fmt.Printf("txexec %s\n", versionString())
+		return 0
 	}
 	hooks := startBenchHooks() // TXEXEC_STATS, TXEXEC_CPUPROFILE (benchhooks.go)
 	defer hooks.finish()
@@ -135,8 +132,8 @@ func commandFDs() []int {
 
 // runCommand runs the command tree and returns txexec's exit status;
 // hooks measure its staging area before it commits or aborts.
-func runCommand(o *options, hooks *benchHooks) (int, error) {
-	path, err := lookCommand(o.argv[0])
+func runCommand(o *cli.Run, hooks *benchHooks) (int, error) {
+	path, err := lookCommand(o.Argv[0])
 	if err != nil {
 		return 0, err
 	}
@@ -155,7 +152,7 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 			Table:       table,
 			Procs:       proc.NewTable(),
 			View:        view,
-			Unsupported: o.unsupported,
+			Unsupported: o.Unsupported,
 			Logf:        func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) },
 		}
 		// Without it (no writable TMPDIR for --passthrough, say) only
@@ -174,10 +171,10 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 				links.Close()
 			}
 		}
-		if o.trace {
+		if o.Trace {
 			var w io.Writer = os.Stderr
-			if o.traceFile != "" {
-				f, err := os.OpenFile(o.traceFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+			if o.TraceFile != "" {
+				f, err := os.OpenFile(o.TraceFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 				if err != nil {
 					done()
 					return nil, nil, fmt.Errorf("open trace file: %w", err)
@@ -190,7 +187,7 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 		}
 		return k, done, nil
 	}
-	if o.passthrough {
+	if o.Passthrough {
 		k, done, err := newKernel(host, os.TempDir())
 		if err != nil {
 			return 0, err
@@ -200,7 +197,7 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		status, err := supervise(k, path, o.argv, a)
+		status, err := supervise(k, path, o.Argv, a)
 		if err != nil {
 			a.discard()
 			return 0, err
@@ -213,10 +210,10 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 		return 0, err
 	}
 	defer st.Close()
-	m := &txn.Manager{Store: st, Host: host, Durable: o.durable, Excludes: o.excludes, Outputs: vfs.OutputsOf(commandFDs())}
+	m := &txn.Manager{Store: st, Host: host, Durable: o.Durable, Excludes: o.Excludes, Outputs: vfs.OutputsOf(commandFDs())}
 	cwd, _ := os.Getwd()
 	for attempt := 0; ; attempt++ {
-		t, err := beginAttempt(m, o.argv, cwd, attempt)
+		t, err := beginAttempt(m, o.Argv, cwd, attempt)
 		if err != nil {
 			return 0, fmt.Errorf("begin transaction: %w", err)
 		}
@@ -233,7 +230,7 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 			return 0, err
 		}
 		a.abortCertain = abortCertainFor(o, t.View.Doomed)
-		status, err := supervise(k, path, o.argv, a)
+		status, err := supervise(k, path, o.Argv, a)
 		done()
 		if err != nil {
 			a.discard()
@@ -242,13 +239,11 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 		}
 		st.SetCommandStatus(t.ID, status)
 		hooks.measureStaging(st.StagingDir(t.ID))
-		// A transaction doomed by a conflict (its command may have failed
-		// of it: ESTALE) goes the commit way, which reports the conflict
-		// and retries.
-		commit := o.onExit == "commit" || o.onExit == "success" && (status == 0 || t.View.Doomed() != nil) || o.onExit == "keep"
-		if !commit {
+		doomed := t.View.Doomed() != nil
+		outcome := txn.Settle(o.OnExit, status, doomed)
+		if outcome == txn.Abort {
 			why := "--on-exit=abort"
-			if o.onExit == "success" {
+			if o.OnExit == txn.OnExitSuccess {
 				why = fmt.Sprintf("the command exited with status %d", status)
 			}
 			if doom := t.View.Doomed(); doom != nil {
@@ -262,13 +257,13 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 			a.dropped("aborted")
 			return status, nil
 		}
-		if o.onExit == "keep" {
+		if outcome == txn.Keep {
 			err = keep(t)
 		} else {
 			err = t.Commit()
 		}
 		if err == nil {
-			if o.onExit == "keep" {
+			if outcome == txn.Keep {
 				a.dropped("kept")
 			} else {
 				a.committed() // after write-through
@@ -280,33 +275,27 @@ func runCommand(o *options, hooks *benchHooks) (int, error) {
 			a.discard()
 			return 0, err
 		}
-		if ce.Conflict && attempt < o.retryN {
-			fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %v; retrying (%d of %d)\n", t.ID, ce.Err, attempt+1, o.retryN)
+		// Doomed again: the commit may have found the conflict.
+		retry, exit := txn.AfterFailedCommit(ce.Conflict, attempt, o.Retry, status, t.View.Doomed() != nil)
+		if retry {
+			fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %v; retrying (%d of %d)\n", t.ID, ce.Err, attempt+1, o.Retry)
 			a.dropped("aborted")
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %v\n", t.ID, ce.Err)
 		a.dropped("aborted")
-		switch {
-		case ce.Conflict && (status == 0 || t.View.Doomed() != nil):
-			// A conflict seen while the command ran is why it failed
-			// (its view answered ESTALE): the outcome is the conflict's.
-			return exitConflict, nil
-		case status != 0:
-			return status, nil
-		}
-		return exitInternal, nil
+		return exit, nil
 	}
 }
 
 // openStore opens the state directory and finishes interrupted commits.
-func openStore(o *options) (*store.Store, error) {
+func openStore(o *cli.Run) (*store.Store, error) {
 	dir := stateDirOf(o)
-	st, err := store.Open(dir, store.Options{Durable: o.durable, Owner: selfOwner()})
+	st, err := store.Open(dir, store.Options{Durable: o.Durable, Owner: selfOwner()})
 	if err != nil {
 		return nil, fmt.Errorf("open state directory %s: %w", dir, err)
 	}
-	finished, _, _, err := txn.AutoRecover(st, o.durable)
+	finished, _, _, err := txn.AutoRecover(st, o.Durable)
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -29,7 +29,7 @@ func TestParseRunExclude(t *testing.T) {
 		o, err := parseRun([]string{"--exclude", tc.path, "--", "true"})
 		if tc.err == "" {
 			require.NoError(t, err)
-			assert.Equal(t, []string{tc.path}, o.excludes)
+			assert.Equal(t, []string{tc.path}, o.Excludes)
 			continue
 		}
 		require.Error(t, err, tc.path)

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"txexec/internal/cli"
 	"txexec/store"
 	"txexec/txn"
 )
@@ -32,9 +33,9 @@ var subcommands = map[string]func(c *subcommand) int{
 type subcommand struct {
 	name   string
 	id     int64
-	json   bool // log --json
-	diff   bool // show --diff
-	opts   options
+	json   bool      // log --json
+	diff   bool      // show --diff
+	opts   cli.Run   // Durable and StateDir
 	out    io.Writer // results (log, show, recover)
 	errOut io.Writer // "txexec: " messages
 }
@@ -64,7 +65,7 @@ func runSubcommand(args []string) (status int, ok bool) {
 
 // parseSubcommand parses "NAME [ID] [--json|--diff|--no-durable|--state-dir DIR]".
 func parseSubcommand(args []string) (*subcommand, error) {
-	c := &subcommand{name: args[0], opts: options{durable: true}}
+	c := &subcommand{name: args[0], opts: cli.Run{Durable: true}}
 	needID := c.name == "show" || c.name == "commit" || c.name == "abort"
 	haveID := false
 	for rest := args[1:]; len(rest) > 0; rest = rest[1:] {
@@ -75,38 +76,38 @@ func parseSubcommand(args []string) (*subcommand, error) {
 		case a == "--diff" && c.name == "show":
 			c.diff = true
 		case a == "--no-durable" && (c.name == "commit" || c.name == "recover"):
-			c.opts.durable = false
+			c.opts.Durable = false
 		case a == "--state-dir" || strings.HasPrefix(a, "--state-dir="):
 			if v, ok := strings.CutPrefix(a, "--state-dir="); ok {
-				c.opts.stateDir = v
+				c.opts.StateDir = v
 			} else if len(rest) > 1 {
-				c.opts.stateDir, rest = rest[1], rest[1:]
+				c.opts.StateDir, rest = rest[1], rest[1:]
 			} else {
-				return nil, usagef("%s: option --state-dir needs a value", c.name)
+				return nil, cli.Usagef("%s: option --state-dir needs a value", c.name)
 			}
 		case strings.HasPrefix(a, "-"):
-			return nil, usagef("%s: unknown option %s (see txexec --help)", c.name, a)
+			return nil, cli.Usagef("%s: unknown option %s (see txexec --help)", c.name, a)
 		case needID && !haveID:
 			id, err := strconv.ParseInt(a, 10, 64)
 			if err != nil || id <= 0 {
-				return nil, usagef("%s: %q is not a transaction id", c.name, a)
+				return nil, cli.Usagef("%s: %q is not a transaction id", c.name, a)
 			}
 			c.id, haveID = id, true
 		default:
-			return nil, usagef("%s: unexpected argument %q", c.name, a)
+			return nil, cli.Usagef("%s: unexpected argument %q", c.name, a)
 		}
 	}
 	if needID && !haveID {
-		return nil, usagef("%s: which transaction? (usage: txexec %s ID)", c.name, c.name)
+		return nil, cli.Usagef("%s: which transaction? (usage: txexec %s ID)", c.name, c.name)
 	}
 	return c, nil
 }
 
 // stateDirOf is the state directory of a run or subcommand: --state-dir,
 // else $TXEXEC_STATE_DIR, else the default.
-func stateDirOf(o *options) string {
-	if o.stateDir != "" {
-		return o.stateDir
+func stateDirOf(o *cli.Run) string {
+	if o.StateDir != "" {
+		return o.StateDir
 	}
 	if d := os.Getenv("TXEXEC_STATE_DIR"); d != "" {
 		return d
@@ -146,7 +147,7 @@ func (c *subcommand) open() (*store.Store, int) {
 	var err error
 	if c.name == "recover" {
 		dir := stateDirOf(&c.opts)
-		st, err = store.Open(dir, store.Options{Durable: c.opts.durable, Owner: selfOwner()})
+		st, err = store.Open(dir, store.Options{Durable: c.opts.Durable, Owner: selfOwner()})
 		if err != nil {
 			err = fmt.Errorf("open state directory %s: %w", dir, err)
 		}
@@ -189,7 +190,7 @@ func cmdCommit(c *subcommand) int {
 		return status
 	}
 	defer st.Close()
-	m := &txn.Manager{Store: st, Durable: c.opts.durable}
+	m := &txn.Manager{Store: st, Durable: c.opts.Durable}
 	if err := m.CommitKept(c.id); err != nil {
 		return c.fail(err, "committed")
 	}
@@ -218,7 +219,7 @@ func cmdRecover(c *subcommand) int {
 		return status
 	}
 	defer st.Close()
-	finished, aborted, err := txn.Recover(st, c.opts.durable)
+	finished, aborted, err := txn.Recover(st, c.opts.Durable)
 	for _, id := range finished {
 		fmt.Fprintf(c.out, "transaction %d: committed; finished writing it through\n", id)
 	}

@@ -13,11 +13,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"txexec/internal/cli"
 	"txexec/store"
 )
 
 func TestParseSubcommand(t *testing.T) {
-	durable := options{durable: true}
+	durable := cli.Run{Durable: true}
 	tests := []struct {
 		args    []string
 		want    subcommand
@@ -27,9 +28,9 @@ func TestParseSubcommand(t *testing.T) {
 		{args: []string{"log", "--json"}, want: subcommand{name: "log", json: true, opts: durable}},
 		{args: []string{"show", "12", "--diff"}, want: subcommand{name: "show", id: 12, diff: true, opts: durable}},
 		{args: []string{"show", "--diff", "12"}, want: subcommand{name: "show", id: 12, diff: true, opts: durable}},
-		{args: []string{"commit", "3", "--no-durable"}, want: subcommand{name: "commit", id: 3, opts: options{}}},
-		{args: []string{"abort", "3", "--state-dir", "/s"}, want: subcommand{name: "abort", id: 3, opts: options{durable: true, stateDir: "/s"}}},
-		{args: []string{"recover", "--state-dir=/s"}, want: subcommand{name: "recover", opts: options{durable: true, stateDir: "/s"}}},
+		{args: []string{"commit", "3", "--no-durable"}, want: subcommand{name: "commit", id: 3, opts: cli.Run{}}},
+		{args: []string{"abort", "3", "--state-dir", "/s"}, want: subcommand{name: "abort", id: 3, opts: cli.Run{Durable: true, StateDir: "/s"}}},
+		{args: []string{"recover", "--state-dir=/s"}, want: subcommand{name: "recover", opts: cli.Run{Durable: true, StateDir: "/s"}}},
 		{args: []string{"show"}, wantErr: "show: which transaction? (usage: txexec show ID)"},
 		{args: []string{"show", "x"}, wantErr: `show: "x" is not a transaction id`},
 		{args: []string{"show", "0"}, wantErr: `show: "0" is not a transaction id`},

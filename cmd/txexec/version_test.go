@@ -1,0 +1,49 @@
+package main
+
+import (
+	"runtime/debug"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"txexec/internal/cli"
+)
+
+func TestVersionFromBuildInfo(t *testing.T) {
+	vcs := func(rev, modified string) []debug.BuildSetting {
+		return []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: rev}, {Key: "vcs.modified", Value: modified}}
+	}
+	for _, tc := range []struct {
+		name string
+		info debug.BuildInfo
+		want string
+	}{
+		{"go install of a tagged module", debug.BuildInfo{Main: debug.Module{Version: "v1.2.3"}}, "v1.2.3"},
+		{"go build in a clean checkout", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("0123456789abcdef0123", "false")}, "devel-0123456789ab"},
+		{"go build with changes", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: vcs("0123456789abcdef0123", "true")}, "devel-0123456789ab-dirty"},
+		{"no VCS information", debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, "devel"},
+	} {
+		assert.Equal(t, tc.want, fromBuildInfo(&tc.info), tc.name)
+	}
+}
+
+// TestSubcommandTable: the subcommands help and completion list are those
+// runSubcommand runs, each accepting the flags listed for it.
+func TestSubcommandTable(t *testing.T) {
+	listed := map[string]bool{}
+	for _, c := range cli.Subcommands {
+		listed[c.Name] = true
+		assert.NotNil(t, subcommands[c.Name], c.Name)
+		args := []string{c.Name}
+		if c.Args != "" {
+			args = append(args, "1")
+		}
+		for _, f := range append(c.Flags, "--state-dir=/s") {
+			_, err := parseSubcommand(append(args, f))
+			assert.NoError(t, err, "%s %s", c.Name, f)
+		}
+	}
+	for name := range subcommands {
+		assert.True(t, listed[name], "subcommand %s missing from cli.Subcommands", name)
+	}
+}

@@ -1,0 +1,293 @@
+package cli
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"txexec/signals"
+	"txexec/syscalls"
+	"txexec/txn"
+)
+
+// Output is when the command's output reaches txexec's own stdout and
+// stderr (--output).
+type Output int
+
+const (
+	// OutputLive passes it on as it is written (the default).
+	OutputLive Output = iota
+	// OutputDefer holds it until the transaction commits, and drops it at
+	// abort.
+	OutputDefer
+)
+
+// Names on the command line of each enumeration's values, in value order.
+var (
+	outputNames      = []string{"live", "defer"}
+	signalsNames     = []string{"defer", "immediate"}
+	unsupportedNames = []string{"abort", "error", "allow"}
+)
+
+func (o Output) String() string { return nameOf(outputNames, int(o)) }
+
+func nameOf(names []string, v int) string {
+	if v < 0 || v >= len(names) {
+		return strconv.Itoa(v)
+	}
+	return names[v]
+}
+
+// Run is the parsed command line of a run: txexec [options] -- COMMAND.
+type Run struct {
+	OnExit      txn.OnExit
+	Retry       int // re-runs allowed after a commit conflict
+	Durable     bool
+	Unsupported syscalls.Policy
+	Output      Output
+	Signals     signals.Policy
+	Excludes    []string
+	Passthrough bool
+	Trace       bool
+	TraceFile   string // "": stderr
+	StateDir    string // "": $TXEXEC_STATE_DIR or the default
+	Help        bool   // --help: print Usage, run nothing
+	Version     bool   // --version: print the version, run nothing
+	Argv        []string
+}
+
+// Defaults is a Run before any option.
+func Defaults() Run {
+	return Run{OnExit: txn.OnExitSuccess, Durable: true, Unsupported: syscalls.PolicyAbort,
+		Output: OutputLive, Signals: signals.Defer}
+}
+
+// ValueKind is whether an option takes a value.
+type ValueKind int
+
+const (
+	// NoValue: a flag (--passthrough).
+	NoValue ValueKind = iota
+	// RequiredValue: --name VALUE or --name=VALUE.
+	RequiredValue
+	// OptionalValue: --name alone or --name=VALUE (never a separate word,
+	// which would be taken for the command).
+	OptionalValue
+)
+
+// Completion is what a value is completed from in the bash completion.
+type Completion int
+
+const (
+	// CompleteNothing: a number or free text.
+	CompleteNothing Completion = iota
+	// CompleteFile: any path.
+	CompleteFile
+	// CompleteDir: a directory.
+	CompleteDir
+)
+
+// Option is one option of a run, and everything said about it anywhere.
+type Option struct {
+	Name  string // without the leading "--"
+	Short string // one-letter form without its "-", if any
+	Kind  ValueKind
+	// Arg names the value in help (N, PATH, DIR, FILE); unused for options
+	// with Choices, whose choices are shown instead.
+	Arg string
+	// Choices are the only values allowed, if the set is closed.
+	Choices []string
+	// Default is the value (or behaviour) without the option, for help and
+	// the man page; "" when there is nothing to say.
+	Default string
+	// Env is an environment variable that stands for the option when it is
+	// absent.
+	Env      string
+	Repeat   bool       // may be given more than once, each adding a value
+	Complete Completion // for a value without Choices
+	// Help is its line in --help; Doc its paragraph in the man page.
+	Help, Doc string
+	// set applies the (checked) value to a Run; "" for a flag, or for an
+	// optional value not given.
+	set func(r *Run, v string) error
+}
+
+// StateDirEnv names the state directory when --state-dir is not given.
+const StateDirEnv = "TXEXEC_STATE_DIR"
+
+// Options are a run's options, in the order help and the man page list them.
+var Options = []Option{
+	{
+		Name: "on-exit", Kind: RequiredValue, Choices: txn.OnExitNames, Default: "success",
+		Help: "commit if the tree exits 0 (default) / always / never / keep",
+		Doc: "What to do with the transaction once the whole process tree has exited: " +
+			"success commits if the command exited 0 and aborts otherwise; commit always commits; " +
+			"abort never does (a dry run); keep stores it prepared for txexec commit ID or txexec abort ID.",
+		set: func(r *Run, v string) error { r.OnExit, _ = txn.ParseOnExit(v); return nil },
+	},
+	{
+		Name: "retry", Kind: RequiredValue, Arg: "N", Default: "0",
+		Help: "re-run up to N times when the commit conflicts",
+		Doc:  "Run the command again, up to N times, when its commit loses to another transaction.",
+		set: func(r *Run, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return fmt.Errorf("--retry %s: expected a count", v)
+			}
+			r.Retry = n
+			return nil
+		},
+	},
+	{
+		Name: "no-durable",
+		Help: "atomic and isolated, not fsynced",
+		Doc: "No fsync at all: the transaction is still atomic and isolated if the command or txexec dies, " +
+			"but after an operating-system crash or power loss a commit txexec reported may be lost or partly " +
+			"written through, and the state database itself may be damaged.",
+		set: func(r *Run, _ string) error { r.Durable = false; return nil },
+	},
+	{
+		Name: "unsupported", Kind: RequiredValue, Choices: unsupportedNames, Default: "abort",
+		Help: "calls without transactional meaning",
+		Doc: "What a call with no transactional meaning (mount, io_uring, ...) does: abort aborts the transaction, " +
+			"error fails the call with ENOTSUP, allow runs it anyway with a warning.",
+		set: func(r *Run, v string) error {
+			r.Unsupported = syscalls.Policy(slices.Index(unsupportedNames, v))
+			return nil
+		},
+	},
+	{
+		Name: "output", Kind: RequiredValue, Choices: outputNames, Default: "live",
+		Help: "release the command's output now or at commit",
+		Doc:  "live passes the command's output on as it is written; defer holds it until the transaction commits and drops it at abort.",
+		set:  func(r *Run, v string) error { r.Output = Output(slices.Index(outputNames, v)); return nil },
+	},
+	{
+		Name: "signals", Kind: RequiredValue, Choices: signalsNames, Default: "defer",
+		Help: "signals sent out of the transaction",
+		Doc:  "defer delivers signals the command sends to processes outside the transaction at commit (and drops them at abort); immediate delivers them at once.",
+		set: func(r *Run, v string) error {
+			r.Signals = signals.Policy(slices.Index(signalsNames, v))
+			return nil
+		},
+	},
+	{
+		Name: "exclude", Kind: RequiredValue, Arg: "PATH", Repeat: true, Complete: CompleteDir,
+		Help: "writes under PATH bypass the transaction (repeatable)",
+		Doc:  "Writes under the directory PATH go to the host at once, outside the transaction. PATH must be an existing directory, not named through a final symlink.",
+		set:  func(r *Run, v string) error { r.Excludes = append(r.Excludes, v); return nil },
+	},
+	{
+		Name: "passthrough",
+		Help: "interpose, but no transaction",
+		Doc:  "Supervise the command without a transaction: every call reaches the host (debugging, baselines).",
+		set:  func(r *Run, _ string) error { r.Passthrough = true; return nil },
+	},
+	{
+		Name: "trace", Kind: OptionalValue, Arg: "FILE", Complete: CompleteFile,
+		Help: "one line per intercepted call",
+		Doc:  "Write one strace-like line per intercepted call to FILE (appended), or to stderr.",
+		set:  func(r *Run, v string) error { r.Trace, r.TraceFile = true, v; return nil },
+	},
+	{
+		Name: "state-dir", Kind: RequiredValue, Arg: "DIR", Env: StateDirEnv, Complete: CompleteDir,
+		Default: "/var/lib/txexec for root, $XDG_STATE_HOME/txexec (~/.local/state/txexec) otherwise",
+		Help:    "store and staging area",
+		Doc: "The store and the staging area for its own mount; changes on other mounts are staged in a " +
+			"directory at their root. The subcommands take it too.",
+		set: func(r *Run, v string) error { r.StateDir = v; return nil },
+	},
+	{
+		Name: "version",
+		Help: "print txexec's version",
+		Doc:  "Print txexec's version and exit.",
+		set:  func(r *Run, _ string) error { r.Version = true; return nil },
+	},
+	{
+		Name: "help", Short: "h",
+		Help: "this help",
+		Doc:  "Print a summary of the options and subcommands and exit.",
+		set:  func(r *Run, _ string) error { r.Help = true; return nil },
+	},
+}
+
+// Lookup is the option of a name (without "--"), or nil.
+func Lookup(name string) *Option {
+	for i := range Options {
+		if Options[i].Name == name {
+			return &Options[i]
+		}
+	}
+	return nil
+}
+
+// UsageError is a bad command line: one line on stderr, exit status 2.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// Usagef makes a UsageError.
+func Usagef(format string, a ...any) error { return &UsageError{fmt.Sprintf(format, a...)} }
+
+// Parse parses a run's command line, "[options] -- COMMAND [ARG...]":
+// options end at "--" or at the first word that is not an option. Values
+// are checked here as far as they can be without looking at the system
+// (--exclude's directory is the caller's to check). A command is required
+// unless --help or --version was given.
+func Parse(args []string) (*Run, error) {
+	r := Defaults()
+	for len(args) > 0 {
+		a := args[0]
+		if a == "--" {
+			args = args[1:]
+			break
+		}
+		var o *Option
+		name, val, hasVal := "", "", false
+		switch {
+		case strings.HasPrefix(a, "--"):
+			name, val, hasVal = strings.Cut(a[2:], "=")
+			if o = Lookup(name); o == nil {
+				return nil, Usagef("unknown option --%s (see txexec --help)", name)
+			}
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			for i := range Options {
+				if Options[i].Short != "" && a == "-"+Options[i].Short {
+					o = &Options[i]
+				}
+			}
+			if o != nil {
+				name = o.Name
+			}
+		}
+		if o == nil {
+			break // the command (a word with one dash that is no short option too)
+		}
+		args = args[1:]
+		switch o.Kind {
+		case NoValue:
+			if hasVal {
+				return nil, Usagef("option --%s takes no value", name)
+			}
+		case RequiredValue:
+			if !hasVal {
+				if len(args) == 0 {
+					return nil, Usagef("option --%s needs a value", name)
+				}
+				val, args = args[0], args[1:]
+			}
+		}
+		if o.Choices != nil && !slices.Contains(o.Choices, val) {
+			return nil, Usagef("--%s=%s: expected one of %s", name, val, strings.Join(o.Choices, ", "))
+		}
+		if err := o.set(&r, val); err != nil {
+			return nil, &UsageError{err.Error()}
+		}
+	}
+	if len(args) == 0 && !r.Help && !r.Version {
+		return nil, Usagef("no command given (usage: txexec [options] -- COMMAND [ARG...])")
+	}
+	r.Argv = args
+	return &r, nil
+}

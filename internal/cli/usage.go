@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Subcommand is a word that, first on the command line, names a subcommand
+// instead of a command to run (cmd/txexec parses and runs them).
+type Subcommand struct {
+	Name  string
+	Args  string   // positional arguments, for help
+	Flags []string // its own flags (all take --state-dir DIR too)
+	Help  string
+}
+
+// Subcommands are txexec's subcommands, in the order help lists them.
+var Subcommands = []Subcommand{
+	{Name: "log", Flags: []string{"--json"}, Help: "transactions, newest first"},
+	{Name: "show", Args: "ID", Flags: []string{"--diff"}, Help: "what a transaction changed"},
+	{Name: "commit", Args: "ID", Flags: []string{"--no-durable"}, Help: "commit a kept transaction (re-validated first)"},
+	{Name: "abort", Args: "ID", Help: "discard a kept transaction"},
+	{Name: "recover", Flags: []string{"--no-durable"}, Help: "finish interrupted commits (also done at every start)"},
+}
+
+// Summary is what txexec does, in one sentence.
+const Summary = "Runs COMMAND and everything it starts as one file-system transaction."
+
+// Synopsis is how an option is written: --name, --name ARG,
+// --name=a|b|c or --name[=ARG], with its short form first.
+func (o *Option) Synopsis() string {
+	s := "--" + o.Name
+	switch {
+	case o.Choices != nil:
+		s += "=" + strings.Join(o.Choices, "|")
+	case o.Kind == RequiredValue:
+		s += " " + o.Arg
+	case o.Kind == OptionalValue:
+		s += "[=" + o.Arg + "]"
+	}
+	if o.Short != "" {
+		s = "-" + o.Short + ", " + s
+	}
+	return s
+}
+
+// synopsis is how a subcommand is written: name, arguments, [flags].
+func (c *Subcommand) synopsis() string {
+	s := c.Name
+	if c.Args != "" {
+		s += " " + c.Args
+	}
+	for _, f := range c.Flags {
+		s += " [" + f + "]"
+	}
+	return s
+}
+
+// Usage is the text of txexec --help.
+func Usage() string {
+	var b strings.Builder
+	b.WriteString("usage: txexec [options] -- COMMAND [ARG...]\n")
+	b.WriteString("       txexec [--state-dir DIR] SUBCOMMAND\n\n")
+	b.WriteString(Summary + "\n\noptions:\n")
+	const width = 38
+	for i := range Options {
+		o := &Options[i]
+		help := o.Help
+		if o.Env != "" {
+			help += " (or $" + o.Env + ")"
+		}
+		fmt.Fprintf(&b, "  %-*s%s\n", width, o.Synopsis(), help)
+	}
+	b.WriteString("\nsubcommands:\n")
+	for i := range Subcommands {
+		fmt.Fprintf(&b, "  %-*s%s\n", width, Subcommands[i].synopsis(), Subcommands[i].Help)
+	}
+	return b.String()
+}
