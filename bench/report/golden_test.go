@@ -37,7 +37,7 @@ var (
 func TestGolden(t *testing.T) {
 	in, err := os.ReadFile("testdata/out.txt")
 	require.NoError(t, err)
-	res, err := Parse(bytes.NewReader(in))
+	res, err := Parse(bytes.NewReader(in), "testdata/out.txt")
 	require.NoError(t, err)
 
 	// From the repository's root, as make bench runs it, so that the

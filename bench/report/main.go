@@ -16,7 +16,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"flag"
 	"fmt"
@@ -24,10 +23,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"regexp"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -51,9 +48,9 @@ func run(in, out, history string) error {
 		return err
 	}
 	defer f.Close()
-	res, err := Parse(f)
+	res, err := Parse(f, in)
 	if err != nil {
-		return fmt.Errorf("%s: %w", in, err)
+		return err
 	}
 	if len(res.Samples) == 0 {
 		return fmt.Errorf("%s: no benchmark results", in)
@@ -118,103 +115,6 @@ func floorFor(r *Results, op string) float64 {
 		return r.NsPerCall("PerCall/" + op + "/filtered")
 	}
 	return r.firstOf("PerCall/stat/floor", "Floor/syncwake")
-}
-
-// Results are the parsed benchmark lines: every sample of every benchmark
-// (several with -count), and the header lines go test prints.
-type Results struct {
-	// Samples maps a benchmark name without its -GOMAXPROCS suffix
-	// ("PerCall/stat/tx") to its values of metric unit ("ns/call"), one per
-	// run.
-	Samples map[string]map[string][]float64
-	// Header holds goos, goarch, cpu, … as printed by go test.
-	Header map[string]string
-	// Order is the order in which benchmark names first appeared.
-	Order []string
-	// Retries are the benchmarks' log lines about a run repeated after a
-	// transient failure (BenchmarkWorkload: a conflict with another process).
-	Retries []string
-	// Failures are the benchmarks that failed, with what they logged.
-	Failures []Failure
-}
-
-// Failure is one "--- FAIL: BenchmarkNAME" of the output and the lines
-// indented under it.
-type Failure struct {
-	Name  string
-	Lines []string
-}
-
-var failLine = regexp.MustCompile(`^--- FAIL: Benchmark(\S+)`)
-
-// headerKey is the key of a "key: value" header line: go test's (goos,
-// pkg, cpu) and BenchmarkWorkload's (workload-NAME, phases-NAME); not a
-// test log line's "file_test.go:12".
-var headerKey = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_+-]*$`)
-
-// retryLine is a benchmark's log line about a repeated run.
-var retryLine = regexp.MustCompile(`^\S+_test\.go:\d+: (.*, retrying: .*)$`)
-
-var benchLine = regexp.MustCompile(`^Benchmark(\S+?)(?:-\d+)?\s+(\d+)\s+(.+)$`)
-
-// Parse reads go test -bench output.
-func Parse(r io.Reader) (*Results, error) {
-	res := &Results{Samples: map[string]map[string][]float64{}, Header: map[string]string{}}
-	sc := bufio.NewScanner(r)
-	var failure *Failure // the failure whose indented lines follow
-	for sc.Scan() {
-		raw := sc.Text()
-		line := strings.TrimSpace(raw)
-		if failure != nil && line != "" && (raw[0] == ' ' || raw[0] == '\t') {
-			failure.Lines = append(failure.Lines, line)
-			continue
-		}
-		if failure != nil && len(failure.Lines) > 0 {
-			res.Failures = append(res.Failures, *failure)
-		}
-		failure = nil
-		if m := failLine.FindStringSubmatch(line); m != nil {
-			failure = &Failure{Name: m[1]}
-			continue
-		}
-		if strings.HasPrefix(line, "panic: ") {
-			failure = &Failure{Name: " (a panic of the test binary)", Lines: []string{line}}
-			continue
-		}
-		if m := retryLine.FindStringSubmatch(line); m != nil {
-			res.Retries = append(res.Retries, m[1])
-			continue
-		}
-		if k, v, ok := strings.Cut(line, ": "); ok && !strings.HasPrefix(line, "Benchmark") && headerKey.MatchString(k) {
-			res.Header[k] = v
-			continue
-		}
-		m := benchLine.FindStringSubmatch(line)
-		if m == nil {
-			continue
-		}
-		name := m[1]
-		fields := strings.Fields(m[3])
-		if len(fields)%2 != 0 {
-			return nil, fmt.Errorf("malformed benchmark line %q", line)
-		}
-		if res.Samples[name] == nil {
-			res.Samples[name] = map[string][]float64{}
-			res.Order = append(res.Order, name)
-		}
-		for i := 0; i < len(fields); i += 2 {
-			v, err := strconv.ParseFloat(fields[i], 64)
-			if err != nil {
-				return nil, fmt.Errorf("malformed value in %q: %w", line, err)
-			}
-			unit := fields[i+1]
-			res.Samples[name][unit] = append(res.Samples[name][unit], v)
-		}
-	}
-	if failure != nil && len(failure.Lines) > 0 {
-		res.Failures = append(res.Failures, *failure)
-	}
-	return res, sc.Err()
 }
 
 // maxFailureLines bounds what the report quotes of one failure.
@@ -325,8 +225,8 @@ func readHistory(dir string) ([]Step, error) {
 		if st.Title == "" {
 			return nil, fmt.Errorf("%s: no \"# title\" line", file)
 		}
-		if st.Res, err = Parse(bytes.NewReader(b)); err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
+		if st.Res, err = Parse(bytes.NewReader(b), file); err != nil {
+			return nil, err
 		}
 		steps = append(steps, st)
 	}

@@ -52,7 +52,7 @@ PASS
 `
 
 func TestParseMedians(t *testing.T) {
-	r, err := Parse(strings.NewReader(sample))
+	r, err := Parse(strings.NewReader(sample), "sample")
 	require.NoError(t, err)
 	assert.Equal(t, "Test CPU", r.Header["cpu"])
 	med, n, ok := r.Median("PerCall/stat/native", "ns/call")
@@ -66,12 +66,56 @@ func TestParseMedians(t *testing.T) {
 }
 
 func TestParseRejectsMalformed(t *testing.T) {
-	_, err := Parse(strings.NewReader("BenchmarkX-2  10  5 ns/op 7\n"))
-	require.Error(t, err)
+	for _, in := range []string{
+		"BenchmarkX-2  10  5 ns/op 7\n",
+		"BenchmarkX-2  10  5 ns/op x ns/call\n",
+		"BenchmarkX-2  10\n",
+	} {
+		_, err := Parse(strings.NewReader("goos: linux\n"+in), "out.txt")
+		require.Error(t, err, in)
+		assert.Contains(t, err.Error(), "out.txt:2:", "the file and line")
+	}
+}
+
+// TestParseLines: what one benchmark or configuration line becomes.
+func TestParseLines(t *testing.T) {
+	tests := []struct {
+		name, in string
+		samples  map[string]map[string][]float64
+		header   map[string]string
+	}{
+		{"GOMAXPROCS suffix dropped", "BenchmarkPerCall/stat/tx-2  2000  100 ns/op  99 ns/call\n",
+			map[string]map[string][]float64{"PerCall/stat/tx": {"ns/op": {100}, "ns/call": {99}}}, nil},
+		{"no suffix with GOMAXPROCS=1", "BenchmarkBareNotifyStat  10  5 ns/op\n",
+			map[string]map[string][]float64{"BareNotifyStat": {"ns/op": {5}}}, nil},
+		{"only the last dash-number", "BenchmarkWorkload/lfs-large-16  1  7 ns/op\n",
+			map[string]map[string][]float64{"Workload/lfs-large": {"ns/op": {7}}}, nil},
+		{"units as printed, not benchfmt's base units", "BenchmarkWorkload/dpkg-2  1  4e+09 ns/op  1.5 install/native-s  52 install/durable-rss-MiB  3 MB/s\n",
+			map[string]map[string][]float64{"Workload/dpkg": {"ns/op": {4e9}, "install/native-s": {1.5}, "install/durable-rss-MiB": {52}, "MB/s": {3}}}, nil},
+		{"a zero value", "BenchmarkBlockedHandler-2  1  0 ns/op  1.32 cpu-%\n",
+			map[string]map[string][]float64{"BlockedHandler": {"ns/op": {0}, "cpu-%": {1.32}}}, nil},
+		{"configuration", "goos: linux\nworkload-true: `true`: starting txexec  \nBenchmarkX-2 1 1 ns/op\n",
+			map[string]map[string][]float64{"X": {"ns/op": {1}}}, map[string]string{"goos": "linux", "workload-true": "`true`: starting txexec"}},
+		{"a name go test printed before the benchmark's own output", "BenchmarkWorkload/true-2   \tworkload-true: true\nBenchmarkWorkload/true-2   \t\n",
+			map[string]map[string][]float64{}, nil},
+		{"history description and test log lines", "# Title: x\n    workload_test.go:12: bench: y\nok  \ttxexec/bench\t1.2s\n",
+			map[string]map[string][]float64{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Parse(strings.NewReader(tt.in), "out.txt")
+			require.NoError(t, err)
+			assert.Equal(t, tt.samples, r.Samples)
+			if tt.header == nil {
+				tt.header = map[string]string{}
+			}
+			assert.Equal(t, tt.header, r.Header)
+		})
+	}
 }
 
 func TestWrite(t *testing.T) {
-	r, err := Parse(strings.NewReader(sample))
+	r, err := Parse(strings.NewReader(sample), "sample")
 	require.NoError(t, err)
 	var b bytes.Buffer
 	Write(&b, r, nil, Machine{NProc: 2, CPU: "Test CPU", Kernel: "Linux test", Go: "go", BenchDir: "/dev/shm", BenchFS: "tmpfs", Load: "1, 1, 1"},

@@ -63,7 +63,7 @@ func TestWorkloadUnit(t *testing.T) {
 }
 
 func TestParseWorkloads(t *testing.T) {
-	r, err := Parse(strings.NewReader(workloadSample))
+	r, err := Parse(strings.NewReader(workloadSample), "workloadSample")
 	require.NoError(t, err)
 	assert.Equal(t, "dpkg -i then -r of hello", r.Header["workload-dpkg"])
 	assert.NotContains(t, r.Header, "workload_test.go:193", "a log line is not a header")
@@ -112,7 +112,7 @@ func TestRatioOf(t *testing.T) {
 }
 
 func TestWriteWorkloads(t *testing.T) {
-	r, err := Parse(strings.NewReader(workloadSample))
+	r, err := Parse(strings.NewReader(workloadSample), "workloadSample")
 	require.NoError(t, err)
 	var b bytes.Buffer
 	Write(&b, r, nil, Machine{NProc: 2, CPU: "Test CPU", WorkloadDir: "/var/tmp", WorkloadFS: "ext4 without a journal"}, time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC))
@@ -145,7 +145,7 @@ func TestWriteWorkloads(t *testing.T) {
 }
 
 func TestPlots(t *testing.T) {
-	r, err := Parse(strings.NewReader(sample + workloadSample))
+	r, err := Parse(strings.NewReader(sample+workloadSample), "sample")
 	require.NoError(t, err)
 	plots := Plots(r)
 	require.Contains(t, plots, percallPlot)
@@ -227,7 +227,7 @@ func TestParseFailures(t *testing.T) {
 FAIL
 BenchmarkWorkload/rab-2  1  5 ns/op  1 mkdir/native-s
 `
-	r, err := Parse(strings.NewReader(out))
+	r, err := Parse(strings.NewReader(out), "out.txt")
 	require.NoError(t, err)
 	require.Len(t, r.Failures, 1, "the parent, which logged nothing, is not one")
 	assert.Equal(t, "Workload/build", r.Failures[0].Name)
@@ -235,7 +235,7 @@ BenchmarkWorkload/rab-2  1  5 ns/op  1 mkdir/native-s
 	assert.NotContains(t, r.Header, "make", "a failure's lines are not headers")
 	assert.Equal(t, []float64{1}, r.Samples["Workload/rab"]["mkdir/native-s"])
 
-	r2, err := Parse(strings.NewReader("panic: runtime error: index out of range\n\ngoroutine 1 [running]:\n"))
+	r2, err := Parse(strings.NewReader("panic: runtime error: index out of range\n\ngoroutine 1 [running]:\n"), "out.txt")
 	require.NoError(t, err)
 	require.Len(t, r2.Failures, 1)
 	assert.Equal(t, []string{"panic: runtime error: index out of range"}, r2.Failures[0].Lines)
@@ -252,14 +252,14 @@ BenchmarkWorkload/rab-2  1  5 ns/op  1 mkdir/native-s
 func TestCallBudget(t *testing.T) {
 	in := "phases-build: make\nBenchmarkWorkload/build-2 1 2000000000 ns/op 100000 make/durable-calls 2 make/durable-s 1 make/native-s\n" +
 		"BenchmarkWorkload/build-2 1 2000000000 ns/op 100000 make/durable-calls 2 make/durable-s 1 make/native-s\n"
-	r, err := Parse(strings.NewReader(in))
+	r, err := Parse(strings.NewReader(in), "in.txt")
 	require.NoError(t, err)
 	var out bytes.Buffer
 	// 11 µs floor, 1 µs native: 100000 calls cost 1 s, native 1 s → 2.00.
 	writeCallBudget(&out, r.Workloads(), 11000, 1000)
 	assert.Contains(t, out.String(), "| parallel C build | make | 100000 | 1.00 | 2.00 | 1.00 | 1.00 | 2.00 | 2.00 |")
 
-	r, err = Parse(strings.NewReader(workloadSample))
+	r, err = Parse(strings.NewReader(workloadSample), "workloadSample")
 	require.NoError(t, err)
 	out.Reset()
 	writeCallBudget(&out, r.Workloads(), 11000, 1000)
@@ -277,7 +277,7 @@ workload-dpkg: dpkg
 phases-dpkg: install remove
 BenchmarkWorkload/dpkg-2    1  4000000000 ns/op  30000 install/durable-calls  4 install/durable-s  1 install/native-s  20000 remove/durable-calls  4 remove/durable-s  1 remove/native-s  1 install/aci-s  1 remove/aci-s  1 install/passthrough-s  1 remove/passthrough-s
 `
-	r, err := Parse(strings.NewReader(sample))
+	r, err := Parse(strings.NewReader(sample), "sample")
 	require.NoError(t, err)
 	ws := r.Workloads()
 	build := findWorkload(ws, "build")
