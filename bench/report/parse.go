@@ -133,6 +133,11 @@ func (res *Results) scanLog(lines []string) {
 	var failure *Failure // the failure whose indented lines follow
 	for _, raw := range lines {
 		line := strings.TrimSpace(raw)
+		if nameThenOutput(raw) {
+			// A benchmark that fails after its first run has its name
+			// printed before "--- FAIL:".
+			line = strings.TrimSpace(strings.TrimPrefix(line, strings.Fields(line)[0]))
+		}
 		if failure != nil && line != "" && (raw[0] == ' ' || raw[0] == '\t') {
 			failure.Lines = append(failure.Lines, line)
 			continue

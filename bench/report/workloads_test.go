@@ -240,6 +240,14 @@ BenchmarkWorkload/rab-2  1  5 ns/op  1 mkdir/native-s
 	require.Len(t, r2.Failures, 1)
 	assert.Equal(t, []string{"panic: runtime error: index out of range"}, r2.Failures[0].Lines)
 
+	// A failure after the benchmark's first run follows its name.
+	r3, err := Parse(strings.NewReader("BenchmarkPerCall/stat/tx-2   \t--- FAIL: BenchmarkPerCall/stat/tx-2\n"+
+		"    percall_test.go:80: txexec: exit status 1\nBenchmarkPerCall/open/tx-2  \tpanic: boom\n"), "out.txt")
+	require.NoError(t, err)
+	require.Len(t, r3.Failures, 2)
+	assert.Equal(t, Failure{Name: "PerCall/stat/tx-2", Lines: []string{"percall_test.go:80: txexec: exit status 1"}}, r3.Failures[0])
+	assert.Equal(t, []string{"panic: boom"}, r3.Failures[1].Lines)
+
 	var b bytes.Buffer
 	writeFailures(&b, r)
 	assert.Contains(t, b.String(), "## Failed benchmarks")
