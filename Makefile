@@ -2,7 +2,7 @@
 #   make build   bin/txexec
 #   make test    unit + e2e tests (installs what it needs first)
 #   make demo    builds txexec and shows a failed install rolled back, a good one committed
-#   make bench   benchmarks; writes docs/performance.md and docs/perf-*.png
+#   make bench   benchmarks; writes docs/performance.md and docs/perf-*.svg
 #   make soak    long crash-injection and concurrency runs
 
 GO        ?= go

@@ -32,7 +32,7 @@ var (
 // shape of make bench's output (go test headers of several packages, every
 // benchmark the report knows, -base modes, a failed workload, a retried
 // run), with history steps 1 to goldenSteps of bench/history, and compares
-// it with testdata/performance.md; go test -run TestGolden -update
+// it with testdata/performance.md, and the plots with testdata/*.svg; go test -run TestGolden -update
 // rewrites that file after an intended change.
 func TestGolden(t *testing.T) {
 	in, err := os.ReadFile("testdata/out.txt")
@@ -56,6 +56,9 @@ func TestGolden(t *testing.T) {
 	var b bytes.Buffer
 	Write(&b, res, steps, goldenMachine, goldenTime)
 	golden(t, "bench/report/testdata/performance.md", b.Bytes())
+	for name, c := range Plots(res) {
+		golden(t, "bench/report/testdata/"+name, c.Render())
+	}
 }
 
 // golden compares got with the file at path, or with -update writes it.

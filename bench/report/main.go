@@ -5,9 +5,8 @@
 // floor, the workloads (whole programs) with the supervisor's memory and
 // staging disk use, the targets of issue 7 and whether they are met, the
 // machine and the method, and the record of optimizations kept in
-// bench/history. Next to the Markdown file it draws the ratios as PNG bar
-// charts (perf-percall.png, perf-workloads.png), with the standard library
-// only.
+// bench/history. Next to the Markdown file it draws the ratios as SVG bar
+// charts (perf-percall.svg, perf-workloads.svg).
 //
 //	go run ./bench/report -in bench/out.txt -o docs/performance.md
 //
@@ -60,7 +59,7 @@ func run(in, out, history string) error {
 		return err
 	}
 	for name, c := range Plots(res) {
-		if err := writePNG(filepath.Join(filepath.Dir(out), name), c.Render()); err != nil {
+		if err := os.WriteFile(filepath.Join(filepath.Dir(out), name), c.Render(), 0o644); err != nil {
 			return err
 		}
 	}
@@ -71,8 +70,8 @@ func run(in, out, history string) error {
 
 // The plots' file names, next to the Markdown file.
 const (
-	percallPlot  = "perf-percall.png"
-	workloadPlot = "perf-workloads.png"
+	percallPlot  = "perf-percall.svg"
+	workloadPlot = "perf-workloads.svg"
 )
 
 // Plots returns the charts the results have data for, by file name.

@@ -2,14 +2,11 @@ package main
 
 import (
 	"bytes"
+	"encoding/xml"
 	"fmt"
-	"image"
-	"image/color"
-	"image/draw"
-	"image/png"
 	"math"
-	"os"
 	"strconv"
+	"unicode/utf8"
 )
 
 // barChart is a horizontal grouped bar chart of ratios against native:
@@ -29,11 +26,11 @@ type barGroup struct {
 	Values []float64
 }
 
-// The plots' geometry in pixels; text is the 5×7 font at textScale.
+// The plots' geometry in SVG user units (pixels at 100%).
 const (
 	plotWidth  = 1000
 	plotMargin = 16
-	textScale  = 2
+	fontSize   = 14
 	barHeight  = 16
 	barGap     = 2
 	groupGap   = 14
@@ -41,22 +38,21 @@ const (
 	valueRoom = 80
 )
 
-var (
-	colorBackground = color.RGBA{0xff, 0xff, 0xff, 0xff}
-	colorText       = color.RGBA{0x20, 0x20, 0x20, 0xff}
-	colorGrid       = color.RGBA{0xdd, 0xdd, 0xdd, 0xff}
-	colorRef        = color.RGBA{0xc0, 0x20, 0x20, 0xff}
-	// seriesColors are told apart also in grey scale.
-	seriesColors = []color.RGBA{
-		{0x9a, 0x9a, 0x9a, 0xff},
-		{0x3b, 0x75, 0xaf, 0xff},
-		{0xef, 0x86, 0x36, 0xff},
-		{0x51, 0x9e, 0x3e, 0xff},
-	}
+const (
+	colorBackground = "#ffffff"
+	colorText       = "#202020"
+	colorGrid       = "#dddddd"
+	colorRef        = "#c02020"
 )
 
-func fillRect(img *image.RGBA, r image.Rectangle, c color.Color) {
-	draw.Draw(img, r.Intersect(img.Bounds()), &image.Uniform{c}, image.Point{}, draw.Src)
+// seriesColors are told apart also in grey scale.
+var seriesColors = []string{"#9a9a9a", "#3b75af", "#ef8636", "#519e3e"}
+
+// textWidth estimates the width of s in the plots' sans-serif font: the
+// viewer lays the text out, so the layout can only leave room for it. An
+// average glyph of a sans-serif font is about 0.6 em wide.
+func textWidth(s string) int {
+	return int(math.Ceil(float64(utf8.RuneCountInString(s)) * fontSize * 0.6))
 }
 
 // niceStep is the grid step for an axis from 0 to max: 1, 2 or 5 times a
@@ -85,12 +81,27 @@ func formatRatio(v float64) string {
 	return strconv.FormatFloat(v, 'f', 2, 64)
 }
 
-// Render draws the chart.
-func (c *barChart) Render() *image.RGBA {
-	lh := textHeight(textScale)
+// svg writes the elements of a chart.
+type svg struct{ bytes.Buffer }
+
+func (s *svg) rect(x, y, w, h int, fill string) {
+	fmt.Fprintf(s, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"%s\"/>\n", x, y, w, h, fill)
+}
+
+// text writes t with its baseline's anchor ("start", "middle", "end") at
+// x and its middle at y.
+func (s *svg) text(x, y int, anchor, t string) {
+	fmt.Fprintf(s, "<text x=\"%d\" y=\"%d\" text-anchor=\"%s\" dominant-baseline=\"central\">", x, y, anchor)
+	xml.EscapeText(s, []byte(t)) // writes to a bytes.Buffer: no error
+	s.WriteString("</text>\n")
+}
+
+// Render draws the chart as an SVG document.
+func (c *barChart) Render() []byte {
+	const lh = fontSize // a line of text
 	labelW := 0
 	for _, g := range c.Groups {
-		labelW = max(labelW, textWidth(g.Label, textScale))
+		labelW = max(labelW, textWidth(g.Label))
 	}
 	maxV := c.Ref
 	for _, g := range c.Groups {
@@ -112,43 +123,44 @@ func (c *barChart) Render() *image.RGBA {
 	bottom := top + len(c.Groups)*(groupH+groupGap)
 	height := bottom + 8 + lh + plotMargin
 
-	img := image.NewRGBA(image.Rect(0, 0, plotWidth, height))
-	fillRect(img, img.Bounds(), colorBackground)
-	drawText(img, plotMargin, titleY, c.Title, textScale, colorText)
+	var s svg
+	fmt.Fprintf(&s, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"sans-serif\" font-size=\"%d\" fill=\"%s\">\n",
+		plotWidth, height, plotWidth, height, fontSize, colorText)
+	s.rect(0, 0, plotWidth, height, colorBackground)
+	s.text(plotMargin, titleY+lh/2, "start", c.Title)
 	x := left
-	for i, s := range c.Series {
-		fillRect(img, image.Rect(x, legendY, x+lh, legendY+lh), seriesColors[i%len(seriesColors)])
+	for i, name := range c.Series {
+		s.rect(x, legendY, lh, lh, seriesColors[i%len(seriesColors)])
 		x += lh + 6
-		drawText(img, x, legendY, s, textScale, colorText)
-		x += textWidth(s, textScale) + 24
+		s.text(x, legendY+lh/2, "start", name)
+		x += textWidth(name) + 24
 	}
 
 	px := func(v float64) int { return left + int(math.Round(v/axisMax*float64(right-left))) }
 	for v := 0.0; v <= axisMax+step/2; v += step {
 		gx := px(v)
-		fillRect(img, image.Rect(gx, top-4, gx+1, bottom), colorGrid)
-		t := formatTick(v, step)
-		drawText(img, gx-textWidth(t, textScale)/2, bottom+8, t, textScale, colorText)
+		s.rect(gx, top-4, 1, bottom-top+4, colorGrid)
+		s.text(gx, bottom+8+lh/2, "middle", formatTick(v, step))
 	}
 	for i, g := range c.Groups {
 		gy := top + i*(groupH+groupGap)
-		drawText(img, left-12-textWidth(g.Label, textScale), gy+(groupH-lh)/2, g.Label, textScale, colorText)
+		s.text(left-12, gy+groupH/2, "end", g.Label)
 		for j, v := range g.Values {
 			if math.IsNaN(v) || j >= len(c.Series) {
 				continue
 			}
 			by := gy + j*(barHeight+barGap)
-			bx := px(v)
-			fillRect(img, image.Rect(left, by, max(bx, left+1), by+barHeight), seriesColors[j%len(seriesColors)])
-			drawText(img, max(bx, left+1)+6, by+(barHeight-lh)/2, formatRatio(v), textScale, colorText)
+			bx := max(px(v), left+1)
+			s.rect(left, by, bx-left, barHeight, seriesColors[j%len(seriesColors)])
+			s.text(bx+6, by+barHeight/2, "start", formatRatio(v))
 		}
 	}
 	if c.Ref > 0 {
-		rx := px(c.Ref)
-		fillRect(img, image.Rect(rx-1, top-4, rx+1, bottom), colorRef)
+		s.rect(px(c.Ref)-1, top-4, 2, bottom-top+4, colorRef)
 	}
-	fillRect(img, image.Rect(left, top-4, left+1, bottom), colorText)
-	return img
+	s.rect(left, top-4, 1, bottom-top+4, colorText)
+	s.WriteString("</svg>\n")
+	return s.Bytes()
 }
 
 // formatTick prints an axis value with as many decimals as step needs.
@@ -158,13 +170,4 @@ func formatTick(v, step float64) string {
 		decimals++
 	}
 	return strconv.FormatFloat(v, 'f', decimals, 64)
-}
-
-// writePNG encodes img into path.
-func writePNG(path string, img image.Image) error {
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		return fmt.Errorf("encode %s: %w", path, err)
-	}
-	return os.WriteFile(path, b.Bytes(), 0o644)
 }
