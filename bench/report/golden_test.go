@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -54,7 +55,7 @@ func TestGolden(t *testing.T) {
 	require.Len(t, steps, goldenSteps)
 
 	var b bytes.Buffer
-	Write(&b, res, steps, goldenMachine, goldenTime)
+	require.NoError(t, Write(&b, res, steps, goldenMachine, goldenTime))
 	golden(t, "bench/report/testdata/performance.md", b.Bytes())
 	for name, c := range Plots(res) {
 		golden(t, "bench/report/testdata/"+name, c.Render())
@@ -73,6 +74,12 @@ func golden(t *testing.T, path string, got []byte) {
 	assert.Equal(t, string(want), string(got), "%s differs: if the change is intended, go test -run %s -update", path, t.Name())
 }
 
+// execute renders one of the report's parts (a template the report
+// defines) from its data, so that a test can look at one part at a time.
+func execute(w io.Writer, part string, data any) error {
+	return reportTemplate.ExecuteTemplate(w, part, data)
+}
+
 // TestHistoryFilesRender: every recorded step of bench/history, those
 // added after the golden report's too, parses and renders its tables.
 func TestHistoryFilesRender(t *testing.T) {
@@ -82,7 +89,7 @@ func TestHistoryFilesRender(t *testing.T) {
 	for _, st := range steps {
 		t.Run(filepath.Base(st.File), func(t *testing.T) {
 			var b bytes.Buffer
-			writeSteps(&b, []Step{st})
+			require.NoError(t, execute(&b, "steps", newSteps([]Step{st})))
 			assert.Contains(t, b.String(), "Raw output: `"+st.File+"`", "a step without -base measurements")
 		})
 	}

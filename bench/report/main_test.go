@@ -118,8 +118,8 @@ func TestWrite(t *testing.T) {
 	r, err := Parse(strings.NewReader(sample), "sample")
 	require.NoError(t, err)
 	var b bytes.Buffer
-	Write(&b, r, nil, Machine{NProc: 2, CPU: "Test CPU", Kernel: "Linux test", Go: "go", BenchDir: "/dev/shm", BenchFS: "tmpfs", Load: "1, 1, 1"},
-		time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC))
+	require.NoError(t, Write(&b, r, nil, Machine{NProc: 2, CPU: "Test CPU", Kernel: "Linux test", Go: "go", BenchDir: "/dev/shm", BenchFS: "tmpfs", Load: "1, 1, 1"},
+		time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)))
 	out := b.String()
 	// stat: median native 2 µs, 20 µs under both: 10× native, 2× the floor.
 	assert.Contains(t, out, "| stat | stat(file) | 2.00 | 20.0 | 20.0 | 10.00 | 10.00 | 2.00 | 2.00 |")
@@ -144,7 +144,7 @@ func TestHistory(t *testing.T) {
 	assert.Equal(t, "Title one", steps[0].Title)
 	assert.Equal(t, []string{"why it helps"}, steps[0].Text)
 	var b bytes.Buffer
-	writeSteps(&b, steps)
+	require.NoError(t, execute(&b, "steps", newSteps(steps)))
 	assert.Contains(t, b.String(), "### 1. Title one")
 	assert.Contains(t, b.String(), "| link | tx | 80.0 | 40.0 | 0.50 |")
 
@@ -156,7 +156,7 @@ func TestHistory(t *testing.T) {
 		steps, err := readHistory(dir)
 		require.NoError(t, err)
 		var b bytes.Buffer
-		writeSteps(&b, steps)
+		require.NoError(t, execute(&b, "steps", newSteps(steps)))
 		return b.String()
 	}
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"slices"
 	"strings"
@@ -326,48 +325,42 @@ func (w *Workload) rowNames(ph string) (name, phase string) {
 	return w.Title, ph
 }
 
-// writeWorkloads renders the workload and memory tables.
-func writeWorkloads(w io.Writer, ws []Workload) {
+// workloads are the workload, ratio and memory tables.
+type workloads struct {
+	Rounds int
+	// Described are the workloads that say what they run; What without
+	// its final period.
+	Described             []Workload
+	Times, Ratios, Memory [][]string
+	// BuiltDeb are the descriptions of dpkg workloads that installed a
+	// package of their own making (no download).
+	BuiltDeb []string
+}
+
+// newWorkloads computes the workload tables, nil if none ran.
+func newWorkloads(ws []Workload) *workloads {
 	if len(ws) == 0 {
-		return
+		return nil
 	}
-	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
-	rounds := 0
+	t := &workloads{}
 	for _, wl := range ws {
-		rounds = max(rounds, wl.Rounds())
-	}
-	p("## Workloads\n\n")
-	p("Whole programs, each phase one command and under txexec one transaction, timed from start\n")
-	p("to exit — txexec's start-up and commit included — natively, natively followed by `syncfs`\n")
-	p("(native+sync: the data on disk, as a durable commit leaves it), under `txexec --passthrough`,\n")
-	p("under `txexec --no-durable` (ACI) and under `txexec` (durable, the default), in work and state\n")
-	p("directories on a disk file system (BenchmarkWorkload; see Method). Seconds are medians over\n")
-	p("the %d rounds.\n\n", rounds)
-	for _, wl := range ws {
+		t.Rounds = max(t.Rounds, wl.Rounds())
 		if wl.What != "" {
-			p("- **%s** (%s): %s.\n", wl.Title, wl.Name, strings.TrimSuffix(wl.What, "."))
+			d := wl
+			d.What = strings.TrimSuffix(wl.What, ".")
+			t.Described = append(t.Described, d)
 		}
 	}
-	p("\n")
-	p("| workload | phase | native s | native+sync s | passthrough s | ACI s | durable s |\n")
-	p("|---|---|--:|--:|--:|--:|--:|\n")
 	for _, wl := range ws {
 		for _, ph := range wl.rows() {
-			var cells []string
-			for _, m := range wlModes {
-				cells = append(cells, secs(medianOf(wl.times(wl.Secs, ph, m))))
-			}
 			name, phase := wl.rowNames(ph)
-			p("| %s | %s | %s |\n", name, phase, strings.Join(cells, " | "))
+			row := []string{name, phase}
+			for _, m := range wlModes {
+				row = append(row, secs(medianOf(wl.times(wl.Secs, ph, m))))
+			}
+			t.Times = append(t.Times, row)
 		}
 	}
-	p("\n")
-	p("The ratios, each the median over the rounds of the ratio within a round; then, because this\n")
-	p("shared machine's load varies from minute to minute, the smallest and largest ratio of a\n")
-	p("round, the ratio of the best (shortest) times over the rounds, and the ratio of CPU time\n")
-	p("(user + system of the command's processes, and of txexec's under txexec):\n\n")
-	p("| workload | phase | passthrough / native | ACI / native | durable / native | durable / native, range over rounds | durable / native, best times | durable / native+sync | CPU: ACI / native | CPU: durable / native | TxOS |\n")
-	p("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, wl := range ws {
 		for _, ph := range wl.rows() {
 			name, phase := wl.rowNames(ph)
@@ -376,44 +369,85 @@ func writeWorkloads(w io.Writer, ws []Workload) {
 				txos = wl.TxOS
 			}
 			lo, hi := wl.RatioRange(ph, modeDurable, modeNative)
-			p("| %s | %s | %s | %s | %s | %s–%s | %s | %s | %s | %s | %s |\n", name, phase,
+			t.Ratios = append(t.Ratios, []string{name, phase,
 				ratioX(wl.Ratio(ph, modePassthrough, modeNative)), ratioX(wl.Ratio(ph, modeACI, modeNative)),
-				ratioX(wl.Ratio(ph, modeDurable, modeNative)), ratioX(lo), ratioX(hi), ratioX(wl.BestRatio(ph, modeDurable, modeNative)),
+				ratioX(wl.Ratio(ph, modeDurable, modeNative)), ratioX(lo) + "–" + ratioX(hi), ratioX(wl.BestRatio(ph, modeDurable, modeNative)),
 				ratioX(wl.Ratio(ph, modeDurable, modeNativeSync)), ratioX(wl.CPURatio(ph, modeACI, modeNative)),
-				ratioX(wl.CPURatio(ph, modeDurable, modeNative)), txos)
+				ratioX(wl.CPURatio(ph, modeDurable, modeNative)), txos})
 		}
 	}
-	p("\n")
-	p("TxOS figures are those issue 7 quotes from the paper (its table of whole-program overheads);\n")
-	p("the paper's LFS and RAB figures are not reproduced here.\n\n")
 	for _, wl := range ws {
 		if slices.Contains(wl.Flags, "built-deb") {
-			p("**Note:** apt-get could not download Debian's hello on this run (no network?): the dpkg\n")
-			p("workload installed a package built with dpkg-deb instead (%s).\n\n", wl.What)
+			t.BuiltDeb = append(t.BuiltDeb, wl.What)
 		}
 	}
-
-	p("## Supervisor memory and staging disk use\n\n")
-	p("txexec's own peak RSS (VmHWM, read by txexec itself at exit: `TXEXEC_STATS`, see Method; not\n")
-	p("the command's processes) and the disk its transaction's staging directory used just before\n")
-	p("commit, for the phase where each is largest: median over the rounds / largest of any round.\n\n")
-	p("| workload | RSS passthrough MiB | RSS ACI MiB | RSS durable MiB | staging ACI MiB | staging durable MiB | largest staging in |\n")
-	p("|---|--:|--:|--:|--:|--:|---|\n")
 	for _, wl := range ws {
-		var cells []string
+		row := []string{wl.Title}
 		for _, m := range []string{modePassthrough, modeACI, modeDurable} {
 			peaks, _ := wl.Peak(wl.RSS, m)
-			cells = append(cells, mib(medianOf(peaks))+" / "+mib(maxOf(peaks)))
+			row = append(row, mib(medianOf(peaks))+" / "+mib(maxOf(peaks)))
 		}
 		var phase string
 		for _, m := range []string{modeACI, modeDurable} {
 			var peaks []float64
 			peaks, phase = wl.Peak(wl.Staging, m)
-			cells = append(cells, mib(medianOf(peaks))+" / "+mib(maxOf(peaks)))
+			row = append(row, mib(medianOf(peaks))+" / "+mib(maxOf(peaks)))
 		}
-		p("| %s | %s | %s |\n", wl.Title, strings.Join(cells, " | "), phase)
+		t.Memory = append(t.Memory, append(row, phase))
 	}
-	p("\n")
+	return t
+}
+
+// workloadTargets are the issue-7 targets of the workloads.
+type workloadTargets struct {
+	Ratios []ratioTarget
+	LFS    *lfsTarget
+	RSS    *rssTarget
+}
+
+// ratioTarget is a workload's time against native, all phases together.
+type ratioTarget struct {
+	What     string
+	Target   float64
+	Measured bool
+	// Durable, Lo and Hi (its range over the rounds), Best (of the best
+	// times), CPU (of CPU times), ACI, BestACI and Passthrough are ratios
+	// to native.
+	Durable, Lo, Hi, Best, CPU, ACI, BestACI, Passthrough float64
+	Verdict                                               string
+	// HasFloor: the run counted the workload's trapped calls and measured
+	// the floor; Calls of them alone at the floor would make it FloorRatio
+	// of native, leaving Left (target − FloorRatio) for txexec's own work.
+	HasFloor                bool
+	Calls, FloorRatio, Left float64
+}
+
+// lfsTarget is descriptor I/O near native on whole LFS-large runs.
+type lfsTarget struct {
+	Target float64
+	Phases []lfsPhase
+	Met    bool
+	// HasTrue: the empty transaction ran; Fixed is its cost over native
+	// true, SeqRead native's sequential read (s).
+	HasTrue        bool
+	Fixed, SeqRead float64
+}
+
+type lfsPhase struct {
+	Phase        string
+	ACI, Durable float64
+}
+
+// rssTarget is the supervisor's peak RSS on the dpkg and build workloads.
+type rssTarget struct {
+	Target    int
+	Workloads []rssWorkload
+	Met       bool
+}
+
+type rssWorkload struct {
+	Title string
+	Worst float64
 }
 
 // Targets of issue 7 for the workloads.
@@ -423,75 +457,59 @@ const (
 	targetRSSMiB     = 64
 )
 
-// writeWorkloadTargets states for each issue-7 workload target whether
+// newWorkloadTargets computes for each issue-7 workload target whether
 // this run met it.
 //
 // floor and native (ns) are the bare C supervisor's fstatat and a native
-// one, as for writeCallBudget: each workload target is also compared with
+// one, as for newCallBudget: each workload target is also compared with
 // what the round trips of the workload's trapped calls alone give, so that
 // the report says when a target is out of reach of any supervisor that
 // traps those calls, not only that it was missed.
-func writeWorkloadTargets(w io.Writer, ws []Workload, floor, native float64) {
-	p := func(format string, a ...any) { fmt.Fprintf(w, format, a...) }
+func newWorkloadTargets(ws []Workload, floor, native float64) workloadTargets {
+	var t workloadTargets
 	perCall := floorSecsPerCall(floor, native)
-	for _, t := range []struct {
+	for _, def := range []struct {
 		name, what string
 		target     float64
 	}{
 		{"build", "Parallel C build", targetBuildRatio},
 		{"dpkg", "dpkg -i + -r", targetDpkgRatio},
 	} {
-		wl := findWorkload(ws, t.name)
-		if wl == nil {
-			p("- %s ≤ %.2f× native: not measured in this run.\n", t.what, t.target)
-			continue
+		rt := ratioTarget{What: def.what, Target: def.target}
+		if wl := findWorkload(ws, def.name); wl != nil {
+			rt.Measured = true
+			rt.Durable, rt.ACI = wl.Ratio("", modeDurable, modeNative), wl.Ratio("", modeACI, modeNative)
+			rt.Lo, rt.Hi = wl.RatioRange("", modeDurable, modeNative)
+			rt.Best, rt.BestACI = wl.BestRatio("", modeDurable, modeNative), wl.BestRatio("", modeACI, modeNative)
+			rt.CPU = wl.CPURatio("", modeDurable, modeNative)
+			rt.Passthrough = wl.Ratio("", modePassthrough, modeNative)
+			rt.Verdict = noisyVerdict(rt.Durable, rt.Best, def.target)
+			rt.FloorRatio, rt.Calls, _, rt.HasFloor = wl.floorRatio("", perCall)
+			rt.Left = def.target - rt.FloorRatio
 		}
-		d, a := wl.Ratio("", modeDurable, modeNative), wl.Ratio("", modeACI, modeNative)
-		lo, hi := wl.RatioRange("", modeDurable, modeNative)
-		best, bestACI := wl.BestRatio("", modeDurable, modeNative), wl.BestRatio("", modeACI, modeNative)
-		p("- %s ≤ %.2f× native: %s× durable (the default; rounds %s–%s, best times %s×, CPU time %s×),\n", t.what, t.target,
-			ratioX(d), ratioX(lo), ratioX(hi), ratioX(best), ratioX(wl.CPURatio("", modeDurable, modeNative)))
-		p("  %s× ACI (best times %s×), %s× passthrough. %s\n", ratioX(a), ratioX(bestACI),
-			ratioX(wl.Ratio("", modePassthrough, modeNative)), noisyVerdict(d, best, t.target))
-		if fr, calls, _, ok := wl.floorRatio("", perCall); ok {
-			p("  The round trips of its %.0f trapped calls alone, at the floor, would make it %s× native", calls, ratioX(fr))
-			switch left := t.target - fr; {
-			case left <= 0:
-				p(":\n  the target is out of reach of any supervisor that traps these calls on this machine.\n")
-			case left < 0.05:
-				p(",\n  leaving less than 5%% of native time for all of txexec's own work (handlers, fork and exec,\n")
-				p("  staging, commit): out of reach in practice of a supervisor that traps these calls.\n")
-			default:
-				p(", leaving %s× of native for all of txexec's own work.\n", ratioX(left))
-			}
-		}
+		t.Ratios = append(t.Ratios, rt)
 	}
 	if wl := findWorkload(ws, "lfs-large"); wl != nil {
-		p("- Descriptor I/O ≤ %.2f× native, on whole LFS-large runs (ACI / durable):", targetIORatio)
+		lfs := &lfsTarget{Target: targetIORatio}
 		var worst float64
-		var parts []string
 		for _, ph := range wl.Phases {
 			a := wl.Ratio(ph, modeACI, modeNative)
-			parts = append(parts, fmt.Sprintf("%s %s / %s×", ph, ratioX(a), ratioX(wl.Ratio(ph, modeDurable, modeNative))))
+			lfs.Phases = append(lfs.Phases, lfsPhase{Phase: ph, ACI: a, Durable: wl.Ratio(ph, modeDurable, modeNative)})
 			worst = max(worst, a)
 		}
-		p(" %s. %s\n", strings.Join(parts, "; "), verdict(worst <= targetIORatio))
+		lfs.Met = worst <= targetIORatio
 		if tr := findWorkload(ws, "true"); tr != nil {
-			fixed := medianOf(tr.Secs["true"][modeACI]) - medianOf(tr.Secs["true"][modeNative])
-			p("  Each run includes txexec's fixed cost — starting, and committing an empty transaction takes\n")
-			p("  %s s more than native `true` — against %s s for native's sequential read of the whole file\n",
-				secs(fixed), secs(medianOf(wl.Secs["seqread"][modeNative])))
-			p("  from the page cache; the writes also copy the file into the staging area (the random\n")
-			p("  write: a copy-up of the whole file first) and rename it at commit. The read and write\n")
-			p("  calls themselves are the per-call table's.\n")
+			lfs.HasTrue = true
+			lfs.Fixed = medianOf(tr.Secs["true"][modeACI]) - medianOf(tr.Secs["true"][modeNative])
+			lfs.SeqRead = medianOf(wl.Secs["seqread"][modeNative])
 		}
+		t.LFS = lfs
 	}
-	var rss []string
-	ok, measured := true, false
+	rss := &rssTarget{Target: targetRSSMiB, Met: true}
 	for _, name := range []string{"dpkg", "build"} {
 		wl := findWorkload(ws, name)
 		if wl == nil {
-			ok = false
+			rss.Met = false
 			continue
 		}
 		worst := 0.0
@@ -499,26 +517,26 @@ func writeWorkloadTargets(w io.Writer, ws []Workload, floor, native float64) {
 			peaks, _ := wl.Peak(wl.RSS, m)
 			worst = max(worst, maxOf(peaks))
 		}
-		measured = true
-		ok = ok && worst <= targetRSSMiB
-		rss = append(rss, fmt.Sprintf("%s %s MiB", wl.Title, mib(worst)))
+		rss.Met = rss.Met && worst <= targetRSSMiB
+		rss.Workloads = append(rss.Workloads, rssWorkload{Title: wl.Title, Worst: worst})
 	}
-	if measured {
-		p("- Supervisor peak RSS ≤ %d MiB on the dpkg and build workloads (largest of any phase, mode and\n", targetRSSMiB)
-		p("  round): %s. %s\n", strings.Join(rss, ", "), verdict(ok))
+	if len(rss.Workloads) > 0 {
+		t.RSS = rss
 	}
+	return t
 }
 
 // noisyVerdict says whether a target was met by both the median ratio and
-// the ratio of best times; when they disagree the run could not tell.
+// the ratio of best times ("met"), by one of them only ("unclear": the run
+// could not tell) or by neither ("not met").
 func noisyVerdict(median, best, target float64) string {
 	switch {
 	case median <= target && best <= target:
-		return "**Met.**"
+		return "met"
 	case median <= target || best <= target:
-		return "**Unclear**: met by one of the median and best-times ratios, not the other — the machine's load varied too much during the run to tell."
+		return "unclear"
 	}
-	return "**Not met.**"
+	return "not met"
 }
 
 // workloadChart is the ratio of every phase (and of each workload as a
@@ -563,15 +581,23 @@ func (wl *Workload) floorRatio(phase string, perCall float64) (ratio, calls, nat
 	return (nat + calls*perCall) / nat, calls, nat, true
 }
 
-// writeCallBudget renders how much of each workload's time under txexec
-// the round trips of its trapped calls alone account for: the calls the
-// supervisor answered (TXEXEC_STATS trapped_calls, durable mode) times
-// what the bare C supervisor adds to a call (its fstatat round trip less
-// a native fstatat, both measured in this run). That is a floor no
-// supervisor that traps the same calls can go below; the rest of the
-// overhead is txexec's own (handlers, ptrace of fork and exec, commit).
-func writeCallBudget(w io.Writer, ws []Workload, floor, native float64) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
+// callBudget is how much of each workload's time under txexec the round
+// trips of its trapped calls alone account for: the calls the supervisor
+// answered (TXEXEC_STATS trapped_calls, durable mode) times what the bare
+// C supervisor adds to a call (its fstatat round trip less a native
+// fstatat, both measured in this run). That is a floor no supervisor that
+// traps the same calls can go below; the rest of the overhead is txexec's
+// own (handlers, ptrace of fork and exec, commit).
+type callBudget struct {
+	// Floor and Native are the fstatat round trip and a native one, Added
+	// their difference (ns).
+	Floor, Native, Added float64
+	Rows                 [][]string
+}
+
+// newCallBudget computes the trapped-call table, nil when no run counted
+// calls or the floor was not measured above native.
+func newCallBudget(ws []Workload, floor, native float64) *callBudget {
 	perCall := floorSecsPerCall(floor, native)
 	counted := false
 	for _, wl := range ws {
@@ -582,20 +608,9 @@ func writeCallBudget(w io.Writer, ws []Workload, floor, native float64) {
 		}
 	}
 	if !counted || math.IsNaN(perCall) {
-		return
+		return nil
 	}
-	p("## Trapped calls and the round-trip floor\n\n")
-	p("Every path call of the command tree (open, stat, readlink, access, getdents, exec, …) is\n")
-	p("trapped and answered by the supervisor. The bare C supervisor of the floor adds %s µs to a\n", us(floor-native))
-	p("call over a native fstatat (%s µs − %s µs, this run). The calls each phase made under\n", us(floor), us(native))
-	p("txexec (durable, median over the rounds; `TXEXEC_STATS` trapped_calls) times that is what\n")
-	p("the round trips alone cost a process making them one after another; the next column is\n")
-	p("the ratio native time plus that would give. No interposer that traps the same calls does\n")
-	p("better unless the calls overlap on spare CPUs (the build's `make -j2` has none here: both\n")
-	p("CPUs are busy compiling). The rest of the measured overhead is txexec's own: handlers,\n")
-	p("ptrace stops at fork and exec, staging and commit.\n\n")
-	p("| workload | phase | trapped calls | native s | durable s | overhead s | calls × floor s | (native + calls × floor) / native | durable / native |\n")
-	p("|---|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	b := &callBudget{Floor: floor, Native: native, Added: floor - native}
 	for _, wl := range ws {
 		for _, ph := range wl.rows() {
 			fr, c, nat, ok := wl.floorRatio(ph, perCall)
@@ -604,57 +619,9 @@ func writeCallBudget(w io.Writer, ws []Workload, floor, native float64) {
 			}
 			dur := medianOf(wl.times(wl.Secs, ph, modeDurable))
 			name, phase := wl.rowNames(ph)
-			p("| %s | %s | %.0f | %s | %s | %s | %s | %s | %s |\n", name, phase, c, secs(nat), secs(dur),
-				secs(dur-nat), secs(c*perCall), ratioX(fr), ratioX(wl.Ratio(ph, modeDurable, modeNative)))
+			b.Rows = append(b.Rows, []string{name, phase, fmt.Sprintf("%.0f", c), secs(nat), secs(dur),
+				secs(dur - nat), secs(c * perCall), ratioX(fr), ratioX(wl.Ratio(ph, modeDurable, modeNative))})
 		}
 	}
-	p("\n")
-	writeCallSources(w)
-}
-
-// writeCallSources says where the trapped calls of the two workloads with
-// targets come from and what, besides the round trips, each costs. These
-// are findings of one investigation (2026-11-23, this machine), not
-// numbers of the run: strace -f -c of native runs, perf stat of whole
-// runs, perf record -a of dpkg -i.
-func writeCallSources(w io.Writer) {
-	p := func(format string, args ...any) { fmt.Fprintf(w, format, args...) }
-	p("Where these calls come from, and what they cost beyond the round trip (an investigation\n")
-	p("of 2026-11-23 on this machine, not measurements of this run):\n\n")
-	p("- **The build** makes about two thirds of its calls through glibc's `realpath`, which\n")
-	p("  cc1 and the driver run on include and library directories: `strace -f -c` of a native\n")
-	p("  `make -j2` counts 65,331 readlink calls, 99%% of them failing with EINVAL (not a\n")
-	p("  symlink; `/usr` alone 12,392 times), against 16,360 openat and 12,223 newfstatat. Each\n")
-	p("  is a path the view must resolve, so each is trapped; a readlink in a transaction costs\n")
-	p("  15–16 µs against 13.9 µs for the floor that day, so there is little left in the handler to take.\n")
-	p("- **dpkg** spends nearly all of its overhead in man-db's trigger: `mandb` took 2.6 s\n")
-	p("  natively and 8.0 s in a transaction (`perf record` of process lifetimes). It makes six\n")
-	p("  path calls for each of the 17,850 pages of /usr/share/man/man1 (lstat, stat, open,\n")
-	p("  stat, stat, open), 107,000 of dpkg -i's 134,000 trapped calls.\n")
-	p("- **What a trapped call costs a real program** exceeds what it costs the benchmark\n")
-	p("  loop. `perf stat` of dpkg -i in a transaction counted 3.9 context switches and 0.5\n")
-	p("  CPU migrations per trapped call, against 2.1 and almost none for a loop of stat calls:\n")
-	p("  a program that computes between calls lets its CPU's supervisor thread sleep, and an\n")
-	p("  open's descriptor reply (ADDFD) ends with a wake-up the kernel may send to the other,\n")
-	p("  halted, vCPU. The traced program's own code also runs slower after each round trip,\n")
-	p("  its caches refilled: mandb's user-space samples grew from 1,872 natively to 2,295 in a\n")
-	p("  transaction (`perf record -F 999 -a`), 23%% more time in its own code. A C loop of stat\n")
-	p("  calls in a transaction, with 0 to 100 µs of busy work after each, showed the overhead per\n")
-	p("  call grow from about 20 µs with no gap to 25–30 µs (20,000 calls a run).\n")
-	p("- **Of txexec's own work**, one item stands out under dpkg: a changed directory's size comes\n")
-	p("  from a mirror of its names (docs/semantics.md, \"directory sizes\"), one hard link per name,\n")
-	p("  made at its first stat. A stat of man1 after one change took 0.45 s, against 0.03 s for a\n")
-	p("  stat of its parent (3 runs each); dpkg -i and -r each pay it once.\n")
-	p("- **An allow-all seccomp filter alone**, measured apart (bench/percall.c with and without `-F`,\n")
-	p("  200,000 calls a run, 5 alternating runs, medians): read of 4 KiB 0.86 → 0.98 µs (1.14×),\n")
-	p("  write 1.12 → 1.22 µs (1.09×).\n\n")
-	p("Tried and not kept (same investigation; a C loop of stat and open with 30 µs of busy work\n")
-	p("after each pair, 3 alternating runs of each variant, and dpkg -i in a transaction):\n\n")
-	p("- Never handing the receiving position over while an open's ADDFD reply waits (step 5\n")
-	p("  below): the loop took 73–77 µs per pair against 81–89 µs, but dpkg -i took 8.45, 7.26,\n")
-	p("  7.25 s against 8.23, 7.82, 7.18 s, and loops with no gap were mixed.\n")
-	p("- Pinning the replying worker to its CPU during the ADDFD wait (sched_setaffinity around\n")
-	p("  the reply), so that the wake-up ending it cannot go to the idle vCPU: a loop of opens\n")
-	p("  alone slowed from 18.7–21.0 to 28.0–29.0 µs per call, the stat-and-open loop with a gap\n")
-	p("  went from about 78 to 73 µs.\n\n")
+	return b
 }

@@ -101,11 +101,23 @@ func TestParseWorkloads(t *testing.T) {
 }
 
 func TestNoisyVerdict(t *testing.T) {
-	assert.Equal(t, "**Met.**", noisyVerdict(1.1, 1.2, 1.25))
-	assert.Equal(t, "**Not met.**", noisyVerdict(1.3, 1.4, 1.25))
-	assert.Contains(t, noisyVerdict(1.1, 1.4, 1.25), "**Unclear**")
-	assert.Contains(t, noisyVerdict(math.NaN(), 1.1, 1.25), "**Unclear**")
-	assert.Equal(t, "**Not met.**", noisyVerdict(math.NaN(), math.NaN(), 1.25), "not measured is not met")
+	tests := []struct {
+		median, best float64
+		want, text   string
+	}{
+		{1.1, 1.2, "met", "**Met.**"},
+		{1.3, 1.4, "not met", "**Not met.**"},
+		{1.1, 1.4, "unclear", "**Unclear**: met by one of the median and best-times ratios, not the other — the machine's load varied too much during the run to tell."},
+		{math.NaN(), 1.1, "unclear", "**Unclear**: met by one of the median and best-times ratios, not the other — the machine's load varied too much during the run to tell."},
+		{math.NaN(), math.NaN(), "not met", "**Not met.**"}, // not measured is not met
+	}
+	for _, tt := range tests {
+		v := noisyVerdict(tt.median, tt.best, 1.25)
+		assert.Equal(t, tt.want, v, "%v, %v", tt.median, tt.best)
+		var b bytes.Buffer
+		require.NoError(t, execute(&b, "noisyVerdict", v))
+		assert.Equal(t, tt.text, b.String())
+	}
 }
 
 func TestRatioOf(t *testing.T) {
@@ -118,7 +130,7 @@ func TestWriteWorkloads(t *testing.T) {
 	r, err := Parse(strings.NewReader(workloadSample), "workloadSample")
 	require.NoError(t, err)
 	var b bytes.Buffer
-	Write(&b, r, nil, Machine{NProc: 2, CPU: "Test CPU", WorkloadDir: "/var/tmp", WorkloadFS: "ext4 without a journal"}, time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC))
+	require.NoError(t, Write(&b, r, nil, Machine{NProc: 2, CPU: "Test CPU", WorkloadDir: "/var/tmp", WorkloadFS: "ext4 without a journal"}, time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)))
 	out := b.String()
 	// Times: medians over the two rounds.
 	assert.Contains(t, out, "| dpkg -i + -r | install | 1.50 | 1.50 | 3.00 | 3.00 | 2.00 |\n")
@@ -298,7 +310,7 @@ BenchmarkWorkload/rab-2  1  5 ns/op  1 mkdir/native-s
 	assert.Equal(t, []string{"panic: boom"}, r3.Failures[1].Lines)
 
 	var b bytes.Buffer
-	writeFailures(&b, r)
+	require.NoError(t, execute(&b, "failures", r.Failures))
 	assert.Contains(t, b.String(), "## Failed benchmarks")
 	assert.Contains(t, b.String(), "- BenchmarkWorkload/build:")
 	assert.Contains(t, b.String(), "  /usr/include/stdlib.h:587:11: fatal error: /usr/include/alloca.h: No such process\n")
@@ -313,13 +325,13 @@ func TestCallBudget(t *testing.T) {
 	require.NoError(t, err)
 	var out bytes.Buffer
 	// 11 µs floor, 1 µs native: 100000 calls cost 1 s, native 1 s → 2.00.
-	writeCallBudget(&out, r.Workloads(), 11000, 1000)
+	require.NoError(t, execute(&out, "callBudget", newCallBudget(r.Workloads(), 11000, 1000)))
 	assert.Contains(t, out.String(), "| parallel C build | make | 100000 | 1.00 | 2.00 | 1.00 | 1.00 | 2.00 | 2.00 |")
 
 	r, err = Parse(strings.NewReader(workloadSample), "workloadSample")
 	require.NoError(t, err)
 	out.Reset()
-	writeCallBudget(&out, r.Workloads(), 11000, 1000)
+	require.NoError(t, execute(&out, "callBudget", newCallBudget(r.Workloads(), 11000, 1000)))
 	assert.Empty(t, out.String())
 }
 
@@ -351,13 +363,13 @@ BenchmarkWorkload/dpkg-2    1  4000000000 ns/op  30000 install/durable-calls  4 
 	assert.Equal(t, 50000.0, calls)
 
 	var b bytes.Buffer
-	writeWorkloadTargets(&b, ws, 12000, 2000) // the floor adds 10 µs
+	require.NoError(t, execute(&b, "workloadTargets", newWorkloadTargets(ws, 12000, 2000))) // the floor adds 10 µs
 	out := b.String()
 	assert.Contains(t, out, "The round trips of its 100000 trapped calls alone, at the floor, would make it 1.50× native:\n"+
 		"  the target is out of reach of any supervisor that traps these calls on this machine.")
 	assert.Contains(t, out, "The round trips of its 50000 trapped calls alone, at the floor, would make it 1.25× native, leaving 0.25× of native for all of txexec's own work.")
 
 	b.Reset()
-	writeWorkloadTargets(&b, ws, 2000, 2000) // no floor measured above native
+	require.NoError(t, execute(&b, "workloadTargets", newWorkloadTargets(ws, 2000, 2000))) // no floor measured above native
 	assert.NotContains(t, b.String(), "round trips")
 }
