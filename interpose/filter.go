@@ -40,11 +40,33 @@ func (a Action) String() string {
 	return fmt.Sprintf("Action(%d)", uint8(a))
 }
 
-// Rule is the filter's decision for one x86-64 system-call number.
+// Rule is the filter's decision for one x86-64 system-call number, or,
+// with If, for the calls of that number whose argument matches.
 type Rule struct {
 	Nr     int
 	Action Action
 	Errno  unix.Errno // for ActErrno
+	// If, when set, restricts the rule to calls whose argument matches.
+	// The conditioned rules of a number are tried in order; a call that
+	// matches none of them gets the number's rule without If (which must
+	// exist).
+	If *ArgCond
+}
+
+// ArgCond matches a call whose argument Arg, masked, equals Value:
+// args[Arg] & Mask == Value. An argument the kernel reads as a 32-bit int
+// (ioctl's request, fcntl's command) must be masked with 0xffffffff, or a
+// caller could set the upper half, which the kernel ignores, to pass.
+type ArgCond struct {
+	Arg   int
+	Mask  uint64
+	Value uint64
+}
+
+// Matches reports whether the call's arguments match c, as the filter
+// decides it.
+func (c ArgCond) Matches(args [6]Arg) bool {
+	return uint64(args[c.Arg])&c.Mask == c.Value
 }
 
 // Every number without a rule, and every call made through a foreign ABI
@@ -52,11 +74,26 @@ type Rule struct {
 // answers a system call it does not have.
 const refusedErrno = unix.ENOSYS
 
-// CompileFilter builds the BPF program for rules with libseccomp and returns
-// its instructions. The program is loaded by the stub with a raw seccomp(2)
-// call, because Debian's libseccomp 2.5.4 cannot set
-// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (DESIGN §7).
+// CompileFilter builds the BPF program for rules and returns its
+// instructions: the numbers whose rules depend on an argument are decided
+// by a prologue txexec writes itself (argPrologue), the rest by a program
+// libseccomp compiles after it. The program is loaded by the stub with a
+// raw seccomp(2) call, because Debian's libseccomp 2.5.4 cannot set
+// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV.
 func CompileFilter(rules []Rule) ([]unix.SockFilter, error) {
+	prologue, plain, err := argPrologue(rules)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := compileLibseccomp(plain)
+	if err != nil {
+		return nil, err
+	}
+	return append(prologue, prog...), nil
+}
+
+// compileLibseccomp compiles rules without conditions with libseccomp.
+func compileLibseccomp(rules []Rule) ([]unix.SockFilter, error) {
 	f, err := seccomp.NewFilter(seccomp.ActErrno.SetReturnCode(int16(refusedErrno)))
 	if err != nil {
 		return nil, fmt.Errorf("create seccomp filter: %w", err)
@@ -69,6 +106,9 @@ func CompileFilter(rules []Rule) ([]unix.SockFilter, error) {
 		return nil, fmt.Errorf("set filter optimization: %w", err)
 	}
 	for _, r := range rules {
+		if r.If != nil {
+			return nil, fmt.Errorf("add filter rule for syscall %d: libseccomp is given no conditioned rules", r.Nr)
+		}
 		var act seccomp.ScmpAction
 		switch r.Action {
 		case ActAllow:

@@ -53,14 +53,18 @@ const (
 // Handle implements interpose.Handler: dispatch by number.
 func (k *Kernel) Handle(c *interpose.Call) interpose.Reply {
 	e := k.Table.Lookup(c.Nr)
-	if e == nil || e.Handler == nil {
-		// The filter sends only calls whose entry has a handler.
+	if e == nil {
+		return interpose.Fail(unix.ENOSYS)
+	}
+	h := e.HandlerFor(c.Args)
+	if h == nil {
+		// The filter sends only calls whose entry or case has a handler.
 		return interpose.Fail(unix.ENOSYS)
 	}
 	if k.Trace != nil {
 		k.Trace.before(e, c)
 	}
-	return e.Handler(k, c)
+	return h(k, c)
 }
 
 // caller samples the calling thread's credentials and file-system context.
@@ -124,10 +128,7 @@ func (k *Kernel) reply(c *interpose.Call, val int64, err error) interpose.Reply 
 			return interpose.Fail(e)
 		}
 	}
-	name := fmt.Sprintf("syscall %d", c.Nr)
-	if ent := k.Table.Lookup(c.Nr); ent != nil {
-		name = ent.Name
-	}
+	name := k.callName(c)
 	var un *vfs.Unsupported
 	if errors.As(err, &un) {
 		return k.refuse(c, &UnsupportedError{Call: name, Pid: c.Tid, Detail: un.Error()}, false)
@@ -215,7 +216,20 @@ func unsupportedCall(k *Kernel, c *interpose.Call) interpose.Reply {
 		// Outside a transaction there is nothing to protect.
 		return interpose.Continue()
 	}
-	return k.refuse(c, &UnsupportedError{Call: k.Table.Lookup(c.Nr).Name, Pid: c.Tid}, true)
+	return k.refuse(c, &UnsupportedError{Call: k.callName(c), Pid: c.Tid}, true)
+}
+
+// callName names a call in messages: its entry's name, with the argument
+// case it matches ("ioctl(FS_IOC_SETFLAGS)", "clone(CLONE_NEWNS)").
+func (k *Kernel) callName(c *interpose.Call) string {
+	e := k.Table.Lookup(c.Nr)
+	if e == nil {
+		return fmt.Sprintf("syscall %d", c.Nr)
+	}
+	if cs := e.CaseOf(c.Args); cs != nil {
+		return e.Name + "(" + cs.Name + ")"
+	}
+	return e.Name
 }
 
 // refuse answers a call the transaction cannot carry out, as --unsupported

@@ -4,7 +4,9 @@
 //
 // Every x86-64 system call has one Entry in Entries (entries.go), keyed by
 // its unix.SYS_* number, with its support level, handler, note and trace
-// argument formats. From that one list derive: the seccomp filter
+// argument formats; a call decided by one argument's value (ioctl by
+// request, clone by namespace flag) lists its values as Cases, which the
+// filter tells apart from the registers. From that one list derive: the seccomp filter
 // (Table.Rules), the --trace formatting (trace.go), docs/syscalls.md
 // (docs.go, checked by a golden test) — never two tables kept in step by
 // hand.

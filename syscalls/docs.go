@@ -3,6 +3,8 @@ package syscalls
 import (
 	"fmt"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // supportDoc explains each support level in docs/syscalls.md.
@@ -43,16 +45,27 @@ func Markdown(t *Table) string {
 		b.WriteString(" (" + gaps + ")")
 	}
 	b.WriteString(" and every call made\nthrough the x32 ABI or the i386 ABI (`int 0x80`).\n\n")
+	b.WriteString("Some calls are decided by the value of one argument, in the filter (ioctl by\n")
+	b.WriteString("request, clone by namespace flag): each such value has a row of its own, named\n")
+	b.WriteString("`call(VALUE)`, after the call's row, which is for every other value.\n\n")
 
 	b.WriteString("| nr | name | support | note |\n|---:|---|---|---|\n")
 	for _, e := range entries {
-		support := e.Support.String()
-		if e.Support == Refused {
-			support += " (" + errnoName(e.Errno) + ")"
+		fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", e.Nr, e.Name, supportCell(e.Support, e.Errno), mdCell(e.Note))
+		for _, cs := range e.Cases {
+			fmt.Fprintf(&b, "| %d | %s(%s) | %s | %s |\n", e.Nr, e.Name, cs.Name, supportCell(cs.Support, cs.Errno), mdCell(cs.Note))
 		}
-		fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", e.Nr, e.Name, support, mdCell(e.Note))
 	}
 	return b.String()
+}
+
+// supportCell is a support level as the table shows it, with the errno of
+// a refused call.
+func supportCell(s Support, errno unix.Errno) string {
+	if s == Refused {
+		return s.String() + " (" + errnoName(errno) + ")"
+	}
+	return s.String()
 }
 
 // numberGaps lists the unused numbers below the highest entry ("337–423")

@@ -141,6 +141,17 @@ func TestEntryInvariants(t *testing.T) {
 					"a call with a string argument in tracee memory must not be passthrough or observed")
 			}
 			assert.LessOrEqual(t, len(e.Args), 6, "x86-64 calls have at most six arguments")
+			for _, cs := range e.Cases {
+				switch cs.Support {
+				case Emulated, Partial, Observed:
+					assert.NotNil(t, cs.Handler, "%s(%s) is %v and needs a handler", e.Name, cs.Name, cs.Support)
+				case NoTxMeaning:
+					require.NotNil(t, cs.Handler)
+					assert.Equal(t, "unsupportedCall", funcName(cs.Handler), "%s(%s)", e.Name, cs.Name)
+				default:
+					assert.Nil(t, cs.Handler, "%s(%s) is %v and is not served by a handler", e.Name, cs.Name, cs.Support)
+				}
+			}
 		})
 	}
 }
@@ -182,6 +193,24 @@ func seccompData(nr int32, arch uint32) bpf.Input {
 	binary.NativeEndian.PutUint32(b[0:], uint32(nr))
 	binary.NativeEndian.PutUint32(b[4:], arch)
 	return b
+}
+
+// putArg sets argument i of a seccompData.
+func putArg(in bpf.Input, i int, v uint64) {
+	binary.NativeEndian.PutUint64(in[16+8*i:], v)
+}
+
+// filterReturnOf is the seccomp return value the filter gives for r.
+func filterReturnOf(r interpose.Rule) uint32 {
+	switch r.Action {
+	case interpose.ActNotify:
+		return unix.SECCOMP_RET_USER_NOTIF
+	case interpose.ActTrace:
+		return unix.SECCOMP_RET_TRACE
+	case interpose.ActAllow:
+		return unix.SECCOMP_RET_ALLOW
+	}
+	return uint32(unix.SECCOMP_RET_ERRNO) | uint32(r.Errno)
 }
 
 // TestFilterActions compiles the seccomp filter from the table and runs it
@@ -240,6 +269,19 @@ func TestFilterActions(t *testing.T) {
 		}
 		assert.Equal(t, strconv.FormatUint(uint64(want), 16), strconv.FormatUint(uint64(run(int32(e.Nr), unix.AUDIT_ARCH_X86_64)), 16),
 			"filter action for %s (%d, %v)", e.Name, e.Nr, e.Support)
+		// Each argument case, with its value and with the upper half of
+		// the register set where the kernel ignores it.
+		for _, cs := range e.Cases {
+			want := rule(e.Nr, cs.Support, cs.Errno)
+			for _, high := range []uint64{0, 0xffffffff_00000000 &^ cs.When.Mask} {
+				in := seccompData(int32(e.Nr), unix.AUDIT_ARCH_X86_64)
+				putArg(in, cs.When.Arg, cs.When.Value|high)
+				ret, err := bpf.Exec[bpf.NativeEndian](prog, in)
+				require.NoError(t, err)
+				assert.Equal(t, strconv.FormatUint(uint64(filterReturnOf(want)), 16), strconv.FormatUint(uint64(ret), 16),
+					"filter action for %s(%s) with upper half %#x", e.Name, cs.Name, high)
+			}
+		}
 	}
 
 	const x32SyscallBit = 0x40000000 // __X32_SYSCALL_BIT

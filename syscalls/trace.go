@@ -36,12 +36,19 @@ func FormatCall(e *Entry, c *interpose.Call, pathOf func(addr uintptr) string) s
 	}
 	b.WriteString(e.Name)
 	b.WriteString("(")
+	cs := e.CaseOf(c.Args)
 	for i, f := range e.Args {
 		if i >= len(c.Args) {
 			break
 		}
 		if i > 0 {
 			b.WriteString(", ")
+		}
+		if cs != nil && i == cs.When.Arg && cs.When.Mask == 0xffffffff {
+			// An argument that is one value (an ioctl request) is
+			// printed by the name of its case.
+			b.WriteString(cs.Name)
+			continue
 		}
 		b.WriteString(formatArg(e, f, c.Args[i], pathOf))
 	}
