@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -217,4 +218,76 @@ func TestInodeFlagReachingTheHostRefusesCommit(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(dir, "hd", "new"))
 	got = run(t, transaction, command{Argv: []string{"true"}, Dir: dir, Env: env})
 	assert.Equal(t, 0, got.Status, "the state directory stays usable; stderr:\n%s", got.Stderr)
+}
+
+// TestInodeAttrIoctlThroughReadOnlyFD: chattr needs no write access, only
+// ownership, so FS_IOC_SETFLAGS through a read-only descriptor of an
+// unchanged host file must not reach the host before the commit: under
+// --on-exit=abort lsattr of the file is unchanged, for root and for an
+// unprivileged owner; a committing transaction applies chattr +A at its
+// commit; a caller who does not own the file gets EPERM, as natively; a
+// host directory, whose staged copy is never put in place, follows
+// --unsupported.
+func TestInodeAttrIoctlThroughReadOnlyFD(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	requireTools(t, "chattr", "lsattr", "setpriv")
+	lsattr := func(t *testing.T, path string) string {
+		t.Helper()
+		out, err := exec.Command("lsattr", "-d", path).Output()
+		require.NoError(t, err)
+		return strings.Fields(string(out))[0]
+	}
+	for _, user := range []struct {
+		name   string
+		prefix []string
+	}{{"root", nil}, {"owner uid 1000", unprivileged}} {
+		t.Run(user.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "work")
+			require.NoError(t, os.Mkdir(dir, 0o755))
+			writeFiles(t, dir, map[string]string{"f": "data\n", "sub/": ""})
+			require.NoError(t, os.Chown(filepath.Join(dir, "f"), 1000, 1000))
+			openToOthers(t, dir)
+			t.Cleanup(func() { exec.Command("chattr", "-R", "-i", "-a", "-A", dir).Run() })
+			f := filepath.Join(dir, "f")
+			before := lsattr(t, f)
+			require.NotContains(t, before, "A")
+			argv := append(append([]string{}, user.prefix...), "sh", "-c", "chattr +A f && lsattr f | cut -c8")
+
+			got := run(t, transaction, command{Argv: argv, Dir: dir, TxArgs: []string{"--on-exit=abort"}})
+			assert.Equal(t, "A\n", got.Stdout, "in force in the transaction; stderr:\n%s", got.Stderr)
+			assert.Equal(t, before, lsattr(t, f), "the aborted transaction left the host file's flags")
+
+			got = run(t, transaction, command{Argv: argv, Dir: dir, TxArgs: []string{"--on-exit=commit"}})
+			require.Equal(t, 0, got.Status, "stderr:\n%s", got.Stderr)
+			assert.Contains(t, lsattr(t, f), "A", "committed")
+			b, err := os.ReadFile(f)
+			require.NoError(t, err)
+			assert.Equal(t, "data\n", string(b))
+		})
+	}
+
+	t.Run("not the owner", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "work")
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		writeFiles(t, dir, map[string]string{"f": "data\n"})
+		openToOthers(t, dir)
+		argv := append(append([]string{}, unprivileged...), "sh", "-c", "chattr +A f 2>&1 | sed 's/.*: //'")
+		want := run(t, native, command{Argv: argv, Dir: dir})
+		require.Equal(t, "Operation not permitted while setting flags on f\n", want.Stdout)
+		got := run(t, transaction, command{Argv: argv, Dir: dir, TxArgs: []string{"--on-exit=abort"}})
+		assert.Equal(t, want.Stdout, got.Stdout)
+	})
+
+	t.Run("host directory follows --unsupported", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "work")
+		require.NoError(t, os.MkdirAll(filepath.Join(dir, "d"), 0o755))
+		t.Cleanup(func() { exec.Command("chattr", "-A", filepath.Join(dir, "d")).Run() })
+		before := lsattr(t, filepath.Join(dir, "d"))
+		got := run(t, transaction, command{Argv: []string{"chattr", "+A", "d"}, Dir: dir, TxArgs: []string{"--on-exit=commit", "--unsupported=error"}})
+		assert.NotEqual(t, 0, got.Status)
+		assert.Regexp(t, `(?m)^txexec: pid [0-9]+ called ioctl\(FS_IOC_SETFLAGS\): changing the inode attributes of the host object `+regexp.QuoteMeta(filepath.Join(dir, "d"))+` is not supported in a transaction; it fails with ENOTSUP \(--unsupported=error\)$`, got.Stderr)
+		got = run(t, transaction, command{Argv: []string{"chattr", "+A", "d"}, Dir: dir, TxArgs: []string{"--on-exit=commit"}})
+		assert.Regexp(t, `txexec: transaction [0-9]+ aborted: pid [0-9]+ called ioctl\(FS_IOC_SETFLAGS\)`, got.Stderr)
+		assert.Equal(t, before, lsattr(t, filepath.Join(dir, "d")))
+	})
 }

@@ -124,6 +124,10 @@ type View interface {
 	// path; BindAddr to any other address, given as the caller's bytes.
 	BindUnix(c *Caller, at *Handle, path string, sock int) error
 	BindAddr(c *Caller, sock int, addr []byte) error
+	// ChangeInodeAttrs carries out an ioctl that changes the inode
+	// attributes of the object the caller's descriptor at refers to
+	// (chattr's flags, fsxattr, generation).
+	ChangeInodeAttrs(c *Caller, at *Handle, ch InodeAttrChange) error
 }
 
 // Dirent is one directory entry of a merged listing.
