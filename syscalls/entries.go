@@ -278,10 +278,11 @@ func Entries() []Entry {
 
 		// ---- Processes. ptrace follows clone/fork/vfork, so the
 		// supervisor learns of every new process without intercepting them.
-		passthroughNote(unix.SYS_CLONE, "clone",
-			"ptrace follows the child; namespace flags (CLONE_NEW*) are not checked yet", ArgHex, ArgPtr, ArgPtr, ArgPtr, ArgHex),
-		passthroughNote(unix.SYS_CLONE3, "clone3",
-			"ptrace follows the child; namespace flags (CLONE_NEW*) are not checked yet", ArgPtr, ArgUint),
+		withCases(passthroughNote(unix.SYS_CLONE, "clone",
+			"ptrace follows the child", ArgHex, ArgPtr, ArgPtr, ArgPtr, ArgHex),
+			cloneNamespaceCases()...),
+		refused(unix.SYS_CLONE3, "clone3", unix.ENOSYS,
+			"its flags are in memory, which the filter cannot read, and a call whose memory the supervisor read can no longer be left to the kernel; answered as by a kernel before 5.3, so libc falls back to clone, whose namespace flags the filter checks", ArgPtr, ArgUint),
 		passthrough(unix.SYS_FORK, "fork"),
 		passthrough(unix.SYS_VFORK, "vfork"),
 		execEntry(unix.SYS_EXECVE, "execve", ArgPath, ArgPtr, ArgPtr),

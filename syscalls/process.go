@@ -163,3 +163,27 @@ func pidfdTarget(fd int) (pid int, thread bool, err error) {
 	}
 	return pid, fl&unix.PIDFD_THREAD != 0, nil
 }
+
+// cloneNamespaceCases are clone's argument cases: a child in new
+// namespaces (CLONE_NEW*) follows --unsupported, like unshare. The flags
+// are a register, so the filter sends only those clones, and the kernel
+// runs them when the policy allows (CONTINUE).
+func cloneNamespaceCases() []Case {
+	const note = "a child in a new mount, user or other namespace sees paths and credentials the view, resolved in the supervisor's namespaces, does not know"
+	var cases []Case
+	for _, f := range []struct {
+		name string
+		bit  uint64
+	}{
+		{"CLONE_NEWNS", unix.CLONE_NEWNS},
+		{"CLONE_NEWUSER", unix.CLONE_NEWUSER},
+		{"CLONE_NEWPID", unix.CLONE_NEWPID},
+		{"CLONE_NEWNET", unix.CLONE_NEWNET},
+		{"CLONE_NEWIPC", unix.CLONE_NEWIPC},
+		{"CLONE_NEWUTS", unix.CLONE_NEWUTS},
+		{"CLONE_NEWCGROUP", unix.CLONE_NEWCGROUP},
+	} {
+		cases = append(cases, Case{Name: f.name, When: argHas(0, f.bit), Support: NoTxMeaning, Handler: unsupportedCall, Note: note})
+	}
+	return cases
+}

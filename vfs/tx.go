@@ -28,6 +28,10 @@ var DefaultPassthrough = []string{"/proc", "/sys", "/dev"}
 // (never with other transactions or the host).
 type Tx struct {
 	host *Host
+	// excludes are the --exclude paths (also in passthrough): writes
+	// under them bypass the transaction by the user's word, even where
+	// the transaction would otherwise refuse them (hostWriteUnsupported).
+	excludes []string
 	// home is the staging area in the state directory (store.StagingDir):
 	// for the paths on its mount, and for objects that shadow no path
 	// (O_PATH stand-ins, probes). Other mounts get their own (see area).
@@ -156,12 +160,15 @@ func NewTx(host *Host, staging string, opt TxOptions) (*Tx, error) {
 		nodes: map[FileID]*Node{}, reads: map[string]readRecord{}, Now: time.Now,
 		areas: map[uint64]*area{mnt: home}, areaErrs: map[uint64]error{},
 	}
-	for _, p := range append(append([]string{}, DefaultPassthrough...), opt.Excludes...) {
+	for i, p := range append(append([]string{}, DefaultPassthrough...), opt.Excludes...) {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return nil, err
 		}
 		v.passthrough = append(v.passthrough, filepath.Clean(abs))
+		if i >= len(DefaultPassthrough) {
+			v.excludes = append(v.excludes, filepath.Clean(abs))
+		}
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(rfd, &st); err != nil {

@@ -3,6 +3,7 @@ package vfs
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -101,7 +102,15 @@ func (v *Tx) Open(c *Caller, at *Handle, path string, how OpenHow) (int, error) 
 		c.settle()
 	}
 	if !o.fifo || o.flags&unix.O_NONBLOCK != 0 || o.flags&unix.O_ACCMODE == unix.O_RDWR {
-		return reopenSpecial(o.special, o.flags)
+		fd, err := reopenSpecial(o.special, o.flags)
+		if err == nil && !o.fifo && o.flags&unix.O_ACCMODE != unix.O_RDONLY {
+			// A device node outside /dev (mknod'ed on the host).
+			if err := v.hostWriteUnsupported(fd); err != nil {
+				unix.Close(fd)
+				return -1, err
+			}
+		}
+		return fd, err
 	}
 	return openFifoFor(c, o.special, o.flags)
 }
@@ -183,8 +192,56 @@ func (v *Tx) openHost(c *Caller, t target, how OpenHow) (int, error) {
 			return -1, &Unsupported{What: "writing the memory of pid " + strconv.Itoa(pid) +
 				", outside the transaction, through /proc/" + strconv.Itoa(pid) + "/mem"}
 		}
+		if err := v.hostWriteUnsupported(fd); err != nil {
+			unix.Close(fd)
+			return -1, err
+		}
 	}
 	return fd, err
+}
+
+// hostWriteUnsupported says whether fd, just opened for writing around
+// the view (in a passthrough subtree, or on a device), writes what no
+// transaction can roll back: a block device (below every file system:
+// dd of=/dev/sdX), or the kernel's settings in /proc/sys and /sys —
+// unless --exclude names the path, which says its writes bypass the
+// transaction.
+func (v *Tx) hostWriteUnsupported(fd int) error {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return nil
+	}
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return nil
+	}
+	if v.isExcluded(p) {
+		return nil
+	}
+	// --exclude takes directories: the message names p's.
+	hint := " (--exclude " + filepath.Dir(p) + " would let it through)"
+	switch {
+	case st.Mode&unix.S_IFMT == unix.S_IFBLK:
+		return &Unsupported{What: "writing to the block device " + p + hint}
+	case under(p, "/proc/sys"), under(p, "/sys"):
+		return &Unsupported{What: "writing the kernel setting " + p + hint}
+	}
+	return nil
+}
+
+// under reports whether path is dir or inside it.
+func under(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, dir+"/")
+}
+
+// isExcluded reports whether --exclude names p or a directory above it.
+func (v *Tx) isExcluded(p string) bool {
+	for _, x := range v.excludes {
+		if under(p, x) || x == "/" {
+			return true
+		}
+	}
+	return false
 }
 
 // outsideMem reports whether fd, just opened for writing in /proc, is the
