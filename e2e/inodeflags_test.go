@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"txexec/internal/testenv"
 )
@@ -199,11 +202,11 @@ lsattr -d resolv.conf log sealed deep deep/er/g | cut -c5,6
 	assert.Equal(t, 0, got.Status, "the state directory stays usable; stderr:\n%s", got.Stderr)
 }
 
-// TestInodeFlagReachingTheHostRefusesCommit: chattr on a descriptor to an
-// unchanged host directory reaches the host at once (ioctl is not
-// intercepted, docs/semantics.md); a commit that would then have to
-// create an entry in the now immutable directory is refused before its
-// commit point (exit 70, nothing written), instead of failing after it
+// TestInodeFlagReachingTheHostRefusesCommit: a host directory made
+// immutable from outside while the transaction runs (inside, chattr of a
+// host directory follows --unsupported: its staged copy is never put in
+// place) makes a commit that would create an entry in it be refused before
+// its commit point (exit 70, nothing written), instead of failing after it
 // and leaving the state directory stuck in recovery.
 func TestInodeFlagReachingTheHostRefusesCommit(t *testing.T) {
 	testenv.NeedRoot(t, "txexec supervises as root")
@@ -211,12 +214,29 @@ func TestInodeFlagReachingTheHostRefusesCommit(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "work")
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "hd"), 0o755))
 	t.Cleanup(func() { exec.Command("chattr", "-R", "-i", "-a", dir).Run() })
+	// Two FIFOs on the host, which the transaction opens as they are:
+	// "made" says hd/new is made, "go" lets the transaction end.
+	for _, f := range []string{"made", "go"} {
+		require.NoError(t, unix.Mkfifo(filepath.Join(dir, f), 0o600))
+	}
 	env := []string{"TXEXEC_STATE_DIR=" + t.TempDir()}
-	got := run(t, transaction, command{Argv: []string{"sh", "-c", "touch hd/new && chattr +i hd"}, Dir: dir, Env: env})
-	assert.Equal(t, 70, got.Status, "stderr:\n%s", got.Stderr)
-	assert.Contains(t, got.Stderr, filepath.Join(dir, "hd")+" is immutable (chattr +i) and cannot be changed; nothing was committed")
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	cmd := newCmd(ctx, t, transaction, command{Argv: []string{"sh", "-c", "touch hd/new && echo > made && read x < go"}, Dir: dir, Env: env})
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	made, err := os.ReadFile(filepath.Join(dir, "made"))
+	require.NoError(t, err)
+	require.Equal(t, "\n", string(made))
+	out, err := exec.Command("chattr", "+i", filepath.Join(dir, "hd")).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go"), []byte("\n"), 0o600))
+	cmd.Wait()
+	assert.Equal(t, 70, statusOf(cmd.ProcessState), "stderr:\n%s", stderr.String())
+	assert.Contains(t, stderr.String(), filepath.Join(dir, "hd")+" is immutable (chattr +i) and cannot be changed; nothing was committed")
 	assert.NoFileExists(t, filepath.Join(dir, "hd", "new"))
-	got = run(t, transaction, command{Argv: []string{"true"}, Dir: dir, Env: env})
+	got := run(t, transaction, command{Argv: []string{"true"}, Dir: dir, Env: env})
 	assert.Equal(t, 0, got.Status, "the state directory stays usable; stderr:\n%s", got.Stderr)
 }
 
