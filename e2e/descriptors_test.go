@@ -135,6 +135,29 @@ func TestCwdInPassthroughSubtree(t *testing.T) {
 	assert.FileExists(t, filepath.Join(dir, "f"), "passthrough: not rolled back")
 }
 
+// TestProcSelfCwdAfterChdirIntoPassthroughSubtree: after a chdir into a
+// passthrough subtree (--exclude), /proc/self/cwd is that directory, as
+// natively, not the directory txexec started in (the kernel's cwd of the
+// tree, since chdir is emulated): a chmod through it must not reach the
+// host's start directory around the transaction. Found by
+// TestSyscallFuzzSoak (chdir into /sys, then fchmodat of /proc/self/cwd).
+func TestProcSelfCwdAfterChdirIntoPassthroughSubtree(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	dir := t.TempDir()
+	excluded := filepath.Join(t.TempDir(), "excluded")
+	sub := filepath.Join(excluded, "sub")
+	require.NoError(t, os.MkdirAll(sub, 0o755))
+	require.NoError(t, os.Chmod(dir, 0o755))
+	got := run(t, transaction, command{Argv: []string{"sh", "-c", "cd " + sub + " && chmod 0700 /proc/self/cwd && stat -c %a /proc/self/cwd/"},
+		Dir: dir, TxArgs: []string{"--on-exit=abort", "--exclude", excluded}})
+	assert.Equal(t, "700\n", got.Stdout, "stderr:\n%s", got.Stderr)
+	for path, want := range map[string]os.FileMode{dir: 0o755, sub: 0o700} {
+		st, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.Equal(t, want, st.Mode().Perm(), path)
+	}
+}
+
 // TestOutputFileOpenedByName: the command's output file opened by name
 // inside the transaction is the host file its descriptor writes to, not a
 // staged copy: the writes through both reach it, in order, as natively.

@@ -456,6 +456,13 @@ func (v *Tx) magicLocked(c *Caller, link string, tail []string, slash, followFin
 			n = v.nodeOfCallerFDLocked(c, fdn)
 		case "cwd":
 			n = c.Cwd.node
+			if n == nil {
+				// A cwd in a passthrough subtree. The kernel's own
+				// link is the directory txexec started in (chdir is
+				// emulated), not the caller's: walk from the path
+				// the cwd handle has instead.
+				return v.walkFromHandleLocked(c, c.Cwd, tail, slash, followFinal, ws)
+			}
 		case "root":
 			n = v.rootOf(c)
 		}
@@ -495,6 +502,22 @@ func (v *Tx) magicLocked(c *Caller, link string, tail []string, slash, followFin
 		p += "/"
 	}
 	r, err := v.walkLocked(c, n, p, followFinal, ws)
+	return r, true, err
+}
+
+// walkFromHandleLocked resolves tail from h, a handle the view does not
+// know (in a passthrough subtree), by the path the kernel keeps for it,
+// walked again in the view.
+func (v *Tx) walkFromHandleLocked(c *Caller, h *Handle, tail []string, slash, followFinal bool, ws *walkState) (resolved, bool, error) {
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(h.fd))
+	if err != nil || !strings.HasPrefix(p, "/") {
+		return resolved{}, true, unix.ENOENT // gone (" (deleted)"), or not a path
+	}
+	full := strings.Join(append([]string{p}, tail...), "/")
+	if slash {
+		full += "/"
+	}
+	r, err := v.walkLocked(c, v.root, full, followFinal, ws)
 	return r, true, err
 }
 
