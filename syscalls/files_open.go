@@ -38,7 +38,7 @@ func Creat(k *Kernel, c *interpose.Call) interpose.Reply {
 const (
 	validOpenFlags = unix.O_ACCMODE | unix.O_CREAT | unix.O_EXCL | unix.O_NOCTTY | unix.O_TRUNC |
 		unix.O_APPEND | unix.O_NONBLOCK | unix.O_SYNC | unix.O_DSYNC | unix.O_ASYNC | unix.O_DIRECT |
-		unix.O_LARGEFILE | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NOATIME | unix.O_CLOEXEC |
+		oLargefile | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NOATIME | unix.O_CLOEXEC |
 		unix.O_PATH | unix.O_TMPFILE
 	oPathFlags = unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_PATH | unix.O_CLOEXEC
 )
@@ -62,23 +62,42 @@ func Openat2(k *Kernel, c *interpose.Call) interpose.Reply {
 	if err := c.Read(howAddr, buf); err != nil {
 		return k.reply(c, 0, err)
 	}
+	how, err := decodeOpenHow(buf)
+	if err != nil {
+		return k.reply(c, 0, err)
+	}
+	return openat(k, c, dirfd, pathAddr, how)
+}
+
+// decodeOpenHow decodes openat2's struct open_how of len(buf) bytes
+// (between OPEN_HOW_SIZE_VER0 and a page) and checks its mode and flags
+// as copy_struct_from_user and build_open_flags do, before any lookup.
+func decodeOpenHow(buf []byte) (vfs.OpenHow, error) {
+	if len(buf) < openHowSizeVer0 {
+		return vfs.OpenHow{}, unix.EINVAL
+	}
 	// copy_struct_from_user: bytes past the version we know must be zero.
 	for _, b := range buf[openHowSizeVer0:] {
 		if b != 0 {
-			return interpose.Fail(unix.E2BIG)
+			return vfs.OpenHow{}, unix.E2BIG
 		}
 	}
 	how := *(*unix.OpenHow)(unsafe.Pointer(&buf[0]))
-	if how.Mode > 0o7777 || (how.Mode != 0 && how.Flags&(unix.O_CREAT|unix.O_TMPFILE) == 0) {
-		return interpose.Fail(unix.EINVAL)
-	}
 	// open(2) and openat(2) drop flags they do not know, and every flag
 	// but a few beside O_PATH; openat2 refuses them (build_open_flags).
 	if how.Flags&^validOpenFlags != 0 || how.Flags&unix.O_PATH != 0 && how.Flags&^oPathFlags != 0 {
-		return interpose.Fail(unix.EINVAL)
+		return vfs.OpenHow{}, unix.EINVAL
 	}
-	return openat(k, c, dirfd, pathAddr, vfs.OpenHow{Flags: how.Flags, Mode: uint32(how.Mode), Resolve: how.Resolve})
+	// A mode only with a flag that creates (O_CREAT, __O_TMPFILE).
+	if how.Mode > 0o7777 || (how.Mode != 0 && how.Flags&(unix.O_CREAT|oTmpfileBit) == 0) {
+		return vfs.OpenHow{}, unix.EINVAL
+	}
+	h := vfs.OpenHow{Flags: how.Flags, Mode: uint32(how.Mode), Resolve: how.Resolve}
+	return h, vfs.CheckOpenHow(h)
 }
+
+// oTmpfileBit is __O_TMPFILE (O_TMPFILE without O_DIRECTORY).
+const oTmpfileBit = unix.O_TMPFILE &^ unix.O_DIRECTORY
 
 func openat(k *Kernel, c *interpose.Call, dirfd int32, pathAddr uintptr, how vfs.OpenHow) interpose.Reply {
 	if how.Flags&(unix.O_CREAT|unix.O_TMPFILE) == 0 && how.Resolve == 0 {

@@ -41,6 +41,16 @@ func checkResolve(how OpenHow) error {
 	return nil
 }
 
+// CheckOpenHow checks open flags and openat2's resolve flags as
+// build_open_flags does before any lookup (Open checks them too; openat2's
+// decoder, to answer before it reads the path).
+func CheckOpenHow(how OpenHow) error {
+	if err := checkOpenFlags(how.Flags); err != nil {
+		return err
+	}
+	return checkResolve(how)
+}
+
 // checkOpenFlags refuses, as build_open_flags does before any lookup,
 // O_CREAT with O_DIRECTORY (Linux 6.4 and later: it used to create a
 // regular file) and an O_TMPFILE without O_DIRECTORY or without write
