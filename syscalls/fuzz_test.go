@@ -1,7 +1,9 @@
 package syscalls
 
 import (
+	"bytes"
 	"encoding/binary"
+	"strings"
 	"testing"
 	"unsafe"
 
@@ -61,4 +63,92 @@ func FuzzOpenHow(f *testing.F) {
 		}
 		assert.Equal(t, kernel, err, "flags %#x mode %#o resolve %#x (+%d bytes)", flags, mode, resolve, len(tail))
 	})
+}
+
+// FuzzPackDirents packs random directory listings into getdents and
+// getdents64 buffers of random sizes and parses them back: records are
+// 8-byte aligned and hold their name and type, the entries are those after
+// the position in order, as many as fit (the first that does not fit does
+// not), never more bytes than the buffer has, and the returned cookie is
+// the last entry's (one past the position when not even the first fits).
+func FuzzPackDirents(f *testing.F) {
+	f.Add("a/bb/ccc", uint64(0), 64, true)
+	f.Add("a/bb/ccc", uint64(2), 24, false)
+	f.Add("x", uint64(0), 1, true)
+	f.Add(".//..//longer-name-than-the-others", uint64(1), 4096, false)
+	f.Fuzz(func(t *testing.T, names string, pos uint64, count int, is64 bool) {
+		var ents []vfs.Dirent
+		for i, n := range splitNames(names) {
+			ents = append(ents, vfs.Dirent{Off: uint64(i + 1), Name: n, Ino: uint64(1000 + i), Type: uint8(i % 16)})
+		}
+		if count < 0 || count > 1<<16 {
+			count = int(uint(count) % (1 << 16))
+		}
+		buf, last := packDirents(ents, pos, count, is64)
+		require.LessOrEqual(t, len(buf), count)
+		var after []vfs.Dirent
+		for _, e := range ents {
+			if e.Off > pos {
+				after = append(after, e)
+			}
+		}
+		var got []vfs.Dirent
+		for rest := buf; len(rest) > 0; {
+			require.GreaterOrEqual(t, len(rest), 24)
+			reclen := int(binary.NativeEndian.Uint16(rest[16:]))
+			require.Zero(t, reclen%8, "aligned")
+			require.LessOrEqual(t, reclen, len(rest))
+			rec := rest[:reclen]
+			var e vfs.Dirent
+			e.Ino = binary.NativeEndian.Uint64(rec[0:])
+			e.Off = binary.NativeEndian.Uint64(rec[8:])
+			nameAt := 18
+			if is64 {
+				nameAt = 19
+				e.Type = rec[18]
+			} else {
+				e.Type = rec[reclen-1]
+			}
+			end := bytes.IndexByte(rec[nameAt:], 0)
+			require.GreaterOrEqual(t, end, 0, "NUL-terminated")
+			e.Name = string(rec[nameAt : nameAt+end])
+			got = append(got, e)
+			rest = rest[reclen:]
+		}
+		require.LessOrEqual(t, len(got), len(after))
+		if len(got) > 0 {
+			assert.Equal(t, after[:len(got)], got, "the entries after the position, in order")
+		}
+		switch {
+		case len(got) > 0:
+			assert.Equal(t, got[len(got)-1].Off, last)
+		case len(after) > 0:
+			assert.Equal(t, pos+1, last, "too small for one entry")
+		default:
+			assert.Equal(t, pos, last)
+		}
+		if len(got) < len(after) {
+			next := len(packOne(after[len(got)], is64))
+			assert.Greater(t, len(buf)+next, count, "the next entry does not fit")
+		}
+	})
+}
+
+// splitNames splits s into directory entry names (no NUL, no "/", not
+// empty), at most 64.
+func splitNames(s string) []string {
+	var out []string
+	for _, n := range strings.Split(strings.ReplaceAll(s, "\x00", "/"), "/") {
+		if n != "" && len(out) < 64 {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// packOne is the record of one entry alone.
+func packOne(e vfs.Dirent, is64 bool) []byte {
+	e.Off = 1
+	b, _ := packDirents([]vfs.Dirent{e}, 0, 1<<20, is64)
+	return b
 }
