@@ -5,8 +5,9 @@
 //
 // It owns: the init stub (a re-executed txexec that installs the filter on
 // one locked thread, hands the listener back over SCM_RIGHTS and then execs
-// the command); filter compilation (libseccomp, loaded with a raw seccomp(2)
-// so that SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV can be set); the
+// the command); filter compilation (libseccomp, after a prologue txexec writes
+// itself for the rules that depend on an argument's value, loaded with a
+// raw seccomp(2) so that SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV can be set); the
 // notification worker pool; Call, Arg, Memory and Reply; the ptrace tracer
 // thread (fork/vfork/clone/exec events, group-stops, signal re-injection,
 // execve path rewriting and its re-check at PTRACE_EVENT_EXEC).

@@ -179,12 +179,44 @@ func TestClassification(t *testing.T) {
 		{unix.SYS_MOUNT, NoTxMeaning, 0},
 		{unix.SYS_IO_URING_SETUP, NoTxMeaning, 0},
 		{unix.SYS_OPEN_BY_HANDLE_AT, NoTxMeaning, 0},
+		// Its flags are in memory: refused so that libc uses clone,
+		// whose namespace flags the filter sees.
+		{unix.SYS_CLONE3, Refused, unix.ENOSYS},
+		{unix.SYS_CLONE, Passthrough, 0},
+		{unix.SYS_IOCTL, Passthrough, 0},
 	} {
 		e := table.Lookup(tc.nr)
 		require.NotNil(t, e, "syscall %d", tc.nr)
 		assert.Equal(t, tc.support, e.Support, e.Name)
 		assert.Equal(t, tc.errno, e.Errno, e.Name)
 	}
+}
+
+// TestClassificationOfCases pins the argument cases the design depends
+// on: attribute ioctls are served, terminal ioctls are not cases at all,
+// namespace clones follow --unsupported.
+func TestClassificationOfCases(t *testing.T) {
+	table := newTestTable(t)
+	for _, tc := range []struct {
+		nr      int
+		args    [6]interpose.Arg
+		support Support
+	}{
+		{unix.SYS_IOCTL, [6]interpose.Arg{3, unix.FS_IOC_SETFLAGS}, Partial},
+		{unix.SYS_IOCTL, [6]interpose.Arg{3, 0x401c5820 /* FS_IOC_FSSETXATTR */}, Partial},
+		{unix.SYS_IOCTL, [6]interpose.Arg{3, unix.BLKDISCARD}, NoTxMeaning},
+		{unix.SYS_IOCTL, [6]interpose.Arg{3, unix.LOOP_SET_FD}, NoTxMeaning},
+		{unix.SYS_IOCTL, [6]interpose.Arg{3, 0xc0185879 /* FITRIM */}, NoTxMeaning},
+		{unix.SYS_CLONE, [6]interpose.Arg{unix.CLONE_NEWUSER | interpose.Arg(unix.SIGCHLD)}, NoTxMeaning},
+	} {
+		cs := table.Lookup(tc.nr).CaseOf(tc.args)
+		require.NotNil(t, cs, "syscall %d with %#x", tc.nr, tc.args[1])
+		assert.Equal(t, tc.support, cs.Support, cs.Name)
+	}
+	for _, free := range []interpose.Arg{unix.TCGETS, unix.TIOCGWINSZ, unix.TCSETS, unix.TIOCSPGRP, 0x541b /* FIONREAD */, unix.FS_IOC_GETFLAGS} {
+		assert.Nil(t, table.Lookup(unix.SYS_IOCTL).CaseOf([6]interpose.Arg{0, free}), "ioctl %#x costs no round trip", uint64(free))
+	}
+	assert.Nil(t, table.Lookup(unix.SYS_CLONE).CaseOf([6]interpose.Arg{unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_FILES | unix.CLONE_SIGHAND | unix.CLONE_THREAD | unix.CLONE_SYSVSEM | unix.CLONE_SETTLS | unix.CLONE_PARENT_SETTID | unix.CLONE_CHILD_CLEARTID}), "pthread_create's clone")
 }
 
 // seccompData is struct seccomp_data as the filter reads it.
