@@ -156,7 +156,7 @@ func Entries() []Entry {
 		passthrough(unix.SYS_DUP3, "dup3", ArgFD, ArgFD, ArgOpenFlags),
 		passthrough(unix.SYS_FCNTL, "fcntl", ArgFD, ArgInt, ArgHex),
 		withCases(passthroughNote(unix.SYS_IOCTL, "ioctl",
-			"the kernel runs every request not listed below (terminals, sockets, reads of attributes, ioctls on descriptors open for writing)", ArgFD, ArgHex, ArgHex),
+			"the kernel runs every request not listed below (terminals, sockets, reads of attributes, ioctls on descriptors open for writing); the requests served are matched exactly, those that follow --unsupported by type and number, whatever their direction and argument size", ArgFD, ArgHex, ArgHex),
 			ioctlCases()...),
 		observedNote(unix.SYS_FLOCK, "flock", Flock,
 			"run by the kernel once the descriptors the tree closed are closed for it too (a lock lives until its open file's last close)", ArgFD, ArgInt),
