@@ -1,8 +1,9 @@
 #!/bin/sh
 # Install what building and testing txexec needs, when it is missing:
 # libseccomp headers (cgo), a C compiler, the tools the tests use (mkfs.xfs
-# makes the reflink-capable file system of the copy-up test; CPython's test
-# suite is run under txexec), and the Go modules.
+# makes the reflink-capable file system of the copy-up test, losetup the
+# escape suite's loop device; CPython's test suite is run under txexec),
+# and the Go modules.
 #
 # Without root it cannot install: a missing build dependency is an error,
 # missing test tools only a warning (make build and make demo need none of
@@ -23,6 +24,8 @@ if pyver=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2]
   need="$need libpython$pyver-testsuite"
 fi
 PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.xfs >/dev/null 2>&1 || need="$need xfsprogs"
+# The escape suite writes to a loop device it sets up.
+PATH="$PATH:/usr/sbin:/sbin" command -v losetup >/dev/null 2>&1 || need="$need mount"
 if [ -n "$need" ]; then
   if [ "$(id -u)" -ne 0 ]; then
     if [ -n "$build_need" ]; then
