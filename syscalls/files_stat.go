@@ -67,6 +67,15 @@ func newfstatat(k *Kernel, c *interpose.Call, dirfd int32, pathAddr, statAddr ui
 	})
 }
 
+// statxArgsErr is do_statx's and do_statx_fd's check of statx's flags
+// and mask, made before everything else.
+func statxArgsErr(flags int, mask uint32) error {
+	if mask&unix.STATX__RESERVED != 0 || flags&atStatxSyncType == atStatxSyncType {
+		return unix.EINVAL
+	}
+	return nil
+}
+
 // Statx implements statx(2).
 func Statx(k *Kernel, c *interpose.Call) interpose.Reply {
 	dirfd := c.Args[0].Int()
@@ -74,9 +83,8 @@ func Statx(k *Kernel, c *interpose.Call) interpose.Reply {
 	flags := int(c.Args[2].Int())
 	mask := c.Args[3].Uint()
 	statxAddr := c.Args[4].Pointer()
-	// do_statx and do_statx_fd, before everything else.
-	if mask&unix.STATX__RESERVED != 0 || flags&atStatxSyncType == atStatxSyncType {
-		return interpose.Fail(unix.EINVAL)
+	if err := statxArgsErr(flags, mask); err != nil {
+		return k.reply(c, 0, err)
 	}
 	return k.statCall(c, dirfd, pathAddr, flags, func(cl *vfs.Caller, at *vfs.Handle, path string, flags int) (int64, error) {
 		stx, err := k.View.Statx(cl, at, path, flags, mask)

@@ -152,3 +152,30 @@ func packOne(e vfs.Dirent, is64 bool) []byte {
 	b, _ := packDirents([]vfs.Dirent{e}, 0, 1<<20, is64)
 	return b
 }
+
+// FuzzStatxArgs compares statx's checks of its flags and mask for a path
+// (statxArgsErr, then statCall's refusal of unknown flags) with the
+// kernel's, on "/", which every stat reaches: the kernel answers EINVAL
+// exactly when txexec does.
+func FuzzStatxArgs(f *testing.F) {
+	f.Add(uint32(0), uint32(unix.STATX_BASIC_STATS))
+	f.Add(uint32(unix.AT_SYMLINK_NOFOLLOW|unix.AT_STATX_DONT_SYNC), uint32(unix.STATX_ALL))
+	f.Add(uint32(atStatxSyncType), uint32(0))
+	f.Add(uint32(0), uint32(unix.STATX__RESERVED))
+	f.Add(uint32(unix.AT_REMOVEDIR), uint32(0))
+	f.Add(uint32(0), uint32(0xffffffff)&^uint32(unix.STATX__RESERVED))
+	root := []byte("/\x00")
+	f.Fuzz(func(t *testing.T, flags, mask uint32) {
+		var stx unix.Statx_t
+		_, _, kernel := unix.Syscall6(unix.SYS_STATX, atFDCWD, uintptr(unsafe.Pointer(&root[0])), uintptr(flags), uintptr(mask), uintptr(unsafe.Pointer(&stx)), 0)
+		ours := statxArgsErr(int(int32(flags)), mask)
+		if ours == nil && int(int32(flags))&^statFlags != 0 {
+			ours = unix.EINVAL
+		}
+		if kernel == 0 {
+			assert.NoError(t, ours, "the kernel accepts flags %#x mask %#x", flags, mask)
+			return
+		}
+		assert.Equal(t, kernel, ours, "flags %#x mask %#x", flags, mask)
+	})
+}
