@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -413,6 +414,69 @@ func TestCommitJournalDefersInodeFlags(t *testing.T) {
 			assert.NotZero(t, testenv.InodeFlags(t, filepath.Join(w.dir, "new"))&store.FlagImmutable)
 			assert.NotZero(t, testenv.InodeFlags(t, filepath.Join(w.dir, "f"))&store.FlagAppend)
 			assert.NotZero(t, testenv.InodeFlags(t, filepath.Join(w.dir, "newdir"))&store.FlagImmutable)
+		})
+	}
+}
+
+// TestUnchangedCopyIsNotWrittenThrough: a host file opened for writing and
+// left as it was (a lock file) is not replaced at commit — the journal has
+// no op for it and the host file keeps its inode — while any real change,
+// or one the staged copy's ctime cannot tell from none, is written through.
+func TestUnchangedCopyIsNotWrittenThrough(t *testing.T) {
+	tests := []struct {
+		name     string
+		do       func(w *view)
+		replaced []string // paths the journal still writes
+	}{
+		{"opened for writing, nothing written", func(w *view) { w.write("f", unix.O_APPEND, "") }, nil},
+		{"opened read-write twice", func(w *view) {
+			w.write("f", 0, "")
+			w.write("f", unix.O_APPEND, "")
+		}, nil},
+		{"hard-linked file opened for writing", func(w *view) { w.write("linked", unix.O_APPEND, "") }, nil},
+		{"written", func(w *view) { w.write("f", unix.O_APPEND, "more\n") }, []string{"/f"}},
+		{"truncated and rewritten with the same bytes", func(w *view) {
+			w.write("f", unix.O_TRUNC, "host file\n")
+		}, []string{"/f"}},
+		{"opened for writing, then chmod to its own mode", func(w *view) {
+			w.write("f", unix.O_APPEND, "")
+			w.ok(w.v.Chmod(w.c, w.c.Cwd, "f", 0o644, 0))
+		}, []string{"/f"}},
+		{"opened for writing, then renamed", func(w *view) {
+			w.write("f", unix.O_APPEND, "")
+			w.ok(w.v.Rename(w.c, w.c.Cwd, "f", w.c.Cwd, "f2", 0))
+		}, []string{"/f", "/f2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := newView(t)
+			inodes := map[string]uint64{}
+			for _, p := range []string{"f", "linked"} {
+				var st unix.Stat_t
+				require.NoError(t, unix.Stat(filepath.Join(w.dir, p), &st))
+				inodes[p] = st.Ino
+			}
+			tt.do(w)
+			seen := w.manifest()
+			ops := w.v.Journal()
+			var written []string
+			for _, op := range ops {
+				written = append(written, strings.TrimPrefix(op.Path, w.dir))
+			}
+			sort.Strings(written)
+			written = slices.Compact(written)
+			assert.Equal(t, tt.replaced, written, "paths the journal writes")
+			require.NoError(t, txn.Apply(ops, txn.ApplyOptions{}))
+			w.removeStaging()
+			assert.Equal(t, seen, hostManifest(t, w.dir))
+			for p, ino := range inodes {
+				if slices.Contains(tt.replaced, "/"+p) {
+					continue
+				}
+				var st unix.Stat_t
+				require.NoError(t, unix.Stat(filepath.Join(w.dir, p), &st))
+				assert.Equal(t, ino, st.Ino, "%s keeps its inode", p)
+			}
 		})
 	}
 }

@@ -70,6 +70,10 @@ type Node struct {
 	// original's (its write set has the data granule, not only the
 	// attributes).
 	dataChanged bool
+	// copyMark is what the staged copy of a host regular file looked like
+	// right after its copy-up, so that the commit can tell a copy nothing
+	// changed (unchangedCopiesLocked).
+	copyMark *copyMark
 
 	// parent and name are a directory's place in the view (directories
 	// have exactly one name).

@@ -89,6 +89,7 @@ func (v *Tx) copyUpLocked(n *Node, path string) error {
 		return err
 	}
 	v.stagedLinksLocked(n)
+	v.markCopyLocked(n)
 	n.attrSet = false
 	switch {
 	case n.isDir():

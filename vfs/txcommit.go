@@ -110,7 +110,8 @@ func clearStagedFlags(at int, name string) (uint32, error) {
 	return f & deferredFlags, nil
 }
 
-// fullJournalLocked is the journal plus the attributes that I/O gave host
+// fullJournalLocked is the journal, without the copy-ups of files nothing
+// changed (unchangedCopiesLocked), plus the attributes that I/O gave host
 // originals that keep their identity at commit: for hard-linked files,
 // their staged copies' times and the set-ID bits a write by an
 // unprivileged process clears; for FIFOs, the time they were last opened
@@ -180,7 +181,13 @@ func (v *Tx) fullJournalLocked() []store.RedoOp {
 		out = slices.Insert(out, e.before, e.op)
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i].Path < times[j].Path })
-	return append(out, times...)
+	out = append(out, times...)
+	if drop := v.unchangedCopiesLocked(out); drop != nil {
+		out = slices.DeleteFunc(out, func(op store.RedoOp) bool {
+			return (op.Kind == store.OpRename || op.Kind == store.OpCopyData) && drop[op.Src]
+		})
+	}
+	return out
 }
 
 // placedOp is an op to place before journal index before.
