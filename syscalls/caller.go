@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"txexec/hostlock"
 	"txexec/interpose"
 	"txexec/proc"
 	"txexec/signals"
@@ -32,6 +33,9 @@ type Kernel struct {
 	// Signals routes the signals the transaction's processes send (nil
 	// outside a transaction: the kernel delivers them).
 	Signals *signals.Router
+	// HostLocks holds the transaction's advisory locks on host originals
+	// (nil outside a transaction: the kernel runs flock and fcntl).
+	HostLocks *hostlock.Table
 	// ExecLinks names programs for the kernel as they were executed (nil:
 	// by their host paths, so a program run through a symlink or a script
 	// gets the name of the file it resolves to).

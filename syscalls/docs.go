@@ -12,7 +12,7 @@ var supportDoc = [...]string{
 	Emulated:    "the supervisor performs the call in the transaction's view and answers with its result",
 	Partial:     "emulated, with a documented difference from Linux (see the note)",
 	Passthrough: "the kernel runs the call; it only uses descriptors the view handed out or has no file-system effect",
-	Observed:    "the supervisor records what it needs (umask, credentials) or waits for what the call depends on (flock), then the kernel runs the call",
+	Observed:    "the supervisor records what it needs (umask, credentials), then the kernel runs the call",
 	Refused:     "the seccomp filter fails the call with the errno shown",
 	NoTxMeaning: "no transactional meaning: `--unsupported=abort|error|allow` decides (outside a transaction it runs)",
 	Exec:        "stopped for the ptrace tracer, which runs it on the file the view resolves (DESIGN §4.1)",

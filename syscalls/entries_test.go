@@ -116,7 +116,7 @@ func TestEntryInvariants(t *testing.T) {
 				assert.Equal(t, goName(e.Name), funcName(e.Handler), "handler of an emulated call is named after it")
 			case Observed:
 				require.NotNil(t, e.Handler, "observed entries need a handler")
-				assert.Contains(t, []string{"Umask", "CredsChanged", "Flock"}, funcName(e.Handler))
+				assert.Contains(t, []string{"Umask", "CredsChanged"}, funcName(e.Handler))
 			case NoTxMeaning:
 				require.NotNil(t, e.Handler, "no-tx-meaning entries need a handler")
 				assert.Equal(t, "unsupportedCall", funcName(e.Handler))

@@ -78,16 +78,6 @@ func Getcwd(k *Kernel, c *interpose.Call) interpose.Reply {
 	})
 }
 
-// Flock lets flock(2) run in the kernel once every descriptor reply in
-// flight is done: a lock belongs to an open file and is released at its
-// last close, and a descriptor the tree just closed may still be held by
-// the reply that installed it (see interpose.Call.SettleReplies). Its
-// arguments are registers only, so the kernel may run it as it is.
-func Flock(k *Kernel, c *interpose.Call) interpose.Reply {
-	c.SettleReplies()
-	return interpose.Continue()
-}
-
 // Umask implements umask(2) by observation: the virtual umask (used for
 // every file the supervisor creates) follows the register argument, and the
 // kernel keeps its own in step.

@@ -86,6 +86,9 @@ type View interface {
 	// HandleOf turns a descriptor duplicated from the caller (pidfd_getfd)
 	// into a handle; the handle owns fd.
 	HandleOf(c *Caller, fd int) (*Handle, error)
+	// LockTarget says what else an advisory lock through fd (a
+	// descriptor duplicated from the caller) concerns: see LockTarget.
+	LockTarget(fd int) (LockTarget, error)
 	// Cwd opens the directory the supervisor starts the command in.
 	OpenDir(path string) (*Handle, error)
 

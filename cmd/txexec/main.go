@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"txexec/hostlock"
 	"txexec/internal/cli"
 	"txexec/interpose"
 	"txexec/proc"
@@ -223,10 +224,16 @@ func runCommand(o *cli.Run, hooks *benchHooks) (int, error) {
 			return 0, err
 		}
 		k.OnInternalError = t.View.Doom
+		// Released once the transaction has ended: after the
+		// write-through of a commit, or the abort (strict two-phase
+		// locking; docs/semantics.md §6).
+		locks := hostlock.NewTable()
+		k.HostLocks = locks
 		a, err := newAttempt(o, t.ID)
 		if err != nil {
 			done()
 			t.Abort(err.Error())
+			locks.Release()
 			return 0, err
 		}
 		a.abortCertain = abortCertainFor(o, t.View.Doomed)
@@ -235,6 +242,7 @@ func runCommand(o *cli.Run, hooks *benchHooks) (int, error) {
 		if err != nil {
 			a.discard()
 			t.Abort("txexec could not run the command: " + err.Error())
+			locks.Release()
 			return 0, err
 		}
 		st.SetCommandStatus(t.ID, status)
@@ -250,7 +258,9 @@ func runCommand(o *cli.Run, hooks *benchHooks) (int, error) {
 				// What made the command fail is more useful than its status.
 				why = doom.Error() + "; " + why
 			}
-			if err := t.Abort(why); err != nil {
+			err := t.Abort(why)
+			locks.Release()
+			if err != nil {
 				return 0, err
 			}
 			fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %s\n", t.ID, why)
@@ -262,6 +272,7 @@ func runCommand(o *cli.Run, hooks *benchHooks) (int, error) {
 		} else {
 			err = t.Commit()
 		}
+		locks.Release()
 		if err == nil {
 			if outcome == txn.Keep {
 				a.dropped("kept")

@@ -1,0 +1,324 @@
+package syscalls
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/hostlock"
+	"txexec/interpose"
+	"txexec/vfs"
+)
+
+// lockCommands are fcntl's commands that take, release or test record
+// locks, the only ones the filter sends to the supervisor (the 64-bit
+// variants have the same numbers on x86-64), with what docs/syscalls.md
+// says of each.
+var lockCommands = []struct {
+	name  string
+	value uint32
+	note  string
+}{
+	{"F_GETLK", unix.F_GETLK, "served as F_OFD_GETLK on the caller's open file description: a conflicting lock of the tree, else one held outside on the host original (docs/semantics.md §6)"},
+	{"F_SETLK", unix.F_SETLK, "served as F_OFD_SETLK on the caller's open file description, and taken for the transaction on the host original too, until it ends (docs/semantics.md §6)"},
+	{"F_SETLKW", unix.F_SETLKW, "served as F_OFD_SETLKW on the caller's open file description, and taken for the transaction on the host original too, until it ends (docs/semantics.md §6)"},
+	{"F_OFD_GETLK", unix.F_OFD_GETLK, "a conflicting lock of the tree, else one held outside on the host original (docs/semantics.md §6)"},
+	{"F_OFD_SETLK", unix.F_OFD_SETLK, "taken for the transaction on the host original too, until it ends (docs/semantics.md §6)"},
+	{"F_OFD_SETLKW", unix.F_OFD_SETLKW, "taken for the transaction on the host original too, until it ends (docs/semantics.md §6)"},
+}
+
+// lockCommandCases are fcntl's argument cases: its lock commands are
+// served by Fcntl, every other command runs in the kernel.
+func lockCommandCases() []Case {
+	out := make([]Case, len(lockCommands))
+	for i, c := range lockCommands {
+		out[i] = Case{Name: c.name, When: argIs(1, c.value), Support: Partial, Handler: Fcntl, Note: c.note}
+	}
+	return out
+}
+
+// Advisory locks in a transaction are taken twice. The caller's own lock
+// is taken on the object its descriptor is on (a staged copy, or an object
+// the transaction made), where the processes of the tree exclude each
+// other as on Linux; and the same lock is taken for the transaction on the
+// host original (package hostlock), where processes outside wait for it
+// until the transaction ends. A descriptor on the unchanged host original
+// itself gets only the transaction's lock: a lock of its own there would
+// conflict with the transaction's. Outside a transaction (no HostLocks)
+// the kernel runs the call, and flock's own lock, decided by registers
+// alone, is always the kernel's.
+
+// Flock implements flock(2).
+func Flock(k *Kernel, c *interpose.Call) interpose.Reply {
+	// A lock lives until its open file's last close, and a descriptor
+	// the tree just closed may still be held by the reply that installed
+	// it (see interpose.Call.SettleReplies).
+	c.SettleReplies()
+	fd, op := c.Args[0].Int(), c.Args[1].Uint()
+	how := int(op &^ unix.LOCK_NB)
+	if k.HostLocks == nil || op&lockMand != 0 || (how != unix.LOCK_SH && how != unix.LOCK_EX) {
+		// Registers only: the kernel unlocks the caller's own lock
+		// (the transaction keeps its lock on the host until it ends),
+		// ignores LOCK_MAND and refuses what is not a lock.
+		return interpose.Continue()
+	}
+	if fd < 0 {
+		return interpose.Fail(unix.EBADF)
+	}
+	dup, err := c.GetFD(int(fd))
+	if err != nil {
+		return k.reply(c, 0, err)
+	}
+	defer unix.Close(dup)
+	var wait hostlock.Waiter
+	if op&unix.LOCK_NB == 0 {
+		wait = lockWaiter(c)
+	}
+	lt, err := k.View.LockTarget(dup)
+	if err != nil {
+		return k.reply(c, 0, err)
+	}
+	if lt.Original < 0 {
+		return interpose.Continue()
+	}
+	err = k.HostLocks.Flock(hostKey(lt), lt.Original, how, wait)
+	unix.Close(lt.Original)
+	if errors.Is(err, hostlock.ErrLost) {
+		k.lockLost(lt, err)
+		err = unix.EWOULDBLOCK
+	}
+	if err != nil || lt.OnOriginal {
+		return k.reply(c, 0, err)
+	}
+	// The caller's own lock, on its staged copy: registers only, so the
+	// kernel takes it, queueing a blocking request among the tree's and
+	// interrupting it as usual.
+	return interpose.Continue()
+}
+
+// Fcntl implements fcntl(2) for its record-lock commands (the filter lets
+// the kernel run the others). Traditional POSIX locks (F_SETLK, F_GETLK,
+// lockf) are taken as OFD locks on the caller's open file description:
+// the supervisor cannot take a lock owned by the caller's process, and it
+// must not let the kernel re-read the struct flock it read.
+func Fcntl(k *Kernel, c *interpose.Call) interpose.Reply {
+	c.SettleReplies()
+	fd, cmd := c.Args[0].Int(), c.Args[1].Uint()
+	if k.HostLocks == nil || !isLockCommand(cmd) {
+		// Registers only so far: no transaction to share locks with.
+		return interpose.Continue()
+	}
+	if fd < 0 {
+		return interpose.Fail(unix.EBADF)
+	}
+	dup, err := c.GetFD(int(fd))
+	if err != nil {
+		return k.reply(c, 0, err)
+	}
+	defer unix.Close(dup)
+	addr := c.Args[2].Pointer()
+	var lk unix.Flock_t
+	if err := interpose.ReadValue(c.Memory, addr, &lk); err != nil {
+		return interpose.Fail(unix.EFAULT)
+	}
+	ofd := cmd == unix.F_OFD_GETLK || cmd == unix.F_OFD_SETLK || cmd == unix.F_OFD_SETLKW
+	getlk := cmd == unix.F_GETLK || cmd == unix.F_OFD_GETLK
+	if ofd && lk.Pid != 0 {
+		return interpose.Fail(unix.EINVAL)
+	}
+	switch {
+	case lk.Type == unix.F_RDLCK || lk.Type == unix.F_WRLCK:
+	case lk.Type == unix.F_UNLCK && !getlk:
+	default:
+		return interpose.Fail(unix.EINVAL)
+	}
+	start, end, err := lockRange(dup, &lk)
+	if err != nil {
+		return k.reply(c, 0, err)
+	}
+	lt, err := k.View.LockTarget(dup)
+	if err != nil {
+		return k.reply(c, 0, err)
+	}
+	if lt.Original >= 0 {
+		defer unix.Close(lt.Original)
+	}
+	own := lt.Original < 0 || !lt.OnOriginal // the caller's own lock has an object of its own
+	abs := absolute(lk.Type, start, end)
+	if getlk {
+		res := unix.Flock_t{Type: unix.F_UNLCK}
+		if own {
+			res = abs
+			if err := unix.FcntlFlock(uintptr(dup), unix.F_OFD_GETLK, &res); err != nil {
+				return k.reply(c, 0, err)
+			}
+		}
+		if res.Type == unix.F_UNLCK && lt.Original >= 0 {
+			if res, err = k.HostLocks.Test(hostKey(lt), lt.Original, lk.Type, start, end); err != nil {
+				return k.reply(c, 0, err)
+			}
+		}
+		if res.Type == unix.F_UNLCK {
+			lk.Type = unix.F_UNLCK // Linux leaves the rest as the caller gave it
+		} else {
+			lk = res
+		}
+		return k.reply(c, 0, interpose.WriteValue(c.Memory, addr, &lk))
+	}
+	fl, err := unix.FcntlInt(uintptr(dup), unix.F_GETFL, 0)
+	if err != nil {
+		return k.reply(c, 0, err)
+	}
+	// check_fmode_for_setlk: a read lock needs the file open for reading,
+	// a write lock for writing.
+	switch acc := fl & unix.O_ACCMODE; {
+	case lk.Type == unix.F_RDLCK && acc == unix.O_WRONLY, lk.Type == unix.F_WRLCK && acc == unix.O_RDONLY:
+		return interpose.Fail(unix.EBADF)
+	}
+	if lk.Type == unix.F_UNLCK {
+		if !own {
+			return interpose.Return(0)
+		}
+		return k.reply(c, 0, unix.FcntlFlock(uintptr(dup), unix.F_OFD_SETLK, &abs))
+	}
+	var wait hostlock.Waiter
+	if cmd == unix.F_SETLKW || cmd == unix.F_OFD_SETLKW {
+		wait = lockWaiter(c)
+	}
+	if lt.Original >= 0 {
+		if err := k.HostLocks.Record(hostKey(lt), lt.Original, lk.Type, start, end, wait); err != nil || !own {
+			return k.reply(c, 0, err)
+		}
+	}
+	return k.reply(c, 0, retryLock(wait, func() error { return unix.FcntlFlock(uintptr(dup), unix.F_OFD_SETLK, &abs) }))
+}
+
+// lockMand is flock's LOCK_MAND, which Linux has ignored (with success)
+// since 5.15.
+const lockMand = 32
+
+func isLockCommand(cmd uint32) bool {
+	for _, v := range lockCommands {
+		if v.value == cmd {
+			return true
+		}
+	}
+	return false
+}
+
+func hostKey(lt vfs.LockTarget) hostlock.Key { return hostlock.Key{Dev: lt.ID.Dev, Ino: lt.ID.Ino} }
+
+// lockLost dooms the transaction: it no longer holds a lock it took.
+func (k *Kernel) lockLost(lt vfs.LockTarget, err error) {
+	err = fmt.Errorf("the transaction %w (%s)", err, lt.Path)
+	k.Logf("txexec: %v", err)
+	if k.OnInternalError != nil {
+		k.OnInternalError(err)
+	}
+}
+
+// lockRange turns the caller's struct flock into the absolute range
+// [start, end) it names (end hostlock.EOF: to the end of the file, however
+// far it grows), with the errors of the kernel's flock_to_posix_lock.
+// SEEK_CUR and SEEK_END count from the caller's description: its offset,
+// and the size of the file it is open on, which is the view's.
+func lockRange(fd int, lk *unix.Flock_t) (start, end int64, err error) {
+	switch lk.Whence {
+	case unix.SEEK_SET:
+	case unix.SEEK_CUR:
+		if start, err = unix.Seek(fd, 0, unix.SEEK_CUR); err != nil {
+			return 0, 0, err
+		}
+	case unix.SEEK_END:
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return 0, 0, err
+		}
+		start = st.Size
+	default:
+		return 0, 0, unix.EINVAL
+	}
+	if lk.Start > math.MaxInt64-start {
+		return 0, 0, unix.EOVERFLOW
+	}
+	start += lk.Start
+	if start < 0 {
+		return 0, 0, unix.EINVAL
+	}
+	switch {
+	case lk.Len > 0:
+		if lk.Len-1 > math.MaxInt64-start {
+			return 0, 0, unix.EOVERFLOW
+		}
+		end = start + lk.Len
+		if end < 0 { // start + len == 2^63: the last byte is the largest offset
+			end = hostlock.EOF
+		}
+	case lk.Len < 0:
+		end = start
+		start += lk.Len
+		if start < 0 {
+			return 0, 0, unix.EINVAL
+		}
+	default:
+		end = hostlock.EOF
+	}
+	return start, end, nil
+}
+
+// absolute is the struct flock of lock typ on [start, end).
+func absolute(typ int16, start, end int64) unix.Flock_t {
+	lk := unix.Flock_t{Type: typ, Whence: unix.SEEK_SET, Start: start}
+	if end != hostlock.EOF {
+		lk.Len = end - start
+	}
+	return lk
+}
+
+// retryLock runs try, a non-blocking lock attempt, until it stops meeting
+// a conflict (EWOULDBLOCK, which is EAGAIN) or wait ends the wait.
+func retryLock(wait hostlock.Waiter, try func() error) error {
+	for {
+		err := try()
+		if wait == nil || err != unix.EWOULDBLOCK {
+			return err
+		}
+		if werr := wait(); werr != nil {
+			return werr
+		}
+	}
+}
+
+// lockPollMax bounds the pause between two attempts of a blocking lock.
+const lockPollMax = 20 * time.Millisecond
+
+// lockWaiter is the wait between attempts of c's blocking lock request. A
+// lock the supervisor waits for is not queued in the kernel for the
+// caller, who waits for the reply killably (interpose.Call.Interrupted):
+// so the supervisor tries again, at growing intervals up to lockPollMax,
+// and stops when the caller has gone (ESRCH) or a signal arrived for it
+// (ERESTARTSYS: the kernel restarts the call or fails it with EINTR, as
+// after a signal in its own wait). The worker that waits is replaced in
+// receiving calls by another (the listener's watchdog), as for a FIFO
+// open that waits.
+func lockWaiter(c *interpose.Call) hostlock.Waiter {
+	pause := time.Millisecond
+	return func() error {
+		time.Sleep(pause)
+		pause = min(2*pause, lockPollMax)
+		if err := c.Valid(); err != nil {
+			return err
+		}
+		intr, err := c.Interrupted()
+		switch {
+		case err != nil:
+			return err
+		case intr:
+			return interpose.ERESTARTSYS
+		}
+		return nil
+	}
+}
