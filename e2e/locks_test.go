@@ -1,0 +1,407 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"txexec/internal/testenv"
+)
+
+// Issue 20: a transaction's advisory locks are the host's too, held until
+// it ends, and lock files it opened for writing keep their inode.
+
+// lockScript is a Python program that takes, tests and releases locks as
+// its arguments say, one step after the other:
+//
+//	open MODE PATH   open PATH (r, r+ or a)
+//	lockf|flock|ofd  take an exclusive lock, waiting
+//	try-lockf|try-flock
+//	                 try to take it without waiting; print "locked" or "busy"
+//	unlock-lockf|unlock-flock
+//	say PATH WORD    write WORD to PATH (a FIFO)
+//	wait PATH        read a line from PATH (a FIFO)
+//	line             print "ready", then read a line from stdin
+//	stdin            read a line from stdin (a transaction's process waits
+//	                 so: a FIFO it reads would be in its read set, and the
+//	                 writer outside would change it)
+//	getlk            print the F_GETLK view of an exclusive lock: "free" or
+//	                 "held by PID"
+//	cat PATH         print the first line of PATH
+//	sigusr1          count SIGUSR1 in a handler (Python retries calls it
+//	                 interrupts, PEP 475); print the count at exit
+const lockScript = `
+import fcntl, os, signal, struct, sys
+f = None
+sigs = [0]
+args = sys.argv[1:]
+def take(kind, nb):
+    op = fcntl.LOCK_EX | (fcntl.LOCK_NB if nb else 0)
+    if kind == "flock":
+        fcntl.flock(f, op)
+    elif kind == "lockf":
+        fcntl.lockf(f, op)
+    else:
+        cmd = fcntl.F_OFD_SETLK if nb else fcntl.F_OFD_SETLKW
+        fcntl.fcntl(f, cmd, struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, 0, 0, 0))
+while args:
+    a = args.pop(0)
+    if a == "open":
+        mode, path = args.pop(0), args.pop(0)
+        f = open(path, mode)
+    elif a in ("lockf", "flock", "ofd"):
+        take(a, False)
+    elif a.startswith("try-"):
+        try:
+            take(a[4:], True)
+            print("locked", flush=True)
+        except OSError as e:
+            assert e.errno in (11, 13), e
+            print("busy", flush=True)
+    elif a == "unlock-lockf":
+        fcntl.lockf(f, fcntl.LOCK_UN)
+    elif a == "unlock-flock":
+        fcntl.flock(f, fcntl.LOCK_UN)
+    elif a == "say":
+        path, word = args.pop(0), args.pop(0)
+        with open(path, "w") as p:
+            p.write(word + "\n")
+    elif a == "wait":
+        with open(args.pop(0)) as p:
+            p.readline()
+    elif a == "line":
+        print("ready", flush=True)
+        sys.stdin.readline()
+    elif a == "stdin":
+        sys.stdin.readline()
+    elif a == "getlk":
+        r = fcntl.fcntl(f, fcntl.F_GETLK, struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, 0, 0, 0))
+        typ, _, _, _, pid = struct.unpack("hhqqi4x", r)
+        print("free" if typ == fcntl.F_UNLCK else "held by %d" % pid, flush=True)
+    elif a == "cat":
+        with open(args.pop(0)) as p:
+            print(p.readline().strip(), flush=True)
+    elif a == "sigusr1":
+        def h(sig, frame):
+            sigs[0] += 1
+        signal.signal(signal.SIGUSR1, h)
+        print(os.getpid(), flush=True)
+    else:
+        raise SystemExit("lockScript: unknown step " + a)
+if sigs[0]:
+    print("signals", sigs[0], flush=True)
+`
+
+// lockSteps is the command line of lockScript with steps.
+func lockSteps(steps ...string) []string {
+	return append([]string{"python3", "-c", lockScript}, steps...)
+}
+
+// outsider is a process outside any transaction running lockScript, which
+// it drives line by line through stdin ("line" steps) and stdout.
+type outsider struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startOutsider(t *testing.T, steps ...string) *outsider {
+	t.Helper()
+	argv := lockSteps(steps...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	in, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	cmd.Stderr = os.Stderr
+	require.NoError(t, cmd.Start())
+	o := &outsider{cmd: cmd, in: in, out: bufio.NewReader(out)}
+	t.Cleanup(func() { in.Close(); cmd.Wait() })
+	return o
+}
+
+// next reads the outsider's next line of output.
+func (o *outsider) next(t *testing.T) string {
+	t.Helper()
+	l, err := o.out.ReadString('\n')
+	require.NoError(t, err, "the outside process ended early")
+	return strings.TrimSpace(l)
+}
+
+// proceed lets the outsider past its next "line" step.
+func (o *outsider) proceed(t *testing.T) {
+	t.Helper()
+	_, err := io.WriteString(o.in, "\n")
+	require.NoError(t, err)
+}
+
+// wait waits for the outsider to exit, successfully.
+func (o *outsider) wait(t *testing.T) {
+	t.Helper()
+	o.in.Close()
+	rest, _ := io.ReadAll(o.out)
+	require.NoError(t, o.cmd.Wait(), "outside process: %s", rest)
+}
+
+// probe reports what a process outside any transaction gets from a
+// non-blocking exclusive lock of kind (flock, lockf, ofd) on path: "locked"
+// or "busy".
+func probe(t *testing.T, kind, path string) string {
+	t.Helper()
+	r := rwRun(t, nil, lockSteps("open", "r+", path, "try-"+kind)...)
+	require.Equal(t, 0, r.code, r.stderr)
+	return strings.TrimSpace(r.stdout)
+}
+
+// txRun is a txexec started by startTx.
+type txRun struct {
+	// stdin is the command's standard input.
+	stdin io.WriteCloser
+	// wait waits for txexec and returns its outcome.
+	wait func() rwResult
+}
+
+// proceed lets the command past its next "stdin" step.
+func (r txRun) proceed(t *testing.T) {
+	t.Helper()
+	_, err := io.WriteString(r.stdin, "\n")
+	require.NoError(t, err)
+}
+
+// startTx starts txexec on argv with a private state directory.
+func startTx(t *testing.T, state string, argv ...string) txRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	cmd := exec.CommandContext(ctx, txexecBin, append([]string{"--"}, argv...)...)
+	cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+state)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	waited := false
+	t.Cleanup(func() {
+		if !waited {
+			cmd.Process.Kill()
+			cmd.Wait()
+		}
+		cancel()
+	})
+	return txRun{stdin: stdin, wait: func() rwResult {
+		stdin.Close()
+		err := cmd.Wait()
+		waited = true
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else {
+			require.NoError(t, err)
+		}
+		return rwResult{out.String(), errb.String(), code}
+	}}
+}
+
+// readFIFO reads one line from FIFO p.
+func readFIFO(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return strings.TrimSpace(string(b))
+}
+
+func inode(t *testing.T, p string) uint64 {
+	t.Helper()
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(p, &st))
+	return st.Ino
+}
+
+// TestTransactionLockExcludesOutsideUntilItEnds: a lock a process of the
+// transaction takes on a host file excludes processes outside, also after
+// the process unlocked it, until the transaction has ended; then they get
+// it. The lock file, opened for writing or not, keeps its inode.
+func TestTransactionLockExcludesOutsideUntilItEnds(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	requireTools(t, "python3", "flock")
+	for _, tc := range []struct {
+		name, kind, mode string
+	}{
+		{"flock through a read-only descriptor", "flock", "r"},
+		{"flock through a descriptor open for writing", "flock", "a"},
+		{"lockf", "lockf", "r+"},
+		{"OFD lock", "ofd", "r+"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			lock := filepath.Join(dir, "lock")
+			require.NoError(t, os.WriteFile(lock, nil, 0o644))
+			before := inode(t, lock)
+			held, unlocked := filepath.Join(dir, "held"), filepath.Join(dir, "unlocked")
+			for _, p := range []string{held, unlocked} {
+				mkfifo(t, p)
+			}
+			unlock := "unlock-" + tc.kind
+			if tc.kind == "ofd" {
+				unlock = "unlock-lockf" // F_SETLK F_UNLCK: served as OFD on the same description
+			}
+			tx := startTx(t, t.TempDir(), lockSteps("open", tc.mode, lock, tc.kind, "say", held, "x",
+				"stdin", unlock, "say", unlocked, "x", "stdin")...)
+			readFIFO(t, held)
+			probeKind := tc.kind
+			if probeKind == "ofd" {
+				probeKind = "lockf" // a POSIX lock outside conflicts with an OFD lock
+			}
+			assert.Equal(t, "busy", probe(t, probeKind, lock), "while the transaction's process holds it")
+			tx.proceed(t)
+			readFIFO(t, unlocked)
+			assert.Equal(t, "busy", probe(t, probeKind, lock), "after the process unlocked it, until the transaction ends")
+			r := tx.wait()
+			require.Equal(t, 0, r.code, r.stderr)
+			assert.Equal(t, "locked", probe(t, probeKind, lock), "once the transaction has ended")
+			assert.Equal(t, before, inode(t, lock), "the lock file keeps its inode")
+		})
+	}
+}
+
+// TestOutsideLockHolderMakesTransactionFailOrWait: a lock held outside
+// makes a transaction's non-blocking attempt fail and its blocking one
+// wait until it is released; F_GETLK inside names the holder's pid.
+func TestOutsideLockHolderMakesTransactionFailOrWait(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	requireTools(t, "python3")
+	for _, kind := range []string{"flock", "lockf"} {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			lock, released, waiting := filepath.Join(dir, "lock"), filepath.Join(dir, "released"), filepath.Join(dir, "waiting")
+			require.NoError(t, os.WriteFile(lock, nil, 0o644))
+			mkfifo(t, waiting)
+			holder := startOutsider(t, "open", "r+", lock, kind, "line")
+			require.Equal(t, "ready", holder.next(t))
+			steps := []string{"open", "r+", lock, "try-" + kind}
+			if kind == "lockf" {
+				steps = append(steps, "getlk")
+			}
+			steps = append(steps, "say", waiting, "x", kind, "cat", released)
+			tx := startTx(t, t.TempDir(), lockSteps(steps...)...)
+			readFIFO(t, waiting)
+			require.NoError(t, os.WriteFile(released, []byte("released\n"), 0o644))
+			holder.proceed(t)
+			holder.wait(t)
+			r := tx.wait()
+			require.Equal(t, 0, r.code, r.stderr)
+			want := "busy\n"
+			if kind == "lockf" {
+				want += "held by " + strconv.Itoa(holder.cmd.Process.Pid) + "\n"
+			}
+			assert.Equal(t, want+"released\n", r.stdout, "the blocking lock was granted after the holder let go")
+		})
+	}
+}
+
+// TestBlockedLockIsInterruptedBySignal: a signal interrupts a
+// transaction's process waiting for a lock held outside, as on Linux:
+// flock -w gives up when its timer fires (EINTR), and a handler that
+// returns lets the call start again (Python retries it), which is then
+// granted once the holder lets go.
+func TestBlockedLockIsInterruptedBySignal(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	requireTools(t, "python3", "flock")
+	dir := t.TempDir()
+	lock := filepath.Join(dir, "lock")
+	require.NoError(t, os.WriteFile(lock, nil, 0o644))
+	holder := startOutsider(t, "open", "r+", lock, "flock", "line")
+	require.Equal(t, "ready", holder.next(t))
+
+	native := rwRun(t, nil, "flock", "-w", "1", lock, "true")
+	r := rwTx(t, t.TempDir(), nil, "--", "flock", "-w", "1", lock, "true")
+	assert.Equal(t, native.code, r.code, "flock -w 1 while held outside: %s", r.stderr)
+	assert.Equal(t, 1, r.code)
+
+	pidFIFO := filepath.Join(dir, "pid")
+	mkfifo(t, pidFIFO)
+	tx := startTx(t, t.TempDir(), "sh", "-c", `python3 -c "$0" sigusr1 open r "$1" flock > "$2"`, lockScript, lock, pidFIFO)
+	f, err := os.Open(pidFIFO)
+	require.NoError(t, err)
+	defer f.Close()
+	out := bufio.NewReader(f)
+	pid, err := out.ReadString('\n')
+	require.NoError(t, err)
+	n, err := strconv.Atoi(strings.TrimSpace(pid))
+	require.NoError(t, err)
+	require.NoError(t, syscall.Kill(n, syscall.SIGUSR1))
+	holder.proceed(t)
+	holder.wait(t)
+	rest, err := io.ReadAll(out)
+	require.NoError(t, err)
+	r = tx.wait()
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "signals 1\n", string(rest), "the handler ran once and the lock was then granted")
+}
+
+// TestTwoTransactionsSerializeOnALock: two transactions that lock the same
+// file run their critical sections one after the other, and the second
+// sees what the first wrote under the lock: it waits until the first has
+// been written through (strict two-phase locking).
+func TestTwoTransactionsSerializeOnALock(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	requireTools(t, "flock")
+	dir := t.TempDir()
+	lock, held, waiting, written := filepath.Join(dir, "lock"), filepath.Join(dir, "held"), filepath.Join(dir, "waiting"), filepath.Join(dir, "written")
+	require.NoError(t, os.WriteFile(lock, nil, 0o644))
+	for _, p := range []string{held, waiting} {
+		mkfifo(t, p)
+	}
+	first := startTx(t, t.TempDir(), "flock", lock, "sh", "-c", `echo x > "$0"; read x; echo "by the first" > "$1"`, held, written)
+	readFIFO(t, held)
+	second := startTx(t, t.TempDir(), "sh", "-c",
+		`flock -n "$0" true; echo "try $?"; echo x > "$1"; flock "$0" cat "$2"`, lock, waiting, written)
+	readFIFO(t, waiting)
+	first.proceed(t)
+	r := first.wait()
+	require.Equal(t, 0, r.code, r.stderr)
+	r = second.wait()
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Equal(t, "try 1\nby the first\n", r.stdout)
+}
+
+// TestFcntlTrapsOnlyLockCommands: the filter sends fcntl to the
+// supervisor only for its lock commands.
+func TestFcntlTrapsOnlyLockCommands(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	requireTools(t, "python3")
+	dir := t.TempDir()
+	f := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(f, nil, 0o644))
+	trace := filepath.Join(dir, "trace")
+	r := rwTx(t, t.TempDir(), nil, "--trace="+trace, "--", "python3", "-c", `
+import fcntl, sys
+f = open(sys.argv[1], "r+")
+fcntl.fcntl(f, fcntl.F_GETFL)
+fcntl.fcntl(f, fcntl.F_SETFD, fcntl.FD_CLOEXEC)
+fcntl.lockf(f, fcntl.LOCK_EX)
+`, f)
+	require.Equal(t, 0, r.code, r.stderr)
+	b, err := os.ReadFile(trace)
+	require.NoError(t, err)
+	var cmds []string
+	for _, m := range regexp.MustCompile(`fcntl\([^,]*, ([^,]*),`).FindAllStringSubmatch(string(b), -1) {
+		cmds = append(cmds, m[1])
+	}
+	assert.Equal(t, []string{"F_SETLKW"}, cmds, "only lockf's F_SETLKW was intercepted")
+}
