@@ -405,3 +405,98 @@ fcntl.lockf(f, fcntl.LOCK_EX)
 	}
 	assert.Equal(t, []string{"F_SETLKW"}, cmds, "only lockf's F_SETLKW was intercepted")
 }
+
+// dpkgLockFiles are the lock files of dpkg and apt.
+var dpkgLockFiles = []string{"/var/lib/dpkg/lock-frontend", "/var/lib/dpkg/lock", "/var/cache/apt/archives/lock"}
+
+// withoutTxexecLines drops txexec's own lines from a command's stderr.
+func withoutTxexecLines(s string) string {
+	var out []string
+	for l := range strings.Lines(s) {
+		if !strings.HasPrefix(l, "txexec:") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "")
+}
+
+// TestDpkgAgainstOutsideLockHolder: while a process outside holds dpkg's
+// frontend or database lock (lockf, as dpkg and apt take them), dpkg -i
+// in a transaction fails as native dpkg does, with dpkg's own message and
+// the holder's pid, and installs nothing; once the holder lets go, it
+// installs.
+func TestDpkgAgainstOutsideLockHolder(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	requireTools(t, "python3", "dpkg")
+	const pkg = "txexec-test-locked"
+	deb := buildDeb(t, pkg, 2, "#!/bin/sh\nexit 0\n")
+	purgeAtEnd(t, pkg)
+	state := t.TempDir()
+	for _, lockFile := range dpkgLockFiles[:2] {
+		t.Run(filepath.Base(lockFile), func(t *testing.T) {
+			holder := startOutsider(t, "open", "r+", lockFile, "lockf", "line")
+			require.Equal(t, "ready", holder.next(t))
+			native := rwRun(t, nil, "dpkg", "-i", deb)
+			require.NotEqual(t, 0, native.code, "native dpkg runs while the lock is held: %s", native.stderr)
+			assert.Contains(t, native.stderr, "locked by another process with pid "+strconv.Itoa(holder.cmd.Process.Pid))
+			r := rwTx(t, state, nil, "--", "dpkg", "-i", deb)
+			assert.Equal(t, native.code, r.code, r.stderr)
+			assert.Equal(t, native.stderr, withoutTxexecLines(r.stderr))
+			assert.False(t, dpkgInstalled(t, pkg))
+			holder.proceed(t)
+			holder.wait(t)
+		})
+	}
+	r := rwTx(t, state, nil, "--", "dpkg", "-i", deb)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.True(t, dpkgInstalled(t, pkg))
+}
+
+// TestDpkgCommitKeepsLockFiles: dpkg -i in a transaction opens its lock
+// files for writing but writes nothing to them: the commit changes their
+// times in place, as native dpkg's O_TRUNC does, and does not replace
+// them (same inodes), so a process that opened one before the commit and
+// locks it after still excludes every dpkg, native or in a transaction.
+func TestDpkgCommitKeepsLockFiles(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	requireTools(t, "python3", "dpkg")
+	const pkg = "txexec-test-lockfiles"
+	deb := buildDeb(t, pkg, 2, "#!/bin/sh\nexit 0\n")
+	purgeAtEnd(t, pkg)
+	before := map[string]uint64{}
+	for _, p := range dpkgLockFiles {
+		before[p] = inode(t, p)
+	}
+	holder := startOutsider(t, "open", "r+", "/var/lib/dpkg/lock", "line", "lockf", "line")
+	require.Equal(t, "ready", holder.next(t), "the lock file is open")
+
+	state := t.TempDir()
+	r := rwTx(t, state, nil, "--", "dpkg", "-i", deb)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.True(t, dpkgInstalled(t, pkg))
+	for _, p := range dpkgLockFiles {
+		assert.Equal(t, before[p], inode(t, p), "%s keeps its inode", p)
+	}
+	show := rwRun(t, []string{"TXEXEC_STATE_DIR=" + state}, txexecBin, "show", "1")
+	require.Equal(t, 0, show.code, show.stderr)
+	assert.Contains(t, show.stdout, "/var/lib/dpkg/status")
+	for _, p := range dpkgLockFiles {
+		// dpkg opens its locks with O_TRUNC, which moves their times, as
+		// natively: that much is a change, in place.
+		assert.NotRegexp(t, regexp.MustCompile(`(?m)^\s*(replace|write|create) `+regexp.QuoteMeta(p)+`\b`), show.stdout,
+			"show lists only real changes")
+	}
+
+	holder.proceed(t)
+	require.Equal(t, "ready", holder.next(t), "the lock is held through the descriptor opened before the commit")
+	native := rwRun(t, nil, "dpkg", "-r", pkg)
+	assert.Equal(t, 2, native.code, "native dpkg is excluded: %s", native.stderr)
+	r = rwTx(t, state, nil, "--", "dpkg", "-r", pkg)
+	assert.Equal(t, 2, r.code, "dpkg in a transaction is excluded: %s", r.stderr)
+	assert.True(t, dpkgInstalled(t, pkg))
+	holder.proceed(t)
+	holder.wait(t)
+	r = rwTx(t, state, nil, "--", "dpkg", "-r", pkg)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.False(t, dpkgInstalled(t, pkg))
+}

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -420,38 +421,55 @@ func TestCommitJournalDefersInodeFlags(t *testing.T) {
 
 // TestUnchangedCopyIsNotWrittenThrough: a host file opened for writing and
 // left as it was (a lock file) is not replaced at commit — the journal has
-// no op for it and the host file keeps its inode — while any real change,
-// or one the staged copy's ctime cannot tell from none, is written through.
+// no op for it and the host file keeps its inode; one whose bytes are the
+// same but whose times or mode moved (an O_TRUNC of an empty file) gets
+// them in place and keeps its inode too; any change of its bytes replaces
+// it.
 func TestUnchangedCopyIsNotWrittenThrough(t *testing.T) {
 	tests := []struct {
-		name     string
-		do       func(w *view)
-		replaced []string // paths the journal still writes
+		name string
+		do   func(w *view)
+		ops  []string // the journal's ops, "kind path"
+		// replaced are the files that get a new inode.
+		replaced []string
 	}{
-		{"opened for writing, nothing written", func(w *view) { w.write("f", unix.O_APPEND, "") }, nil},
+		{"opened for writing, nothing written", func(w *view) { w.write("f", unix.O_APPEND, "") }, nil, nil},
 		{"opened read-write twice", func(w *view) {
 			w.write("f", 0, "")
 			w.write("f", unix.O_APPEND, "")
-		}, nil},
-		{"hard-linked file opened for writing", func(w *view) { w.write("linked", unix.O_APPEND, "") }, nil},
-		{"written", func(w *view) { w.write("f", unix.O_APPEND, "more\n") }, []string{"/f"}},
+		}, nil, nil},
+		{"hard-linked file opened for writing", func(w *view) { w.write("linked", unix.O_APPEND, "") }, nil, nil},
+		{"written", func(w *view) { w.write("f", unix.O_APPEND, "more\n") }, []string{"rename /f"}, []string{"f"}},
+		{"rewritten with other bytes of the same size", func(w *view) { w.write("f", 0, "HOST") }, []string{"rename /f"}, []string{"f"}},
 		{"truncated and rewritten with the same bytes", func(w *view) {
 			w.write("f", unix.O_TRUNC, "host file\n")
-		}, []string{"/f"}},
+		}, []string{"setattr /f"}, nil},
+		{"an empty file truncated", func(w *view) {
+			w.write("empty", unix.O_TRUNC, "")
+		}, []string{"setattr /empty"}, nil},
+		{"opened for writing, then made executable", func(w *view) {
+			w.write("f", unix.O_APPEND, "")
+			w.ok(w.v.Chmod(w.c, w.c.Cwd, "f", 0o755, 0))
+		}, []string{"setattr /f"}, nil},
 		{"opened for writing, then chmod to its own mode", func(w *view) {
 			w.write("f", unix.O_APPEND, "")
 			w.ok(w.v.Chmod(w.c, w.c.Cwd, "f", 0o644, 0))
-		}, []string{"/f"}},
+		}, nil, nil},
 		{"opened for writing, then renamed", func(w *view) {
 			w.write("f", unix.O_APPEND, "")
 			w.ok(w.v.Rename(w.c, w.c.Cwd, "f", w.c.Cwd, "f2", 0))
-		}, []string{"/f", "/f2"}},
+		}, []string{"rename /f", "rename /f2"}, []string{"f"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := newView(t)
+			require.NoError(t, os.WriteFile(filepath.Join(w.dir, "empty"), nil, 0o644))
+			// Times of the past, so that any change moves them.
+			for _, p := range []string{"f", "linked", "empty"} {
+				require.NoError(t, os.Chtimes(filepath.Join(w.dir, p), time.Unix(1e9, 0), time.Unix(1e9, 0)))
+			}
 			inodes := map[string]uint64{}
-			for _, p := range []string{"f", "linked"} {
+			for _, p := range []string{"f", "linked", "empty"} {
 				var st unix.Stat_t
 				require.NoError(t, unix.Stat(filepath.Join(w.dir, p), &st))
 				inodes[p] = st.Ino
@@ -459,23 +477,25 @@ func TestUnchangedCopyIsNotWrittenThrough(t *testing.T) {
 			tt.do(w)
 			seen := w.manifest()
 			ops := w.v.Journal()
-			var written []string
+			var got []string
 			for _, op := range ops {
-				written = append(written, strings.TrimPrefix(op.Path, w.dir))
+				got = append(got, string(op.Kind)+" "+strings.TrimPrefix(op.Path, w.dir))
 			}
-			sort.Strings(written)
-			written = slices.Compact(written)
-			assert.Equal(t, tt.replaced, written, "paths the journal writes")
+			sort.Strings(got)
+			assert.Equal(t, tt.ops, got, "the journal")
 			require.NoError(t, txn.Apply(ops, txn.ApplyOptions{}))
 			w.removeStaging()
 			assert.Equal(t, seen, hostManifest(t, w.dir))
 			for p, ino := range inodes {
-				if slices.Contains(tt.replaced, "/"+p) {
-					continue
-				}
 				var st unix.Stat_t
-				require.NoError(t, unix.Stat(filepath.Join(w.dir, p), &st))
-				assert.Equal(t, ino, st.Ino, "%s keeps its inode", p)
+				if unix.Stat(filepath.Join(w.dir, p), &st) != nil {
+					continue // renamed away
+				}
+				if slices.Contains(tt.replaced, p) {
+					assert.NotEqual(t, ino, st.Ino, "%s is replaced", p)
+				} else {
+					assert.Equal(t, ino, st.Ino, "%s keeps its inode", p)
+				}
 			}
 		})
 	}

@@ -103,6 +103,10 @@ func TestWriteSetGranules(t *testing.T) {
 		{"chmod, then open for writing", func(e *env) {
 			e.must(e.v.Chmod(e.c, e.c.Cwd, "f", 0o600, 0), "chmod")
 			e.appendTo("f", "")
+		}, []store.Granule{g(GranuleMeta, "f")}}, // nothing written: its bytes are the host's
+		{"chmod, then write", func(e *env) {
+			e.must(e.v.Chmod(e.c, e.c.Cwd, "f", 0o600, 0), "chmod")
+			e.appendTo("f", "x")
 		}, []store.Granule{g(GranuleData, "f"), g(GranuleMeta, "f")}},
 		{"chmod of a hard-linked file", func(e *env) { e.must(e.v.Chmod(e.c, e.c.Cwd, "linked", 0o600, 0), "chmod") },
 			[]store.Granule{g(GranuleMeta, "linked")}},
@@ -143,27 +147,37 @@ func TestWriteSetGranules(t *testing.T) {
 }
 
 // TestWriteSetEndState: a data or meta granule says what the object will
-// be once written through: the staged copy that replaces a file, with its
-// times; a directory changed in place, with the mtime the transaction set.
+// be once written through: the staged copy that replaces a file whose
+// contents changed, with its times; a file whose attributes alone changed,
+// or a directory, changed in place, with the mtime the transaction set.
 func TestWriteSetEndState(t *testing.T) {
 	e := newEnv(t, hostTree)
-	f, d := filepath.Join(e.dir, "f"), filepath.Join(e.dir, "d")
-	var host, dirSt unix.Stat_t
+	f, g, d := filepath.Join(e.dir, "f"), filepath.Join(e.dir, "g"), filepath.Join(e.dir, "d")
+	var host, hostG, dirSt unix.Stat_t
 	require.NoError(t, unix.Lstat(f, &host))
+	require.NoError(t, unix.Lstat(g, &hostG))
 	require.NoError(t, unix.Lstat(d, &dirSt))
 	e.must(e.v.Chmod(e.c, e.c.Cwd, "f", 0o600, 0), "chmod")
 	e.must(e.v.Utimens(e.c, e.c.Cwd, "d", &[2]unix.Timespec{{Sec: 5}, {Sec: 7}}, 0), "utimes")
+	fd, err := e.v.Open(e.c, e.c.Cwd, "g", OpenHow{Flags: unix.O_WRONLY | unix.O_APPEND})
+	e.must(err, "open")
+	_, err = unix.Write(fd, []byte("more"))
+	unix.Close(fd)
+	e.must(err, "write")
+	e.must(e.v.Utimens(e.c, e.c.Cwd, "g", &[2]unix.Timespec{{Sec: 5}, {Sec: 9}}, 0), "utimes")
 	var staged uint64
 	for _, op := range e.v.Journal() {
-		if op.Kind == store.OpRename && op.Path == f {
+		if op.Kind == store.OpRename && op.Path == g {
 			staged = op.Ino
 		}
 	}
 	require.NotZero(t, staged)
-	require.NotEqual(t, host.Ino, staged)
+	require.NotEqual(t, hostG.Ino, staged)
 	assert.Equal(t, []store.Granule{
 		{Kind: GranuleMeta, Path: d, Ino: dirSt.Ino, Mtime: store.Timespec{Sec: 7}},
-		{Kind: GranuleMeta, Path: f, Ino: staged, Mtime: store.Timespec{Sec: host.Mtim.Sec, Nsec: host.Mtim.Nsec}},
+		{Kind: GranuleMeta, Path: f, Ino: host.Ino}, // its mtime stays the host's
+		{Kind: GranuleData, Path: g, Ino: staged, Mtime: store.Timespec{Sec: 9}},
+		{Kind: GranuleMeta, Path: g, Ino: staged, Mtime: store.Timespec{Sec: 9}},
 	}, e.v.WriteSet())
 }
 

@@ -74,6 +74,7 @@ type Node struct {
 	// right after its copy-up, so that the commit can tell a copy nothing
 	// changed (unchangedCopiesLocked).
 	copyMark *copyMark
+	sameData *sameData
 
 	// parent and name are a directory's place in the view (directories
 	// have exactly one name).

@@ -110,8 +110,9 @@ func clearStagedFlags(at int, name string) (uint32, error) {
 	return f & deferredFlags, nil
 }
 
-// fullJournalLocked is the journal, without the copy-ups of files nothing
-// changed (unchangedCopiesLocked), plus the attributes that I/O gave host
+// fullJournalLocked is the journal, with the copy-ups of files whose
+// contents did not change left out or made attribute changes in place
+// (sameDataCopiesLocked), plus the attributes that I/O gave host
 // originals that keep their identity at commit: for hard-linked files,
 // their staged copies' times and the set-ID bits a write by an
 // unprivileged process clears; for FIFOs, the time they were last opened
@@ -182,10 +183,20 @@ func (v *Tx) fullJournalLocked() []store.RedoOp {
 	}
 	sort.Slice(times, func(i, j int) bool { return times[i].Path < times[j].Path })
 	out = append(out, times...)
-	if drop := v.unchangedCopiesLocked(out); drop != nil {
-		out = slices.DeleteFunc(out, func(op store.RedoOp) bool {
-			return (op.Kind == store.OpRename || op.Kind == store.OpCopyData) && drop[op.Src]
-		})
+	if same := v.sameDataCopiesLocked(out); same != nil {
+		kept := out[:0]
+		for _, op := range out {
+			if op.Kind == store.OpRename || op.Kind == store.OpCopyData {
+				if instead, ok := same[op.Src]; ok {
+					if instead.Kind == store.OpSetattr {
+						kept = append(kept, instead)
+					}
+					continue
+				}
+			}
+			kept = append(kept, op)
+		}
+		out = kept
 	}
 	return out
 }

@@ -36,28 +36,31 @@ func (v *Tx) markCopyLocked(n *Node) {
 	n.copyMark = &m
 }
 
-// unchangedCopiesLocked returns the staged paths (op.Src) of the journal's
-// copy-ups of regular files that nothing changed after all: opened for
-// writing and never written (a lock file, the common case), their staged
-// copy has the size, attributes and ctime it had right after the copy-up,
-// and the same bytes and extended attributes as the host original. Their
-// write-through would only replace the original by an identical file with
-// a new inode, which a process outside holding a lock on the original
-// would no longer share with anyone opening it afterwards.
+// sameDataCopiesLocked decides, for each copy-up of a regular file in
+// journal, whether the commit needs to replace the host original by its
+// staged copy at all. It returns, by staged path (op.Src), the op that
+// stands instead of the copy-up: none (a zero op) for a copy nothing
+// changed, or an in-place attribute change for a copy whose bytes and
+// extended attributes are still the original's while its mode, owner or
+// times are not. Replacing such a file would give it a new inode for no
+// change of its contents: a lock file opened for writing (dpkg opens its
+// own with O_TRUNC, which moves its times), which a process outside may
+// hold open and lock, and which must stay the one object everyone locks.
 //
-// Every write, truncate, attribute or link change moves a staged copy's
-// ctime, so a moved ctime (or any other attribute) means a change and is
-// decided without reading anything. The ctime alone cannot prove the
-// opposite: a change within the timestamp tick of the copy-up may leave it
-// as it was on file systems without fine-grained timestamps, so a copy
-// whose ctime did not move is compared with the original, byte for byte
-// (for lock files: nothing to read). A copy-up whose staged object later
-// ops expect by inode (renamed, linked, removed afterwards) is kept: those
-// ops need it in place.
+// A copy whose size, attributes and ctime are those of right after its
+// copy-up (copyMark) is unchanged as long as its bytes are the
+// original's; the ctime alone cannot prove it, since a write within the
+// timestamp tick of the copy-up may leave it as it was on file systems
+// without fine-grained timestamps. Any other copy of the original's size
+// is compared byte for byte; one of another size is a change of its data
+// and is decided without reading. A copy-up whose staged object later ops
+// expect by inode (renamed, linked, removed afterwards) is kept: those ops
+// need it in place. So is a hard-linked file's (OpCopyData), whose
+// attributes fullJournalLocked already journals in place.
 //
 // Preconditions: v.mu held.
-func (v *Tx) unchangedCopiesLocked(journal []store.RedoOp) map[string]bool {
-	var drop map[string]bool
+func (v *Tx) sameDataCopiesLocked(journal []store.RedoOp) map[string]store.RedoOp {
+	var out map[string]store.RedoOp
 	for i, op := range journal {
 		if op.Kind != store.OpRename && op.Kind != store.OpCopyData {
 			continue
@@ -67,15 +70,38 @@ func (v *Tx) unchangedCopiesLocked(journal []store.RedoOp) map[string]bool {
 			(op.Kind == store.OpRename && (n.hostPath != op.Path || inoUsedElsewhere(journal, i))) {
 			continue
 		}
-		if !v.sameAsOriginalLocked(n) {
+		st, hst, same := v.sameDataLocked(n)
+		if !same {
 			continue
 		}
-		if drop == nil {
-			drop = map[string]bool{}
+		if out == nil {
+			out = map[string]store.RedoOp{}
 		}
-		drop[op.Src] = true
+		if op.Kind == store.OpCopyData || markOf(&st) == *n.copyMark {
+			out[op.Src] = store.RedoOp{}
+			continue
+		}
+		set := store.RedoOp{Kind: store.OpSetattr, Path: op.Path, Ino: n.host.Ino,
+			Mode: st.Mode & 0o7777, UID: st.Uid, GID: st.Gid,
+			Atime: store.Timespec{Sec: st.Atim.Sec, Nsec: st.Atim.Nsec}, Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}}
+		if st.Mode != hst.Mode {
+			set.Attrs |= store.AttrMode
+		}
+		if st.Uid != hst.Uid {
+			set.Attrs |= store.AttrUID
+		}
+		if st.Gid != hst.Gid {
+			set.Attrs |= store.AttrGID
+		}
+		if st.Atim != hst.Atim || st.Mtim != hst.Mtim {
+			set.Attrs |= store.AttrAtime | store.AttrMtime
+		}
+		if set.Attrs == 0 {
+			set = store.RedoOp{}
+		}
+		out[op.Src] = set
 	}
-	return drop
+	return out
 }
 
 // inoUsedElsewhere reports whether an op of journal other than the
@@ -89,32 +115,42 @@ func inoUsedElsewhere(journal []store.RedoOp, copyUp int) bool {
 	return false
 }
 
-// sameAsOriginalLocked reports whether n's staged copy is still what its
-// copy-up made: see unchangedCopiesLocked.
-func (v *Tx) sameAsOriginalLocked(n *Node) bool {
-	var st unix.Stat_t
-	if unix.Fstatat(n.area.fd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || markOf(&st) != *n.copyMark {
-		return false
-	}
-	if n.hostParent == nil || n.hostParent.hostFd < 0 {
-		return false
+// sameDataLocked reports whether n's staged copy holds the host
+// original's bytes and extended attributes, with the attributes of both
+// (see sameDataCopiesLocked). The answer is kept for as long as the
+// staged copy's ctime does not move: the commit asks more than once.
+func (v *Tx) sameDataLocked(n *Node) (st, hst unix.Stat_t, same bool) {
+	if unix.Fstatat(n.area.fd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+		int64(st.Nlink) != n.copyMark.nlink || n.hostParent == nil || n.hostParent.hostFd < 0 {
+		return st, hst, false
 	}
 	orig, err := openHostOriginal(n.hostParent.hostFd, n.hostName,
 		unix.O_RDONLY|unix.O_NOATIME|unix.O_NOFOLLOW|unix.O_NOCTTY|unix.O_NONBLOCK|unix.O_CLOEXEC)
 	if err != nil {
-		return false
+		return st, hst, false
 	}
 	defer unix.Close(orig)
-	var hst unix.Stat_t
 	if unix.Fstat(orig, &hst) != nil || !n.isHostObject(&hst) || hst.Size != st.Size {
-		return false
+		return st, hst, false
+	}
+	if c := n.sameData; c != nil && c.ctime == st.Ctim && c.hostCtime == hst.Ctim {
+		return st, hst, c.same
 	}
 	copy, err := unix.Openat(n.area.fd, n.staged, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return false
+		return st, hst, false
 	}
 	defer unix.Close(copy)
-	return sameXattrs(orig, copy) && sameBytes(orig, copy)
+	same = sameXattrs(orig, copy) && sameBytes(orig, copy)
+	n.sameData = &sameData{ctime: st.Ctim, hostCtime: hst.Ctim, same: same}
+	return st, hst, same
+}
+
+// sameData is sameDataLocked's answer for the staged copy and original
+// with these ctimes.
+type sameData struct {
+	ctime, hostCtime unix.Timespec
+	same             bool
 }
 
 // sameBytes reports whether descriptors a and b hold the same bytes.
