@@ -500,3 +500,55 @@ func TestDpkgCommitKeepsLockFiles(t *testing.T) {
 	require.Equal(t, 0, r.code, r.stderr)
 	assert.False(t, dpkgInstalled(t, pkg))
 }
+
+// TestAptWaitsForOutsideLockHolder: apt-get in a transaction, told to wait
+// for dpkg's locks, waits while a process outside holds the frontend
+// lock, naming it as natively ("It is held by process PID"), and runs
+// dpkg only once the holder has let go; the lock files keep their inodes.
+func TestAptWaitsForOutsideLockHolder(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	requireTools(t, "python3", "apt-get", "dpkg")
+	const pkg = "txexec-test-apt-locked"
+	deb := buildDeb(t, pkg, 2, "#!/bin/sh\nexit 0\n")
+	purgeAtEnd(t, pkg)
+	before := map[string]uint64{}
+	for _, p := range dpkgLockFiles {
+		before[p] = inode(t, p)
+	}
+	released := filepath.Join(t.TempDir(), "released")
+	holder := startOutsider(t, "open", "r+", "/var/lib/dpkg/lock-frontend", "lockf", "line")
+	require.Equal(t, "ready", holder.next(t))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	// The hook runs under apt's locks, just before dpkg.
+	cmd := exec.CommandContext(ctx, txexecBin, "--", "apt-get", "install", "-y", "-q",
+		"-o", "DPkg::Lock::Timeout=300", "-o", "DPkg::Pre-Invoke::=test -e "+released, deb)
+	cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+t.TempDir(), "DEBIAN_FRONTEND=noninteractive")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, cmd.Start())
+	lines := bufio.NewReader(out)
+	var seen strings.Builder
+	for {
+		l, err := lines.ReadString('\n')
+		seen.WriteString(l)
+		require.NoError(t, err, "apt ended without waiting for the lock: %s%s", seen.String(), stderr.String())
+		if strings.Contains(l, "Waiting for cache lock") {
+			assert.Contains(t, l, "Could not get lock /var/lib/dpkg/lock-frontend. It is held by process "+strconv.Itoa(holder.cmd.Process.Pid))
+			break
+		}
+	}
+	require.NoError(t, os.WriteFile(released, nil, 0o644))
+	holder.proceed(t)
+	holder.wait(t)
+	rest, _ := io.ReadAll(lines)
+	require.NoError(t, cmd.Wait(), "apt-get: %s%s%s", seen.String(), rest, stderr.String())
+	assert.True(t, dpkgInstalled(t, pkg))
+	for _, p := range dpkgLockFiles {
+		assert.Equal(t, before[p], inode(t, p), "%s keeps its inode", p)
+	}
+}
