@@ -455,6 +455,18 @@ func TestUnchangedCopyIsNotWrittenThrough(t *testing.T) {
 			w.write("f", unix.O_APPEND, "")
 			w.ok(w.v.Chmod(w.c, w.c.Cwd, "f", 0o644, 0))
 		}, nil, nil},
+		{"opened for writing, then chattr +d", func(w *view) {
+			w.write("f", unix.O_APPEND, "")
+			fd, err := w.v.Open(w.c, w.c.Cwd, "f", vfs.OpenHow{Flags: unix.O_RDONLY})
+			w.ok(err)
+			flags, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+			w.ok(err)
+			h, err := w.v.HandleOf(w.c, fd)
+			w.ok(err)
+			defer h.Release()
+			const nodump = 0x40 // FS_NODUMP_FL, which only the staged copy carries
+			w.ok(w.v.ChangeInodeAttrs(w.c, h, vfs.InodeAttrChange{Kind: vfs.AttrFlags, Value: flags | nodump}))
+		}, []string{"rename /f"}, []string{"f"}},
 		{"opened for writing, then renamed", func(w *view) {
 			w.write("f", unix.O_APPEND, "")
 			w.ok(w.v.Rename(w.c, w.c.Cwd, "f", w.c.Cwd, "f2", 0))

@@ -165,6 +165,9 @@ func (v *Tx) ChangeInodeAttrs(c *Caller, at *Handle, ch InodeAttrChange) error {
 			if prot && !c.Cred.HasCap(unix.CAP_LINUX_IMMUTABLE) {
 				return unix.EPERM
 			}
+			// Carried by the staged copy alone: the commit must put it in
+			// place even if its bytes are the original's.
+			n.inodeAttrsChanged = true
 			err = ch.apply(fd)
 			n.attrSet = false
 			if err == nil {

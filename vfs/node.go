@@ -75,6 +75,9 @@ type Node struct {
 	// changed (unchangedCopiesLocked).
 	copyMark *copyMark
 	sameData *sameData
+	// inodeAttrsChanged: an attribute ioctl (chattr's flags, fsxattr,
+	// generation) changed the staged copy, which alone carries it.
+	inodeAttrsChanged bool
 
 	// parent and name are a directory's place in the view (directories
 	// have exactly one name).

@@ -55,8 +55,11 @@ func (v *Tx) markCopyLocked(n *Node) {
 // is compared byte for byte; one of another size is a change of its data
 // and is decided without reading. A copy-up whose staged object later ops
 // expect by inode (renamed, linked, removed afterwards) is kept: those ops
-// need it in place. So is a hard-linked file's (OpCopyData), whose
-// attributes fullJournalLocked already journals in place.
+// need it in place; so is one whose inode attributes (chattr's flags,
+// fsxattr, generation) the transaction changed, which only the staged copy
+// carries. A hard-linked file's copy (OpCopyData) of the original's bytes
+// is dropped whatever its attributes: fullJournalLocked journals those in
+// place.
 //
 // Preconditions: v.mu held.
 func (v *Tx) sameDataCopiesLocked(journal []store.RedoOp) map[string]store.RedoOp {
@@ -66,7 +69,7 @@ func (v *Tx) sameDataCopiesLocked(journal []store.RedoOp) map[string]store.RedoO
 			continue
 		}
 		n := v.copies[op.Src]
-		if n == nil || n.copyMark == nil || n.staged == "" || n.area == nil || n.area.pathOf(n.staged) != op.Src ||
+		if n == nil || n.copyMark == nil || n.inodeAttrsChanged || n.staged == "" || n.area == nil || n.area.pathOf(n.staged) != op.Src ||
 			(op.Kind == store.OpRename && (n.hostPath != op.Path || inoUsedElsewhere(journal, i))) {
 			continue
 		}
