@@ -15,14 +15,8 @@ import (
 // making 2000 new files durable.
 const commitDir = "/var/tmp"
 
-// commitFiles and commitFileSize are BenchmarkCommit2000's workload.
-const (
-	commitFiles    = 2000
-	commitFileSize = 1024
-)
-
 // commitSource is the program every BenchmarkCommit2000 variant runs: one
-// process that creates commitFiles files of commitFileSize zero bytes in
+// process that creates 2000 files of 1024 zero bytes in
 // its directory argument and then calls sync(2), so that only the
 // supervision differs between the variants.
 const commitSource = `#include <fcntl.h>

@@ -99,12 +99,12 @@ func TestDpkgRealPackage(t *testing.T) {
 	dir := t.TempDir()
 	cmd := exec.Command("apt-get", "download", "hello")
 	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
+	if _, err := cmd.CombinedOutput(); err != nil {
 		// Fetch the package index once, then retry.
 		exec.Command("apt-get", "update", "-qq").Run()
 		cmd = exec.Command("apt-get", "download", "hello")
 		cmd.Dir = dir
-		out, err = cmd.CombinedOutput()
+		out, err := cmd.CombinedOutput()
 		require.NoError(t, err, "apt-get download hello: %s", out)
 	}
 	debs, _ := filepath.Glob(filepath.Join(dir, "hello_*.deb"))

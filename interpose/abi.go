@@ -43,9 +43,6 @@ type seccompNotifAddfd struct {
 	NewfdFlags uint32
 }
 
-// ioctlSize extracts the argument size encoded in an _IOC number.
-func ioctlSize(req uint) uintptr { return uintptr(req>>16) & 0x3fff }
-
 // Compile-time size checks: each constant underflows (a compile error) if the
 // Go struct and the ioctl's encoded size disagree in either direction.
 const (
@@ -56,9 +53,6 @@ const (
 	_ = uint16(unsafe.Sizeof(seccompNotifAddfd{}) - uintptr(unix.SECCOMP_IOCTL_NOTIF_ADDFD>>16&0x3fff))
 	_ = uint16(uintptr(unix.SECCOMP_IOCTL_NOTIF_ADDFD>>16&0x3fff) - unsafe.Sizeof(seccompNotifAddfd{}))
 )
-
-// auditArchX8664 is AUDIT_ARCH_X86_64; the filter refuses every other ABI.
-const auditArchX8664 = 0xc000003e
 
 func notifRecv(fd int, n *seccompNotif) error {
 	*n = seccompNotif{}

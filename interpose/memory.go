@@ -169,5 +169,3 @@ func ReadValue[T any](m Memory, addr uintptr, v *T) error {
 	b := unsafe.Slice((*byte)(unsafe.Pointer(v)), unsafe.Sizeof(*v))
 	return m.Read(addr, b)
 }
-
-var errNoMemory = errors.New("tracee memory unavailable")

@@ -155,15 +155,6 @@ func (k *Kernel) pathCall(c *interpose.Call, dirfd int32, pathAddr uintptr, fn f
 	return k.resolvedCall(c, dirfd, path, fn)
 }
 
-// nullablePathCall is pathCall for calls where a NULL path means "dirfd
-// itself" (utimensat).
-func (k *Kernel) nullablePathCall(c *interpose.Call, dirfd int32, pathAddr uintptr, fn func(cl *vfs.Caller, at *vfs.Handle, path string) (int64, error)) interpose.Reply {
-	if pathAddr == 0 {
-		return k.resolvedCall(c, dirfd, "", fn)
-	}
-	return k.pathCall(c, dirfd, pathAddr, fn)
-}
-
 func (k *Kernel) resolvedCall(c *interpose.Call, dirfd int32, path string, fn func(cl *vfs.Caller, at *vfs.Handle, path string) (int64, error)) interpose.Reply {
 	cl, at, leave, err := k.enter(c, dirfd, path)
 	if err != nil {

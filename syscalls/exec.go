@@ -204,7 +204,7 @@ func (k *Kernel) planExecFile(cl *vfs.Caller, at *vfs.Handle, path string, flags
 func parseShebang(b []byte) (interp, arg string, err error) {
 	line, _, complete := bytes.Cut(b, []byte("\n"))
 	line = bytes.TrimLeft(line, " \t")
-	if !complete && bytes.IndexAny(line, " \t") < 0 {
+	if !complete && !bytes.ContainsAny(line, " \t") {
 		// The interpreter name would be truncated.
 		return "", "", unix.ENOEXEC
 	}

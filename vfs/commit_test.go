@@ -69,8 +69,6 @@ func mountTree(t *testing.T, dir string, m treeMount) {
 	t.Cleanup(func() { assert.NoError(t, unix.Unmount(dir, unix.MNT_DETACH), "unmount %s", dir) })
 }
 
-func newView(t *testing.T) *view { return newViewOn(t, sameMount) }
-
 // newViewOn makes a view over a test tree at the root of a mount of kind
 // m. Staging areas on other mounts are made as the store makes them
 // (store.AddStagingArea), and recorded in w.areas.

@@ -290,10 +290,6 @@ func (v *Tx) rootOf(c *Caller) *Node {
 	return v.root
 }
 
-// startOf is the node relative paths start from, or nil when at is a
-// passthrough handle (a descriptor the view does not know).
-func startOf(at *Handle) *Node { return at.node }
-
 // readlinkLocked reads a symlink node's target.
 func (v *Tx) readlinkLocked(n *Node) (string, error) {
 	buf := make([]byte, unix.PathMax)
