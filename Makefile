@@ -1,6 +1,7 @@
 # txexec — build, test, demo, benchmarks.
 #   make build   bin/txexec
-#   make test    unit + e2e tests (installs what it needs first)
+#   make test    vet, staticcheck, unit + e2e tests, the unit tests again with -race,
+#                conformance (installs what it needs first)
 #   make demo    builds txexec and shows a failed install rolled back, a good one committed
 #   make bench   benchmarks; writes docs/performance.md and docs/perf-*.svg
 #   make soak    long crash-injection and concurrency runs
@@ -10,12 +11,17 @@ GOFLAGS   ?=
 export GOFLAGS
 BIN       := bin/txexec
 PKGS      := ./...
+# The packages of unit tests: all but the end-to-end tests and benchmarks,
+# which run the built binary (the race detector would see nothing of it).
+UNIT_PKGS  = $(shell $(GO) list ./... | grep -v -e /e2e -e /bench)
+# Tools the checks use, installed by scripts/deps.sh.
+TOOLS     := bin/tools
 # The version txexec --version prints: git describe of the checkout (a
 # source tree without git falls back on what the Go toolchain records).
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS   := $(if $(VERSION),-X main.version=$(VERSION))
 
-.PHONY: all build test unit e2e conformance demo bench soak deps vet fmt docs clean
+.PHONY: all build test unit e2e conformance demo bench soak deps vet lint race fmt docs clean
 
 all: build
 
@@ -40,8 +46,15 @@ docs: deps
 	$(GO) run ./cmd/gensyscalldocs -o docs/syscalls.md
 	$(GO) run ./cmd/gentxexecdocs
 
-test: build vet
+lint: deps
+	$(TOOLS)/staticcheck $(PKGS)
+
+race: deps
+	$(GO) test -count=1 -race -timeout 15m $(UNIT_PKGS)
+
+test: build vet lint
 	$(GO) test -count=1 -timeout 25m $(PKGS)
+	$(MAKE) --no-print-directory race
 	$(MAKE) --no-print-directory conformance
 
 conformance: build

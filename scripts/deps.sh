@@ -52,3 +52,10 @@ tools=$(pwd)/bin/tools
 if [ ! -x "$tools/checklocks" ]; then
   GOBIN=$tools GOFLAGS= go install gvisor.dev/gvisor/tools/checklocks/cmd/checklocks@v0.0.0-20260905035102-160fafc42237
 fi
+# staticcheck (make lint, make test), in bin/tools too so that CI and every
+# checkout get this version: 2026.2.2, which knows Go 1.26.
+staticcheck_version=v0.8.2
+if ! "$tools/staticcheck" -version 2>/dev/null | grep -q "(${staticcheck_version#v})"; then
+  echo "installing: staticcheck $staticcheck_version in $tools" >&2
+  GOBIN=$tools GOFLAGS= go install "honnef.co/go/tools/cmd/staticcheck@$staticcheck_version"
+fi
