@@ -21,7 +21,7 @@ TOOLS     := bin/tools
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 LDFLAGS   := $(if $(VERSION),-X main.version=$(VERSION))
 
-.PHONY: all build test unit e2e conformance demo bench soak deps vet lint race fmt docs clean
+.PHONY: all build test unit e2e conformance demo bench soak deps vet lint race fmt docs clean install install-files deb
 
 all: build
 
@@ -56,6 +56,20 @@ test: build vet lint
 	$(GO) test -count=1 -timeout 25m $(PKGS)
 	$(MAKE) --no-print-directory race
 	$(MAKE) --no-print-directory conformance
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, its man page and
+# its bash completion.
+PREFIX    ?= /usr/local
+install: build install-files
+
+install-files:
+	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/txexec
+	install -D -m 0644 docs/txexec.1 $(DESTDIR)$(PREFIX)/share/man/man1/txexec.1
+	install -D -m 0644 docs/txexec.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/txexec
+
+# make deb: bin/txexec_VERSION_ARCH.deb (scripts/deb.sh).
+deb: build
+	@./scripts/deb.sh $(BIN) bin
 
 conformance: build
 	./scripts/conformance.sh
