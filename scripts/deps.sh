@@ -23,6 +23,13 @@ if pyver=$(/usr/bin/python3 -c 'import sys; print("%d.%d" % sys.version_info[:2]
    ! /usr/bin/python3 -c 'import test.test_os' >/dev/null 2>&1; then
   need="$need libpython$pyver-testsuite"
 fi
+# Programs the conformance corpus (e2e/conformance/cases) runs: a missing
+# one fails natively and under txexec alike, so the case would pass
+# without testing anything.
+for tool in git:git cmake:cmake make:make patch:patch zip:zip unzip:unzip zstd:zstd \
+  xz:xz-utils bzip2:bzip2 sqlite3:sqlite3 file:file python3:python3 perl:perl; do
+  command -v "${tool%%:*}" >/dev/null 2>&1 || need="$need ${tool#*:}"
+done
 PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.xfs >/dev/null 2>&1 || need="$need xfsprogs"
 # The escape suite writes to a loop device it sets up.
 PATH="$PATH:/usr/sbin:/sbin" command -v losetup >/dev/null 2>&1 || need="$need mount"
