@@ -127,10 +127,6 @@ func observed(nr int, name string, h Handler, args ...ArgFmt) Entry {
 	return Entry{Nr: nr, Name: name, Support: Observed, Handler: h, Args: args}
 }
 
-func observedNote(nr int, name string, h Handler, note string, args ...ArgFmt) Entry {
-	return Entry{Nr: nr, Name: name, Support: Observed, Handler: h, Note: note, Args: args}
-}
-
 func refused(nr int, name string, errno unix.Errno, note string, args ...ArgFmt) Entry {
 	return Entry{Nr: nr, Name: name, Support: Refused, Errno: errno, Note: note, Args: args}
 }

@@ -472,7 +472,7 @@ func TestUnchangedCopyIsNotWrittenThrough(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := newView(t)
+			w := newViewOn(t, sameMount)
 			require.NoError(t, os.WriteFile(filepath.Join(w.dir, "empty"), nil, 0o644))
 			// Times of the past, so that any change moves them.
 			for _, p := range []string{"f", "linked", "empty"} {
