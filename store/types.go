@@ -122,6 +122,15 @@ const (
 	OpFsyncDir OpKind = "fsyncdir"
 )
 
+// OpKinds lists every OpKind: the packages that act on redo ops keep one
+// table entry per kind (txn's opKinds, cmd/txexec's describeOps), and
+// their tests check them against this list, which TestOpKindsListsEvery
+// checks against the constants above.
+var OpKinds = []OpKind{
+	OpRename, OpExchange, OpLink, OpUnlink, OpRmdir, OpSetattr,
+	OpCopyData, OpSetxattr, OpRemovexattr, OpAddFlags, OpFsyncDir,
+}
+
 // The inode flags OpAddFlags sets.
 const (
 	FlagImmutable = sysx.FlagImmutable

@@ -31,65 +31,6 @@ const (
 	FaultMidOp    = "txn.apply.mid-op"    // inside ops of several steps
 )
 
-// CheckOps reports the first malformed op in ops: an unknown kind, a path
-// that is not absolute and clean, a missing inode or source. The committer
-// checks the list before it enters the redo log, where a bad op would stop
-// recovery for good.
-func CheckOps(ops []store.RedoOp) error {
-	for i, op := range ops {
-		if err := checkOp(op); err != nil {
-			return fmt.Errorf("redo op %d (%s %s): %w", i, op.Kind, op.Path, err)
-		}
-	}
-	return nil
-}
-
-func checkOp(op store.RedoOp) error {
-	needSrc := false
-	switch op.Kind {
-	case store.OpRename, store.OpExchange, store.OpLink, store.OpCopyData:
-		needSrc = true
-	case store.OpUnlink, store.OpRmdir, store.OpSetattr, store.OpFsyncDir:
-	case store.OpAddFlags:
-		if op.Mode == 0 || op.Mode&^addableFlags != 0 {
-			return fmt.Errorf("inode flags %#x are not immutable or append-only", op.Mode)
-		}
-	case store.OpSetxattr, store.OpRemovexattr:
-		if op.XattrName == "" {
-			return errors.New("no extended attribute name")
-		}
-	default:
-		return errors.New("unknown kind")
-	}
-	paths := []string{op.Path}
-	if needSrc {
-		paths = append(paths, op.Src)
-	} else if op.Src != "" {
-		return errors.New("unexpected source")
-	}
-	for _, p := range paths {
-		if !filepath.IsAbs(p) || filepath.Clean(p) != p || p == "/" {
-			return fmt.Errorf("path %q is not absolute and clean", p)
-		}
-	}
-	if op.Ino == 0 && op.Kind != store.OpFsyncDir {
-		return errors.New("no expected inode")
-	}
-	if (op.Ino2 == 0) == (op.Kind == store.OpExchange) {
-		if op.Kind == store.OpExchange {
-			return errors.New("no expected inode at the path (Ino2)")
-		}
-		return errors.New("second inode on an op on one object")
-	}
-	if op.Attrs != 0 && op.Kind != store.OpSetattr {
-		return errors.New("attributes on an op that sets none")
-	}
-	if op.XattrName != "" && op.Kind != store.OpSetxattr && op.Kind != store.OpRemovexattr {
-		return errors.New("extended attribute on an op that sets none")
-	}
-	return nil
-}
-
 // Apply writes ops through to the host, in order; store.OpRename and its
 // siblings say what each kind does. It is idempotent: after it applied
 // any prefix of ops (and was killed, even inside an op), applying the
@@ -194,29 +135,10 @@ func (a *applier) syncLater(path string, ino uint64) {
 	a.toSync = append(a.toSync, syncTarget{path, ino})
 }
 
-// apply does op, or returns why it skipped it.
+// apply does op, or returns why it skipped it. CheckOps made sure its
+// kind is in opKinds.
 func (a *applier) apply(op store.RedoOp) (skipped string, err error) {
-	switch op.Kind {
-	case store.OpRename:
-		return a.rename(op)
-	case store.OpExchange:
-		return a.exchange(op)
-	case store.OpLink:
-		return a.link(op)
-	case store.OpUnlink, store.OpRmdir:
-		return a.remove(op)
-	case store.OpSetattr:
-		return a.setattr(op)
-	case store.OpCopyData:
-		return a.copyData(op)
-	case store.OpSetxattr, store.OpRemovexattr:
-		return a.xattr(op)
-	case store.OpFsyncDir:
-		return a.fsyncDir(op)
-	case store.OpAddFlags:
-		return a.addFlags(op)
-	}
-	panic("unreachable: CheckOps knows every kind")
+	return opKinds[op.Kind].apply(a, op)
 }
 
 // lstat stats path without following a final symlink; ok is false when

@@ -38,31 +38,20 @@ func Preflight(ops []store.RedoOp) error {
 }
 
 func preflightOp(op store.RedoOp, dirs map[string]error) error {
-	var dirsChanged, dirsShrunk, objects []string
-	switch op.Kind {
-	case store.OpRename, store.OpExchange:
-		dirsChanged = []string{filepath.Dir(op.Src), filepath.Dir(op.Path)}
-		dirsShrunk = []string{filepath.Dir(op.Src)}
-		objects = []string{op.Src}
-		if op.Kind == store.OpExchange {
-			dirsShrunk = append(dirsShrunk, filepath.Dir(op.Path))
-		}
-		if st, ok := flagsOf(op.Path); ok {
+	touches := opKinds[op.Kind].touches
+	if touches == nil {
+		return nil // sets flags (last) or syncs: nothing a flag refuses
+	}
+	f := touches(op)
+	dirsChanged, dirsShrunk, objects := f.dirsChanged, f.dirsShrunk, f.objects
+	if f.replaced != "" {
+		if st, ok := flagsOf(f.replaced); ok {
 			// Replaced: removed from its directory.
-			dirsShrunk = append(dirsShrunk, filepath.Dir(op.Path))
-			if err := flagsErr(op.Path, st, unix.STATX_ATTR_IMMUTABLE|unix.STATX_ATTR_APPEND, "replaced"); err != nil {
+			dirsShrunk = append(dirsShrunk, filepath.Dir(f.replaced))
+			if err := flagsErr(f.replaced, st, unix.STATX_ATTR_IMMUTABLE|unix.STATX_ATTR_APPEND, "replaced"); err != nil {
 				return err
 			}
 		}
-	case store.OpLink:
-		dirsChanged = []string{filepath.Dir(op.Path)}
-		objects = []string{op.Src}
-	case store.OpUnlink, store.OpRmdir:
-		dirsChanged = []string{filepath.Dir(op.Path)}
-		dirsShrunk = dirsChanged
-		objects = []string{op.Path}
-	case store.OpSetattr, store.OpSetxattr, store.OpRemovexattr, store.OpCopyData:
-		objects = []string{op.Path}
 	}
 	for _, d := range dirsChanged {
 		if err := checkDir(dirs, d, unix.STATX_ATTR_IMMUTABLE, "changed"); err != nil {

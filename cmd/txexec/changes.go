@@ -21,6 +21,165 @@ type fileDiff struct {
 	newFile string
 }
 
+// replay follows a transaction's redo ops in order, for describeOps:
+// what holds each touched path at this point (a host path, a staged
+// object, or "" for absent) and the lines said so far.
+type replay struct {
+	existed  map[string]bool
+	recorded bool
+	areas    []string
+	content  map[string]string
+	touched  []string
+	lines    []string
+}
+
+func (r *replay) isStaged(p string) bool {
+	for _, a := range r.areas {
+		if strings.HasPrefix(p, a+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// base is what held path before the transaction: the host path itself,
+// or "" when absent.
+func (r *replay) base(p string) string {
+	if e, ok := r.existed[p]; ok || r.recorded {
+		if e {
+			return p
+		}
+		return ""
+	}
+	if _, err := os.Lstat(p); err == nil {
+		return p
+	}
+	return ""
+}
+
+// current is what holds p at this point of the replay.
+func (r *replay) current(p string) string {
+	if r.isStaged(p) {
+		return p
+	}
+	if c, ok := r.content[p]; ok {
+		return c
+	}
+	return r.base(p)
+}
+
+func (r *replay) set(p, c string) {
+	if _, ok := r.content[p]; !ok {
+		r.touched = append(r.touched, p)
+	}
+	r.content[p] = c
+}
+
+func (r *replay) add(format string, a ...any) {
+	r.lines = append(r.lines, fmt.Sprintf(format, a...))
+}
+
+// describeOp says, per kind of redo op, what the op did in a user's words
+// and what it did to the contents of the paths it names. Every kind has
+// an entry (TestDescribeOpCoversEveryKind).
+var describeOp = map[store.OpKind]func(r *replay, op store.RedoOp){
+	store.OpRename: describeRename,
+	store.OpExchange: func(r *replay, op store.RedoOp) {
+		r.add("exchange %s <-> %s", op.Src, op.Path)
+		a, b := r.current(op.Src), r.current(op.Path)
+		r.set(op.Src, b)
+		r.set(op.Path, a)
+	},
+	store.OpLink: func(r *replay, op store.RedoOp) {
+		r.add("link %s -> %s", op.Path, op.Src)
+		r.set(op.Path, r.current(op.Src))
+	},
+	store.OpUnlink: func(r *replay, op store.RedoOp) {
+		r.add("remove %s", op.Path)
+		r.set(op.Path, "")
+	},
+	store.OpRmdir: func(r *replay, op store.RedoOp) {
+		r.add("rmdir %s", op.Path)
+		r.set(op.Path, "")
+	},
+	store.OpCopyData: func(r *replay, op store.RedoOp) {
+		r.add("write %s (in place: it has other hard links)", op.Path)
+		r.set(op.Path, op.Src)
+	},
+	store.OpSetattr: func(r *replay, op store.RedoOp) {
+		if op.Attrs&(store.AttrUID|store.AttrGID) != 0 {
+			uid, gid := "-", "-"
+			if op.Attrs&store.AttrUID != 0 {
+				uid = fmt.Sprint(op.UID)
+			}
+			if op.Attrs&store.AttrGID != 0 {
+				gid = fmt.Sprint(op.GID)
+			}
+			r.add("chown %s:%s %s", uid, gid, op.Path)
+		}
+		if op.Attrs&store.AttrMode != 0 {
+			r.add("chmod %04o %s", op.Mode&0o7777, op.Path)
+		}
+		if op.Attrs&store.AttrMtime != 0 {
+			r.add("set mtime %s %s", op.Mtime.Time().UTC().Format("2006-01-02T15:04:05.000000000Z"), op.Path)
+		} else if op.Attrs&store.AttrAtime != 0 {
+			r.add("set atime %s", op.Path)
+		}
+	},
+	store.OpSetxattr: func(r *replay, op store.RedoOp) {
+		r.add("setxattr %s (%d bytes) %s", op.XattrName, len(op.XattrValue), op.Path)
+	},
+	store.OpRemovexattr: func(r *replay, op store.RedoOp) {
+		r.add("removexattr %s %s", op.XattrName, op.Path)
+	},
+	store.OpAddFlags: func(r *replay, op store.RedoOp) {
+		r.add("%s %s", op.Kind, op.Path)
+	},
+	store.OpFsyncDir: func(*replay, store.RedoOp) {}, // durability only: not a change
+}
+
+// describeRename: a host object moved, or a staged object placed (a
+// create or a replace, named after the object's type).
+func describeRename(r *replay, op store.RedoOp) {
+	if !r.isStaged(op.Src) {
+		r.add("rename %s -> %s", op.Src, op.Path)
+		r.set(op.Path, r.current(op.Src))
+		r.set(op.Src, "")
+		return
+	}
+	verb := "create"
+	if r.current(op.Path) != "" {
+		verb = "replace"
+	}
+	var st unix.Stat_t
+	obj := op.Src
+	if unix.Lstat(obj, &st) != nil {
+		obj = op.Path
+		if unix.Lstat(obj, &st) != nil || st.Ino != op.Ino {
+			st.Mode = 0 // unknown
+		}
+	}
+	if st.Mode != 0 {
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFDIR:
+			verb = "mkdir"
+		case unix.S_IFLNK:
+			target, _ := os.Readlink(obj)
+			r.add("%s symlink %s -> %s", verb, op.Path, target)
+			r.set(op.Path, op.Src)
+			return
+		case unix.S_IFIFO:
+			verb += " fifo"
+		case unix.S_IFCHR, unix.S_IFBLK:
+			verb += " device"
+		case unix.S_IFSOCK:
+			verb += " socket"
+		}
+	}
+	r.add("%s %s", verb, op.Path)
+	r.set(op.Path, op.Src)
+}
+
 // describeOps renders a transaction's redo operations, whose staged
 // objects are in the staging directories areas, as the changes a user
 // made ("create /x/y", "rename /a -> /b", "chmod 0644 /d", …), in order,
@@ -36,138 +195,16 @@ type fileDiff struct {
 // from the host path once written through (when it is still the inode the
 // op placed).
 func describeOps(ops []store.RedoOp, reads []store.ReadRecord, recorded bool, areas []string) (lines []string, diffs []fileDiff) {
-	existed := map[string]bool{}
-	for _, r := range reads {
-		existed[r.Path] = r.Exists
-	}
-	isStaged := func(p string) bool {
-		for _, a := range areas {
-			if strings.HasPrefix(p, a+"/") {
-				return true
-			}
-		}
-		return false
-	}
-	// base is what held path before the transaction: the host path
-	// itself, or "" when absent.
-	base := func(p string) string {
-		if e, ok := existed[p]; ok || recorded {
-			if e {
-				return p
-			}
-			return ""
-		}
-		if _, err := os.Lstat(p); err == nil {
-			return p
-		}
-		return ""
-	}
-	// content is what holds each touched path at this point of the
-	// replay: a host path, a staged file, or "" for absent.
-	content := map[string]string{}
-	var touched []string
-	current := func(p string) string {
-		if isStaged(p) {
-			return p
-		}
-		if c, ok := content[p]; ok {
-			return c
-		}
-		return base(p)
-	}
-	set := func(p, c string) {
-		if _, ok := content[p]; !ok {
-			touched = append(touched, p)
-		}
-		content[p] = c
-	}
-	add := func(p, format string, a ...any) {
-		lines = append(lines, fmt.Sprintf(format, a...))
+	r := &replay{existed: map[string]bool{}, recorded: recorded, areas: areas, content: map[string]string{}}
+	for _, rec := range reads {
+		r.existed[rec.Path] = rec.Exists
 	}
 	for _, op := range ops {
-		switch op.Kind {
-		case store.OpRename:
-			if !isStaged(op.Src) {
-				add(op.Path, "rename %s -> %s", op.Src, op.Path)
-				set(op.Path, current(op.Src))
-				set(op.Src, "")
-				continue
-			}
-			verb := "create"
-			if current(op.Path) != "" {
-				verb = "replace"
-			}
-			var st unix.Stat_t
-			obj := op.Src
-			if unix.Lstat(obj, &st) != nil {
-				obj = op.Path
-				if unix.Lstat(obj, &st) != nil || st.Ino != op.Ino {
-					st.Mode = 0 // unknown
-				}
-			}
-			if st.Mode != 0 {
-				switch st.Mode & unix.S_IFMT {
-				case unix.S_IFDIR:
-					verb = "mkdir"
-				case unix.S_IFLNK:
-					target, _ := os.Readlink(obj)
-					add(op.Path, "%s symlink %s -> %s", verb, op.Path, target)
-					set(op.Path, op.Src)
-					continue
-				case unix.S_IFIFO:
-					verb += " fifo"
-				case unix.S_IFCHR, unix.S_IFBLK:
-					verb += " device"
-				case unix.S_IFSOCK:
-					verb += " socket"
-				}
-			}
-			add(op.Path, "%s %s", verb, op.Path)
-			set(op.Path, op.Src)
-		case store.OpExchange:
-			add(op.Path, "exchange %s <-> %s", op.Src, op.Path)
-			a, b := current(op.Src), current(op.Path)
-			set(op.Src, b)
-			set(op.Path, a)
-		case store.OpLink:
-			add(op.Path, "link %s -> %s", op.Path, op.Src)
-			set(op.Path, current(op.Src))
-		case store.OpUnlink:
-			add(op.Path, "remove %s", op.Path)
-			set(op.Path, "")
-		case store.OpRmdir:
-			add(op.Path, "rmdir %s", op.Path)
-			set(op.Path, "")
-		case store.OpCopyData:
-			add(op.Path, "write %s (in place: it has other hard links)", op.Path)
-			set(op.Path, op.Src)
-		case store.OpSetattr:
-			if op.Attrs&(store.AttrUID|store.AttrGID) != 0 {
-				uid, gid := "-", "-"
-				if op.Attrs&store.AttrUID != 0 {
-					uid = fmt.Sprint(op.UID)
-				}
-				if op.Attrs&store.AttrGID != 0 {
-					gid = fmt.Sprint(op.GID)
-				}
-				add(op.Path, "chown %s:%s %s", uid, gid, op.Path)
-			}
-			if op.Attrs&store.AttrMode != 0 {
-				add(op.Path, "chmod %04o %s", op.Mode&0o7777, op.Path)
-			}
-			if op.Attrs&store.AttrMtime != 0 {
-				add(op.Path, "set mtime %s %s", op.Mtime.Time().UTC().Format("2006-01-02T15:04:05.000000000Z"), op.Path)
-			} else if op.Attrs&store.AttrAtime != 0 {
-				add(op.Path, "set atime %s", op.Path)
-			}
-		case store.OpSetxattr:
-			add(op.Path, "setxattr %s (%d bytes) %s", op.XattrName, len(op.XattrValue), op.Path)
-		case store.OpRemovexattr:
-			add(op.Path, "removexattr %s %s", op.XattrName, op.Path)
-		case store.OpFsyncDir:
-			// Durability only: not a change.
-		default:
-			add(op.Path, "%s %s", op.Kind, op.Path)
+		if describe, ok := describeOp[op.Kind]; ok {
+			describe(r, op)
+		} else {
+			// A kind this txexec does not know (a newer one's log).
+			r.add("%s %s", op.Kind, op.Path)
 		}
 	}
 	// The diffs: per path, what held it before against what holds it at
@@ -175,14 +212,14 @@ func describeOps(ops []store.RedoOp, reads []store.ReadRecord, recorded bool, ar
 	// staged one) or removed. Contents that merely moved to another path
 	// are shown by the rename line.
 	moved := map[string]bool{}
-	for _, c := range content {
-		if c != "" && !isStaged(c) {
+	for _, c := range r.content {
+		if c != "" && !r.isStaged(c) {
 			moved[c] = true
 		}
 	}
-	for _, p := range touched {
-		old, cur := base(p), content[p]
-		if old == cur || cur != "" && !isStaged(cur) || cur == "" && moved[old] {
+	for _, p := range r.touched {
+		old, cur := r.base(p), r.content[p]
+		if old == cur || cur != "" && !r.isStaged(cur) || cur == "" && moved[old] {
 			continue
 		}
 		if !isRegular(old) || !isRegular(cur) {
@@ -190,7 +227,7 @@ func describeOps(ops []store.RedoOp, reads []store.ReadRecord, recorded bool, ar
 		}
 		diffs = append(diffs, fileDiff{path: p, oldFile: old, newFile: cur})
 	}
-	return lines, diffs
+	return r.lines, diffs
 }
 
 // isRegular reports whether p is "" (absent) or a regular file.

@@ -225,3 +225,12 @@ func TestDescribeOps(t *testing.T) {
 	}
 	assert.Equal(t, []string{"old: " + old + " -> " + stagedFile}, paths)
 }
+
+// TestDescribeOpCoversEveryKind: show can word every kind of redo op
+// store knows, and knows no kind store does not.
+func TestDescribeOpCoversEveryKind(t *testing.T) {
+	for _, k := range store.OpKinds {
+		assert.Contains(t, describeOp, k, "show cannot describe redo op kind %q", k)
+	}
+	assert.Len(t, describeOp, len(store.OpKinds))
+}
