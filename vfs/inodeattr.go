@@ -112,7 +112,7 @@ func (v *Tx) ChangeInodeAttrs(c *Caller, at *Handle, ch InodeAttrChange) error {
 	if fl, err := unix.FcntlInt(uintptr(at.fd), unix.F_GETFL, 0); err == nil && fl&unix.O_PATH != 0 {
 		return unix.EBADF // ioctl on an O_PATH descriptor
 	}
-	return withErr(v, c, at, "", false, true,
+	return withErr(v, c, at, "", emptyPathOK,
 		func(hat *Handle, _ string) error { return v.host.ChangeInodeAttrs(c, hat, ch) },
 		func(t target) error {
 			n := t.node

@@ -19,12 +19,42 @@ type target struct {
 	viaWalk bool
 }
 
-// resolveLocked resolves (at, path) for c. With emptyOK, an empty path names
-// at itself (AT_EMPTY_PATH).
+// lookupHow says how a path call resolves its path: the two choices the
+// flags of the *at calls make.
+type lookupHow uint8
+
+const (
+	// followFinal: a final symlink is followed (no AT_SYMLINK_NOFOLLOW).
+	followFinal lookupHow = 1 << iota
+	// emptyPathOK: an empty path names the dirfd itself (AT_EMPTY_PATH).
+	emptyPathOK
+	// finalAsIs is neither: a final symlink is the object itself, and an
+	// empty path is ENOENT.
+	finalAsIs lookupHow = 0
+)
+
+// atLookup is the lookupHow of an *at call's flags, which follows a
+// final symlink unless AT_SYMLINK_NOFOLLOW.
+func atLookup(flags int) lookupHow {
+	return followFinal.If(flags&unix.AT_SYMLINK_NOFOLLOW == 0) | atEmptyPath(flags)
+}
+
+// atEmptyPath is emptyPathOK when flags has AT_EMPTY_PATH.
+func atEmptyPath(flags int) lookupHow { return emptyPathOK.If(flags&unix.AT_EMPTY_PATH != 0) }
+
+// If is l when cond holds, else nothing.
+func (l lookupHow) If(cond bool) lookupHow {
+	if cond {
+		return l
+	}
+	return 0
+}
+
+// resolveLocked resolves (at, path) for c as lk says.
 //
 // Preconditions: v.mu held.
-func (v *Tx) resolveLocked(c *Caller, at *Handle, path string, followFinal, emptyOK bool) (target, error) {
-	return v.resolveWithLocked(c, at, path, followFinal, emptyOK, &walkState{})
+func (v *Tx) resolveLocked(c *Caller, at *Handle, path string, lk lookupHow) (target, error) {
+	return v.resolveWithLocked(c, at, path, lk, &walkState{})
 }
 
 // resolveParentLocked resolves the path of a call that acts on a name in
@@ -35,20 +65,20 @@ func (v *Tx) resolveLocked(c *Caller, at *Handle, path string, followFinal, empt
 //
 // Preconditions: v.mu held.
 func (v *Tx) resolveParentLocked(c *Caller, at *Handle, path string) (target, error) {
-	return v.resolveWithLocked(c, at, path, false, false, &walkState{parentOp: true})
+	return v.resolveWithLocked(c, at, path, finalAsIs, &walkState{parentOp: true})
 }
 
 // resolveHowLocked is resolveLocked under openat2's RESOLVE_* flags.
 //
 // Preconditions: v.mu held.
-func (v *Tx) resolveHowLocked(c *Caller, at *Handle, path string, followFinal, emptyOK bool, resolve uint64) (target, error) {
-	return v.resolveWithLocked(c, at, path, followFinal, emptyOK, &walkState{resolve: resolve})
+func (v *Tx) resolveHowLocked(c *Caller, at *Handle, path string, lk lookupHow, resolve uint64) (target, error) {
+	return v.resolveWithLocked(c, at, path, lk, &walkState{resolve: resolve})
 }
 
-func (v *Tx) resolveWithLocked(c *Caller, at *Handle, path string, followFinal, emptyOK bool, ws *walkState) (target, error) {
+func (v *Tx) resolveWithLocked(c *Caller, at *Handle, path string, lk lookupHow, ws *walkState) (target, error) {
 	resolve := ws.resolve
 	if path == "" {
-		if !emptyOK {
+		if lk&emptyPathOK == 0 {
 			return target{}, unix.ENOENT
 		}
 		if at.node == nil {
@@ -68,7 +98,7 @@ func (v *Tx) resolveWithLocked(c *Caller, at *Handle, path string, followFinal, 
 	if scoped {
 		ws.scope = start
 	}
-	r, err := v.walkLocked(c, start, path, followFinal, ws)
+	r, err := v.walkLocked(c, start, path, lk&followFinal != 0, ws)
 	if err != nil {
 		return target{}, err
 	}
@@ -86,10 +116,10 @@ func (v *Tx) resolveWithLocked(c *Caller, at *Handle, path string, followFinal, 
 
 // with runs act on the resolved target under v.mu, or pass on the host
 // view (without v.mu, since the host may block, e.g. opening a FIFO).
-func with[T any](v *Tx, c *Caller, at *Handle, path string, followFinal, emptyOK bool,
+func with[T any](v *Tx, c *Caller, at *Handle, path string, lk lookupHow,
 	pass func(hat *Handle, hpath string) (T, error), act func(t target) (T, error)) (T, error) {
 	v.mu.Lock()
-	t, err := v.resolveLocked(c, at, path, followFinal, emptyOK)
+	t, err := v.resolveLocked(c, at, path, lk)
 	if err == nil && t.pass {
 		v.mu.Unlock()
 		return pass(t.hostAt, t.hostPath)
@@ -103,9 +133,9 @@ func with[T any](v *Tx, c *Caller, at *Handle, path string, followFinal, emptyOK
 }
 
 // withErr is with for operations that return only an error.
-func withErr(v *Tx, c *Caller, at *Handle, path string, followFinal, emptyOK bool,
+func withErr(v *Tx, c *Caller, at *Handle, path string, lk lookupHow,
 	pass func(hat *Handle, hpath string) error, act func(t target) error) error {
-	_, err := with(v, c, at, path, followFinal, emptyOK,
+	_, err := with(v, c, at, path, lk,
 		func(hat *Handle, hp string) (struct{}, error) { return struct{}{}, pass(hat, hp) },
 		func(t target) (struct{}, error) { return struct{}{}, act(t) })
 	return err

@@ -6,11 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 
 	"golang.org/x/sys/unix"
-
-	"txexec/store"
 )
 
 // resolveCached is RESOLVE_CACHED (linux/openat2.h), which x/sys/unix lacks.
@@ -82,7 +79,7 @@ func (v *Tx) Open(c *Caller, at *Handle, path string, how OpenHow) (int, error) 
 	creating := flags&unix.O_CREAT != 0 && !tmpfile
 	follow := flags&unix.O_NOFOLLOW == 0 && !(creating && flags&unix.O_EXCL != 0)
 	v.mu.Lock()
-	t, err := v.resolveHowLocked(c, at, path, follow, false, how.Resolve)
+	t, err := v.resolveHowLocked(c, at, path, followFinal.If(follow), how.Resolve)
 	if err != nil {
 		v.mu.Unlock()
 		return -1, err
@@ -619,475 +616,74 @@ func (v *Tx) openTmpfileLocked(c *Caller, t target, how OpenHow) (int, error) {
 	return fd, nil
 }
 
-// mayCreateLocked checks creating name in dir (Linux's may_create).
-func (v *Tx) mayCreateLocked(c *Caller, dir *Node, name string) error {
-	if dir.removed {
-		return unix.ENOENT
+// openHostOriginal opens a host object read-only. O_NOATIME needs
+// ownership or CAP_FOWNER, which an unprivileged supervisor lacks for
+// others' files: without it the read sets atime as the caller's own read
+// would (docs/semantics.md).
+func openHostOriginal(dirfd int, name string, flags int) (int, error) {
+	fd, err := unix.Openat(dirfd, name, flags, 0)
+	if err == unix.EPERM && flags&unix.O_NOATIME != 0 {
+		fd, err = unix.Openat(dirfd, name, flags&^unix.O_NOATIME, 0)
 	}
-	if err := checkName(name); err != nil {
-		return err
-	}
-	da, err := v.attrsLocked(dir)
+	return fd, err
+}
+
+// openHostObject opens host original n as name in dirfd (read-only) and
+// checks it is still the object the view found: any failure means the host
+// changed it since (ELOOP: a symlink now stands there), which dooms the
+// transaction.
+// Its attributes, read for that check, are left in *st.
+func (v *Tx) openHostObject(n *Node, dirfd int, name string, flags int, st *unix.Stat_t) (int, error) {
+	fd, err := openHostOriginal(dirfd, name, flags)
 	if err != nil {
-		return err
+		return -1, v.hostChanged(n.hostPath, err)
 	}
-	// inode_permission refuses a read-only mount and an immutable
-	// directory before it looks at the mode.
-	if err := v.roCheckLocked(dir); err != nil {
-		return err
-	}
-	return permission(c, da, mayWrite|mayExec)
-}
-
-// textBusyLocked fails a write to host original n while a process (of the
-// tree or outside it) executes it, with ETXTBSY, as Linux's open and
-// truncate do (get_write_access): the write goes to a staged copy, which
-// no one executes, so the kernel would not refuse it. Until its data was
-// first written in the transaction, the host original is what an exec of
-// it ran. The probe is an open of the original for writing, which writes
-// nothing but which watchers outside see (IN_OPEN, IN_CLOSE_WRITE): only
-// a file with an execute bit, which alone can be executed, is probed.
-//
-// Preconditions: v.mu held.
-func (v *Tx) textBusyLocked(n *Node, a attrs) error {
-	if n.typ != unix.S_IFREG || n.host == (FileID{}) || n.dataChanged || n.hostParent == nil || n.hostParent.hostFd < 0 {
-		return nil
-	}
-	if a.mode&0o111 == 0 && !(n.attrSet && n.attr.mode&0o111 != 0) {
-		return nil
-	}
-	fd, err := unix.Openat(n.hostParent.hostFd, n.hostName, unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err == unix.ETXTBSY {
-		return err
-	}
-	if err == nil {
+	if unix.Fstat(fd, st) != nil || !n.isHostObject(st) {
 		unix.Close(fd)
+		return -1, v.hostChanged(n.hostPath, unix.ESTALE)
 	}
-	return nil
+	return fd, nil
 }
 
-// roCheckLocked fails writes to objects on read-only mounts, and to
-// immutable ones (chattr +i), as inode_permission does for MAY_WRITE.
-func (v *Tx) roCheckLocked(n *Node) error { return v.roCheckFlagsLocked(n, v.hostFlagsLocked(n)) }
-
-// roCheckFlagsLocked is roCheckLocked for a caller that has n's
-// hostFlagsLocked already.
-func (v *Tx) roCheckFlagsLocked(n *Node, flags uint64) error {
-	fd := n.hostFd
-	if flags&unix.STATX_ATTR_IMMUTABLE != 0 {
-		return unix.EPERM
-	}
-	if n.staged != "" || n.host == (FileID{}) {
-		return nil
-	}
-	if fd < 0 && n.hostParent != nil {
-		fd = n.hostParent.hostFd
-	}
-	var sfs unix.Statfs_t
-	if fd >= 0 && unix.Fstatfs(fd, &sfs) == nil && sfs.Flags&unix.ST_RDONLY != 0 {
-		return unix.EROFS
-	}
-	return nil
+// openBackingLocked opens n's backing object (never writable for a host
+// original).
+func (v *Tx) openBackingLocked(n *Node, flags int) (int, error) {
+	var st unix.Stat_t
+	fd, _, err := v.openBackingStatLocked(n, flags, &st)
+	return fd, err
 }
 
-// readOnlyMountLocked reports whether directory d of the view is on a
-// read-only mount (that of its nearest host directory: one made in the
-// transaction is on its parent's mount).
-//
-// Preconditions: v.mu held; d is a directory.
-func (v *Tx) readOnlyMountLocked(d *Node) bool {
-	hd := hostDirOf(d)
-	var sfs unix.Statfs_t
-	return hd != nil && unix.Fstatfs(hd.hostFd, &sfs) == nil && sfs.Flags&unix.ST_RDONLY != 0
-}
-
-// hostFlagsLocked returns the immutable and append-only attributes
-// (STATX_ATTR_IMMUTABLE, STATX_ATTR_APPEND) of n: of its host original,
-// or of the object the transaction staged or made for it, which has them
-// when the transaction set them (chattr through a descriptor on it; the
-// commit sets them after placing it, see CommitJournal). A host directory,
-// FIFO or device keeps its identity: its staged copy carries only
-// attribute changes, and descriptors are on the host object.
-//
-// Preconditions: v.mu held.
-func (v *Tx) hostFlagsLocked(n *Node) uint64 {
-	if n.anon {
-		return 0
-	}
-	var stx unix.Statx_t
+// openBackingStatLocked is openBackingLocked that also reports whether it
+// read the opened object's attributes, into *st: it does for a host
+// original that is not a directory, whose identity it checks.
+func (v *Tx) openBackingStatLocked(n *Node, flags int, st *unix.Stat_t) (int, bool, error) {
+	flags |= unix.O_CLOEXEC | unix.O_NOCTTY | unix.O_NOFOLLOW
+	var fd int
 	var err error
 	switch {
-	case n.staged != "" && !n.keepsIdentity():
-		if n.area == nil || n.area.fd < 0 {
-			return 0
-		}
-		err = unix.Statx(n.area.fd, n.staged, unix.AT_SYMLINK_NOFOLLOW, 0, &stx)
-	case n.host == (FileID{}):
-		return 0
+	case n.anon:
+		fd, err = reopenSpecial(n.anonFd, flags&^unix.O_NOFOLLOW)
 	case n.hostFd >= 0:
-		err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, 0, &stx)
-	case n.hostParent != nil && n.hostParent.hostFd >= 0:
-		err = unix.Statx(n.hostParent.hostFd, n.hostName, unix.AT_SYMLINK_NOFOLLOW, 0, &stx)
-	default:
-		return 0
-	}
-	if err != nil {
-		return 0
-	}
-	return stx.Attributes & stx.Attributes_mask & (unix.STATX_ATTR_IMMUTABLE | unix.STATX_ATTR_APPEND)
-}
-
-// appendOnlyLocked checks a change of host original n against its
-// append-only attribute (chattr +a). Linux allows only appending (and
-// touching the times to now) and answers EPERM to everything else; what it
-// allows, a transaction cannot commit — write-through replaces the file,
-// which an append-only file forbids — so that is refused loudly
-// (Unsupported) instead of failing after the commit point.
-//
-// Preconditions: v.mu held.
-func (v *Tx) appendOnlyLocked(n *Node, linuxAllows bool, what string) error {
-	if v.hostFlagsLocked(n)&unix.STATX_ATTR_APPEND == 0 || n.isDir() {
-		return nil
-	}
-	if !linuxAllows {
-		return unix.EPERM
-	}
-	if n.staged != "" && !n.inPlace {
-		// Made or staged by the transaction: commit places it before it
-		// sets the flag again (CommitJournal).
-		return nil
-	}
-	return &Unsupported{What: what + " the append-only file " + n.hostPath}
-}
-
-// Unsupported is a call the transaction cannot carry out although Linux
-// would: the --unsupported policy decides what the caller gets.
-type Unsupported struct{ What string }
-
-func (e *Unsupported) Error() string { return e.What + " is not supported in a transaction" }
-
-// Mkdir implements View.
-func (v *Tx) Mkdir(c *Caller, at *Handle, path string, mode uint32) error {
-	return withParentErr(v, c, at, path,
-		func(hat *Handle, hp string) error { return v.host.Mkdir(c, hat, hp, mode) },
-		func(t target) error {
-			if t.node != nil || t.dir == nil {
-				return unix.EEXIST
-			}
-			if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
-				return err
-			}
-			_, err := v.createLocked(c, t.dir, t.name, unix.S_IFDIR|mode&0o1777, func(at int, sname string, perm uint32) error {
-				return unix.Mkdirat(at, sname, perm)
-			})
-			return err
-		})
-}
-
-// Mknod implements View.
-func (v *Tx) Mknod(c *Caller, at *Handle, path string, mode uint32, dev uint64) error {
-	return withParentErr(v, c, at, path,
-		func(hat *Handle, hp string) error { return v.host.Mknod(c, hat, hp, mode, dev) },
-		func(t target) error {
-			if t.node != nil || t.dir == nil {
-				return unix.EEXIST
-			}
-			if t.slash {
-				return unix.ENOENT // filename_create: "you had / on the end"
-			}
-			typ := mode & unix.S_IFMT
-			if (typ == unix.S_IFCHR || typ == unix.S_IFBLK) && !c.Cred.HasCap(unix.CAP_MKNOD) {
-				return unix.EPERM
-			}
-			if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
-				return err
-			}
-			_, err := v.createLocked(c, t.dir, t.name, typ|mode&0o7777, func(at int, sname string, perm uint32) error {
-				return unix.Mknodat(at, sname, typ|perm, int(dev))
-			})
-			return err
-		})
-}
-
-// Symlink implements View.
-func (v *Tx) Symlink(c *Caller, linkTarget string, at *Handle, path string) error {
-	return withParentErr(v, c, at, path,
-		func(hat *Handle, hp string) error { return v.host.Symlink(c, linkTarget, hat, hp) },
-		func(t target) error {
-			if t.node != nil || t.dir == nil {
-				return unix.EEXIST
-			}
-			if t.slash {
-				return unix.ENOENT
-			}
-			if err := v.mayCreateLocked(c, t.dir, t.name); err != nil {
-				return err
-			}
-			_, err := v.createLocked(c, t.dir, t.name, unix.S_IFLNK|0o777, func(at int, sname string, perm uint32) error {
-				return unix.Symlinkat(linkTarget, at, sname)
-			})
-			return err
-		})
-}
-
-// Unlink implements View (unlink and rmdir).
-func (v *Tx) Unlink(c *Caller, at *Handle, path string, flags int) error {
-	rmdir := flags&unix.AT_REMOVEDIR != 0
-	return withParentErr(v, c, at, path,
-		func(hat *Handle, hp string) error { return v.host.Unlink(c, hat, hp, flags) },
-		func(t target) error {
-			n := t.node
-			if t.dir == nil {
-				switch {
-				case !rmdir:
-					return unix.EISDIR
-				case n == v.rootOf(c):
-					return unix.EBUSY
-				case lastComp(path) == "..":
-					return unix.ENOTEMPTY
-				}
-				return unix.EINVAL
-			}
-			if n == nil {
-				// do_unlinkat asks for write access to the mount
-				// (mnt_want_write) before it looks the name up.
-				if v.readOnlyMountLocked(t.dir) {
-					return unix.EROFS
-				}
-				return unix.ENOENT
-			}
-			if !rmdir && t.slash {
-				// do_unlinkat answers a trailing slash before it
-				// looks at permissions.
-				if n.isDir() {
-					return unix.EISDIR
-				}
-				return unix.ENOTDIR
-			}
-			if err := v.mayDeleteLocked(c, t.dir, n, rmdir); err != nil {
-				return err
-			}
-			vpath := childPath(t.dir.viewPathLocked(), t.name)
-			if rmdir {
-				if err := v.removableDirLocked(c, n, t.dir); err != nil {
-					return err
-				}
-				v.setEntryLocked(t.dir, t.name, nil)
-				v.detachDirLocked(n, t.dir)
-				v.journalLocked(store.RedoOp{Kind: store.OpRmdir, Path: vpath, Ino: n.replayIno})
-				return nil
-			}
-			v.setEntryLocked(t.dir, t.name, nil)
-			v.linkCountLocked(n, -1)
-			v.journalLocked(store.RedoOp{Kind: store.OpUnlink, Path: vpath, Ino: n.replayIno})
-			v.buryLocked(n, vpath)
-			return nil
-		})
-}
-
-func lastComp(p string) string {
-	parts := splitPath(p)
-	if len(parts) == 0 {
-		return ""
-	}
-	return parts[len(parts)-1]
-}
-
-// mayDeleteLocked checks removing victim from dir (mayDelete; isDir says
-// whether the call removes a directory).
-//
-// Preconditions: v.mu held.
-func (v *Tx) mayDeleteLocked(c *Caller, dir, victim *Node, isDir bool) error {
-	da, err := v.attrsLocked(dir)
-	if err != nil {
-		return err
-	}
-	va, err := v.attrsLocked(victim)
-	if err != nil {
-		return err
-	}
-	// inode_permission(dir, MAY_WRITE) refuses a read-only mount and an
-	// immutable directory before it looks at the mode.
-	dflags := v.hostFlagsLocked(dir)
-	if err := v.roCheckFlagsLocked(dir, dflags); err != nil {
-		return err
-	}
-	return mayDelete(c, da, va, dflags, v.hostFlagsLocked(victim), isDir)
-}
-
-// removableDirLocked checks that directory n can be removed: empty in the
-// view, not a mount point, not the caller's root.
-func (v *Tx) removableDirLocked(c *Caller, n, parent *Node) error {
-	if n == v.rootOf(c) || n == v.root {
-		return unix.EBUSY
-	}
-	if n.host != (FileID{}) && parent.host != (FileID{}) && n.host.Dev != parent.host.Dev {
-		return unix.EBUSY
-	}
-	ents, _, _, err := v.listLocked(n)
-	if err != nil {
-		return err
-	}
-	if len(ents) > 0 {
-		return unix.ENOTEMPTY
-	}
-	return nil
-}
-
-// detachDirLocked takes directory n out of the view.
-func (v *Tx) detachDirLocked(n, parent *Node) {
-	n.removed = true
-	// rmdir, and a rename over an empty directory, clear the victim's
-	// links (clear_nlink): a descriptor or cwd still on it sees 0.
-	n.nlink, n.nlinkSet = 0, true
-	n.parent, n.removedFrom = nil, parent
-	v.linkCountLocked(parent, -1)
-}
-
-// Link implements View.
-func (v *Tx) Link(c *Caller, oldAt *Handle, oldPath string, newAt *Handle, newPath string, flags int) error {
-	v.mu.Lock()
-	old, err := v.resolveLocked(c, oldAt, oldPath, flags&unix.AT_SYMLINK_FOLLOW != 0, flags&unix.AT_EMPTY_PATH != 0)
-	if err != nil {
-		v.mu.Unlock()
-		return err
-	}
-	nt, err := v.resolveParentLocked(c, newAt, newPath)
-	if err != nil {
-		v.mu.Unlock()
-		return err
-	}
-	if old.pass || nt.pass {
-		v.mu.Unlock()
-		if old.pass && nt.pass {
-			return v.host.Link(c, old.hostAt, old.hostPath, nt.hostAt, nt.hostPath, flags)
+		// A host directory, even one with a staged copy of its
+		// attributes: its entries are the host's (DESIGN §4.2: names are
+		// virtual; getdents of it is merged when the view changed them).
+		fd, err = openHostOriginal(n.hostFd, ".", flags&^unix.O_NOFOLLOW)
+	case n.staged != "":
+		fd, err = unix.Openat(n.area.fd, n.staged, flags, 0)
+	case n.hostParent != nil:
+		if flags&unix.O_ACCMODE != unix.O_RDONLY {
+			panic("vfs: host original opened writable")
 		}
-		return unix.EXDEV
-	}
-	defer v.mu.Unlock()
-	n := old.node
-	if n == nil {
-		return unix.ENOENT
-	}
-	// do_linkat's order: the new name, the mounts, protected_hardlinks,
-	// then vfs_link's may_create and its refusal of directories.
-	if nt.node != nil || nt.dir == nil {
-		return unix.EEXIST
-	}
-	if nt.slash {
-		return unix.ENOENT
-	}
-	if old.magic && !n.isDir() && v.magicLinkatRefusedLocked() {
-		return unix.EXDEV
-	}
-	od := old.dir
-	if od == nil {
-		od = n.locDir
-	}
-	if od == nil && n.anon {
-		// An O_TMPFILE is on the mount of the directory it was made in,
-		// and its staged object in that mount's staging area.
-		od = n.tmpDir
-	}
-	if od != nil && v.mountOfLocked(od) != v.mountOfLocked(nt.dir) {
-		return unix.EXDEV
-	}
-	if err := v.mayLinkLocked(c, n); err != nil {
-		return err
-	}
-	if err := v.mayCreateLocked(c, nt.dir, nt.name); err != nil {
-		return err
-	}
-	if n.isDir() {
-		return unix.EPERM
-	}
-	newVPath := childPath(nt.dir.viewPathLocked(), nt.name)
-	if n.anon {
-		// An O_TMPFILE gets its first name: it becomes a staged object.
-		// (An O_EXCL one cannot: the kernel refuses the link, ENOENT.)
-		sname := v.newStagedNameLocked()
-		if err := unix.Linkat(n.anonFd, "", n.area.fd, sname, unix.AT_EMPTY_PATH); err != nil {
-			return err
-		}
-		unix.Close(n.anonFd)
-		n.anon, n.anonFd = false, -1
-		n.staged = sname
-		n.locDir, n.locName = nt.dir, nt.name
-		v.setEntryLocked(nt.dir, nt.name, n)
-		n.addNameLocked(nt.dir, nt.name)
-		v.journalLocked(store.RedoOp{Kind: store.OpRename, Src: n.area.pathOf(sname), Path: newVPath, Ino: n.stagedID.Ino})
-		return nil
-	}
-	oldVPath, err := v.linkSourceLocked(old)
-	if err != nil {
-		return err
-	}
-	if n.staged == "" {
-		// A host original with another name now: commit must keep its
-		// identity (hard-link groups stay groups), so a later copy-up
-		// writes back into it rather than replacing one name.
-		n.inPlace = true
-	}
-	v.setEntryLocked(nt.dir, nt.name, n)
-	n.addNameLocked(nt.dir, nt.name)
-	v.linkCountLocked(n, +1)
-	if n.locDir == nil {
-		n.locDir, n.locName = nt.dir, nt.name
-	}
-	v.journalLocked(store.RedoOp{Kind: store.OpLink, Src: oldVPath, Path: newVPath, Ino: n.replayIno})
-	return nil
-}
-
-// magicLinkat is whether this kernel refuses linkat(AT_SYMLINK_FOLLOW)
-// through a /proc/PID/fd/N magic link to a file (EXDEV), as 6.18 does,
-// probed once in the home staging area.
-var magicLinkat struct {
-	once    sync.Once
-	refused bool
-}
-
-// magicLinkatRefusedLocked reports magicLinkat.refused.
-//
-// Preconditions: v.mu held.
-func (v *Tx) magicLinkatRefusedLocked() bool {
-	magicLinkat.once.Do(func() {
-		const a, b = "probe-linkat-a", "probe-linkat-b"
-		fd, err := unix.Openat(v.home.fd, a, unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+		fd, err = v.openHostObject(n, n.hostParent.hostFd, n.hostName, flags, st)
 		if err != nil {
-			return
+			return -1, false, err
 		}
-		defer unix.Close(fd)
-		defer unix.Unlinkat(v.home.fd, a, 0)
-		err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), v.home.fd, b, unix.AT_SYMLINK_FOLLOW)
-		if err == nil {
-			unix.Unlinkat(v.home.fd, b, 0)
-		}
-		magicLinkat.refused = err == unix.EXDEV
-	})
-	return magicLinkat.refused
-}
-
-// mayLinkLocked applies fs.protected_hardlinks: a user who does not own a
-// file may link it only if it is a regular, non-set-ID file they can read
-// and write.
-func (v *Tx) mayLinkLocked(c *Caller, n *Node) error {
-	if v.hostFlagsLocked(n)&(unix.STATX_ATTR_APPEND|unix.STATX_ATTR_IMMUTABLE) != 0 {
-		return unix.EPERM // vfs_link
+		return fd, true, nil
+	default:
+		return -1, false, unix.ESTALE
 	}
-	if !protectedHardlinks() {
-		return nil
-	}
-	a, err := v.attrsLocked(n)
 	if err != nil {
-		return err
+		return -1, false, err
 	}
-	if isOwner(c, a) {
-		return nil
-	}
-	if a.mode&unix.S_IFMT == unix.S_IFREG && a.mode&unix.S_ISUID == 0 &&
-		a.mode&(unix.S_ISGID|unix.S_IXGRP) != unix.S_ISGID|unix.S_IXGRP &&
-		permission(c, a, mayRead|mayWrite) == nil {
-		return nil
-	}
-	return unix.EPERM
+	return fd, false, nil
 }

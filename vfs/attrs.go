@@ -1,20 +1,175 @@
 package vfs
 
 import (
-	"strconv"
-	"strings"
+	"txexec/store"
 
 	"golang.org/x/sys/unix"
-
-	"txexec/store"
 )
+
+// Stat implements View.
+func (v *Tx) Stat(c *Caller, at *Handle, path string, flags int) (unix.Stat_t, error) {
+	return with(v, c, at, path, atLookup(flags),
+		func(hat *Handle, hp string) (unix.Stat_t, error) { return v.host.Stat(c, hat, hp, flags) },
+		func(t target) (unix.Stat_t, error) {
+			if t.node == nil {
+				return unix.Stat_t{}, unix.ENOENT
+			}
+			return v.statAsLocked(t.node, statGranules(at, path, flags, t.node))
+		})
+}
+
+// statGranules is what a stat call reads of the object n it resolved: its
+// attributes; but only its data when it asks for a regular file's own
+// descriptor open for reading or writing — fstat, which glibc spells
+// fstatat(fd, "", AT_EMPTY_PATH). The kernel serves fstat(2) itself,
+// unseen by txexec, so that stat of a descriptor is, whichever way the C
+// library spells it, part of reading the file through it: the size and
+// mtime it shows are validated with the data, the mode and owner are not
+// (docs/semantics.md §1).
+func statGranules(at *Handle, path string, flags int, n *Node) granules {
+	if path != "" || flags&unix.AT_EMPTY_PATH == 0 || at == nil || at.fd < 0 || at.node != n || n.typ != unix.S_IFREG {
+		return readMeta
+	}
+	if fl, err := unix.FcntlInt(uintptr(at.fd), unix.F_GETFL, 0); err != nil || fl&unix.O_PATH != 0 {
+		return readMeta
+	}
+	return readData
+}
+
+// statOfStatx is the stat(2) form of the fields of stx that the view
+// reads and adjusts.
+func statOfStatx(stx *unix.Statx_t) unix.Stat_t {
+	return unix.Stat_t{
+		Dev: unix.Mkdev(stx.Dev_major, stx.Dev_minor), Ino: stx.Ino,
+		Nlink: uint64(stx.Nlink), Mode: uint32(stx.Mode), Uid: stx.Uid, Gid: stx.Gid,
+		Size: int64(stx.Size), Blocks: int64(stx.Blocks),
+		Atim: unix.Timespec{Sec: stx.Atime.Sec, Nsec: int64(stx.Atime.Nsec)},
+		Mtim: unix.Timespec{Sec: stx.Mtime.Sec, Nsec: int64(stx.Mtime.Nsec)},
+		Ctim: unix.Timespec{Sec: stx.Ctime.Sec, Nsec: int64(stx.Ctime.Nsec)},
+	}
+}
+
+// Statx implements View.
+func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (unix.Statx_t, error) {
+	return with(v, c, at, path, atLookup(flags),
+		func(hat *Handle, hp string) (unix.Statx_t, error) { return v.host.Statx(c, hat, hp, flags, mask) },
+		func(t target) (unix.Statx_t, error) {
+			var stx unix.Statx_t
+			n := t.node
+			if n == nil {
+				return stx, unix.ENOENT
+			}
+			// The basic fields too, whatever the caller asked for: the
+			// view's are computed from them (local file systems fill them
+			// anyway).
+			m := int(mask | unix.STATX_BASIC_STATS)
+			byName := false // the host object was looked up by name
+			var err error
+			switch {
+			case n.anon:
+				err = unix.Statx(n.anonFd, "", unix.AT_EMPTY_PATH, m, &stx)
+			case n.staged != "" && n.keepsIdentity():
+				// As statLocked: the host object's identity, the staged
+				// copy's attributes.
+				var sstx unix.Statx_t
+				if err = unix.Statx(n.area.fd, n.staged, unix.AT_SYMLINK_NOFOLLOW, m, &sstx); err == nil {
+					if n.hostFd >= 0 {
+						err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH, m, &stx)
+					} else {
+						err, byName = unix.Statx(n.hostParent.hostFd, n.hostName, unix.AT_SYMLINK_NOFOLLOW, m, &stx), true
+					}
+					if err == nil {
+						stx.Mode, stx.Uid, stx.Gid = sstx.Mode, sstx.Uid, sstx.Gid
+						stx.Atime, stx.Mtime, stx.Ctime = sstx.Atime, sstx.Mtime, sstx.Ctime
+					}
+				}
+			case n.staged != "":
+				err = unix.Statx(n.area.fd, n.staged, unix.AT_SYMLINK_NOFOLLOW, m, &stx)
+			case n.hostFd >= 0:
+				err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH, m, &stx)
+			case n.hostParent != nil:
+				err, byName = unix.Statx(n.hostParent.hostFd, n.hostName, unix.AT_SYMLINK_NOFOLLOW, m, &stx), true
+			default:
+				err = unix.ESTALE
+			}
+			st := statOfStatx(&stx)
+			if err == nil && byName && !n.isHostObject(&st) {
+				err = unix.ESTALE
+			}
+			if err != nil {
+				return stx, v.hostChanged(n.hostPath, err)
+			}
+			// The view's link count, times and directory size, as Stat.
+			v.viewAttrsLocked(n, &st, statGranules(at, path, flags, n))
+			stx.Nlink = uint32(st.Nlink)
+			stx.Size, stx.Blocks = uint64(st.Size), uint64(st.Blocks)
+			stx.Mtime = unix.StatxTimestamp{Sec: st.Mtim.Sec, Nsec: uint32(st.Mtim.Nsec)}
+			stx.Ctime = unix.StatxTimestamp{Sec: st.Ctim.Sec, Nsec: uint32(st.Ctim.Nsec)}
+			return stx, nil
+		})
+}
+
+// Access implements View. access(2) checks with the real ids unless
+// AT_EACCESS (accessCred).
+func (v *Tx) Access(c *Caller, at *Handle, path string, mode uint32, flags int) error {
+	return withErr(v, c, at, path, atLookup(flags),
+		func(hat *Handle, hp string) error { return v.host.Access(c, hat, hp, mode, flags) },
+		func(t target) error {
+			if t.node == nil {
+				return unix.ENOENT
+			}
+			if mode == unix.F_OK {
+				return nil
+			}
+			if err := v.readAttrsLocked(t.node); err != nil {
+				return err
+			}
+			who := c
+			if flags&unix.AT_EACCESS == 0 {
+				who = &Caller{Tid: c.Tid, Tgid: c.Tgid, Cred: accessCred(c.Cred)}
+			}
+			a, err := v.attrsLocked(t.node)
+			if err != nil {
+				return err
+			}
+			var want uint32
+			if mode&unix.R_OK != 0 {
+				want |= mayRead
+			}
+			if mode&unix.W_OK != 0 {
+				want |= mayWrite
+			}
+			if mode&unix.X_OK != 0 {
+				want |= mayExec
+			}
+			return permission(who, a, want)
+		})
+}
+
+// Statfs implements View.
+func (v *Tx) Statfs(c *Caller, at *Handle, path string) (unix.Statfs_t, error) {
+	return with(v, c, at, path, followFinal,
+		func(hat *Handle, hp string) (unix.Statfs_t, error) { return v.host.Statfs(c, hat, hp) },
+		func(t target) (unix.Statfs_t, error) {
+			var st unix.Statfs_t
+			if t.node == nil {
+				return st, unix.ENOENT
+			}
+			fd, err := v.openBackingLocked(t.node, unix.O_PATH)
+			if err != nil {
+				return st, err
+			}
+			defer unix.Close(fd)
+			return st, unix.Fstatfs(fd, &st)
+		})
+}
 
 // modify resolves the object of an attribute change, copies it up and runs
 // fn on it; then journals the attributes in mask for objects that keep
 // their identity at commit.
-func (v *Tx) modify(c *Caller, at *Handle, path string, follow, emptyOK bool, mask store.AttrMask,
+func (v *Tx) modify(c *Caller, at *Handle, path string, lk lookupHow, mask store.AttrMask,
 	pass func(hat *Handle, hp string) error, fn func(n *Node, a attrs, vpath string) error) error {
-	return withErr(v, c, at, path, follow, emptyOK, pass, func(t target) error {
+	return withErr(v, c, at, path, lk, pass, func(t target) error {
 		n := t.node
 		if n == nil {
 			return unix.ENOENT
@@ -51,7 +206,7 @@ func (v *Tx) modify(c *Caller, at *Handle, path string, follow, emptyOK bool, ma
 
 // Chmod implements View.
 func (v *Tx) Chmod(c *Caller, at *Handle, path string, mode uint32, flags int) error {
-	return v.modify(c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0, store.AttrMode,
+	return v.modify(c, at, path, atLookup(flags), store.AttrMode,
 		func(hat *Handle, hp string) error { return v.host.Chmod(c, hat, hp, mode, flags) },
 		func(n *Node, a attrs, vpath string) error {
 			if n.typ == unix.S_IFLNK {
@@ -73,7 +228,7 @@ func (v *Tx) Chmod(c *Caller, at *Handle, path string, mode uint32, flags int) e
 
 // Chown implements View.
 func (v *Tx) Chown(c *Caller, at *Handle, path string, uid, gid uint32, flags int) error {
-	return v.modify(c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0,
+	return v.modify(c, at, path, atLookup(flags),
 		store.AttrMode|store.AttrUID|store.AttrGID,
 		func(hat *Handle, hp string) error { return v.host.Chown(c, hat, hp, uid, gid, flags) },
 		func(n *Node, a attrs, vpath string) error {
@@ -144,7 +299,7 @@ func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, f
 		// (fs/utimes.c).
 		return nil
 	}
-	return v.modify(c, at, path, flags&unix.AT_SYMLINK_NOFOLLOW == 0, flags&unix.AT_EMPTY_PATH != 0 || path == "",
+	return v.modify(c, at, path, atLookup(flags)|emptyPathOK.If(path == ""),
 		store.AttrAtime|store.AttrMtime,
 		func(hat *Handle, hp string) error { return v.host.Utimens(c, hat, hp, ts, flags) },
 		func(n *Node, a attrs, vpath string) error {
@@ -181,7 +336,7 @@ func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, f
 
 // Truncate implements View.
 func (v *Tx) Truncate(c *Caller, at *Handle, path string, size int64) error {
-	return withErr(v, c, at, path, true, false,
+	return withErr(v, c, at, path, followFinal,
 		func(hat *Handle, hp string) error { return v.host.Truncate(c, hat, hp, size) },
 		func(t target) error {
 			n := t.node
@@ -221,119 +376,4 @@ func (v *Tx) Truncate(c *Caller, at *Handle, path string, size int64) error {
 			p, _ := v.objPath(n)
 			return unix.Truncate(p, size)
 		})
-}
-
-// Setxattr implements View. On a host original that keeps its identity at
-// commit (a directory, a multiply-linked file) the change is journaled as
-// its own redo record (journalXattrLocked).
-func (v *Tx) Setxattr(c *Caller, at *Handle, path string, op XattrOp, name string, value []byte, flags int) error {
-	// AttrMode: setting system.posix_acl_access sets the mode too (cp -a
-	// gives a new directory its mode that way), and a setattr journaled
-	// earlier must not bring the old mode back.
-	return v.modify(c, at, path, !op.NoFollow, op.EmptyAt, store.AttrMode,
-		func(hat *Handle, hp string) error { return v.host.Setxattr(c, hat, hp, op, name, value, flags) },
-		func(n *Node, a attrs, vpath string) error {
-			if err := v.xattrWritePermLocked(c, n, a, name); err != nil {
-				return err
-			}
-			if err := v.copyUpLocked(n, vpath); err != nil {
-				return err
-			}
-			var err error
-			if p, nofollow := v.objPath(n); nofollow == 0 {
-				err = unix.Setxattr(p, name, value, flags)
-			} else {
-				err = unix.Lsetxattr(n.area.pathOf(n.staged), name, value, flags)
-			}
-			if err == nil {
-				v.journalXattrLocked(n, vpath, store.OpSetxattr, name, value)
-			}
-			return err
-		})
-}
-
-// Removexattr implements View.
-func (v *Tx) Removexattr(c *Caller, at *Handle, path string, op XattrOp, name string) error {
-	return v.modify(c, at, path, !op.NoFollow, op.EmptyAt, store.AttrMode,
-		func(hat *Handle, hp string) error { return v.host.Removexattr(c, hat, hp, op, name) },
-		func(n *Node, a attrs, vpath string) error {
-			if err := v.xattrWritePermLocked(c, n, a, name); err != nil {
-				return err
-			}
-			if err := v.copyUpLocked(n, vpath); err != nil {
-				return err
-			}
-			var err error
-			if p, nofollow := v.objPath(n); nofollow == 0 {
-				err = unix.Removexattr(p, name)
-			} else {
-				err = unix.Lremovexattr(n.area.pathOf(n.staged), name)
-			}
-			if err == nil {
-				v.journalXattrLocked(n, vpath, store.OpRemovexattr, name, nil)
-			}
-			return err
-		})
-}
-
-// journalXattrLocked journals an extended attribute change of a host
-// original that keeps its identity at commit (a directory, a file with
-// several links): its staged copy never replaces it, so the change itself
-// is replayed on it. Other objects carry their attributes in the staged
-// object that replaces them.
-//
-// Preconditions: v.mu held.
-func (v *Tx) journalXattrLocked(n *Node, path string, kind store.OpKind, name string, value []byte) {
-	if !n.inPlace || n.host == (FileID{}) {
-		return
-	}
-	v.journalOnLocked(n, store.RedoOp{Kind: kind, Path: path, Ino: n.replayIno, XattrName: name,
-		XattrValue: append([]byte(nil), value...)})
-}
-
-// xattrWritePermLocked checks setting or removing extended attribute name
-// of n for c, as Linux's xattr_permission and the capability module's
-// cap_inode_setxattr/cap_inode_removexattr do (no other security module):
-// the supervisor then performs the change with its own privileges, so
-// every namespace that needs a capability must be checked here.
-func (v *Tx) xattrWritePermLocked(c *Caller, n *Node, a attrs, name string) error {
-	switch {
-	case strings.HasPrefix(name, "user."):
-		if n.typ != unix.S_IFREG && n.typ != unix.S_IFDIR {
-			return unix.EPERM
-		}
-		return permission(c, a, mayWrite)
-	case strings.HasPrefix(name, "trusted."):
-		if !c.Cred.HasCap(unix.CAP_SYS_ADMIN) {
-			return unix.EPERM
-		}
-	case name == "security.capability":
-		// File capabilities: CAP_SETFCAP (cap_convert_nscap).
-		if !c.Cred.HasCap(unix.CAP_SETFCAP) {
-			return unix.EPERM
-		}
-	case strings.HasPrefix(name, "security."):
-		if !c.Cred.HasCap(unix.CAP_SYS_ADMIN) {
-			return unix.EPERM
-		}
-	case name == "system.posix_acl_access", name == "system.posix_acl_default":
-		// posix_acl_xattr_set: the owner, or CAP_FOWNER.
-		if !isOwner(c, a) {
-			return unix.EPERM
-		}
-	default:
-		return unix.EOPNOTSUPP
-	}
-	return nil
-}
-
-// objPath names n's staged object for calls the supervisor makes by path,
-// with the AT_SYMLINK_NOFOLLOW flag they need: its path in its staging
-// area, or for an unnamed O_TMPFILE object the magic link of the view's
-// descriptor on it, which must be followed (flag 0).
-func (v *Tx) objPath(n *Node) (string, int) {
-	if n.anon {
-		return "/proc/self/fd/" + strconv.Itoa(n.anonFd), 0
-	}
-	return n.area.pathOf(n.staged), unix.AT_SYMLINK_NOFOLLOW
 }
