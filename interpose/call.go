@@ -27,7 +27,7 @@ type Call struct {
 	Memory
 	listener *listener
 	// memRead is set by the first read of tracee memory. A call whose
-	// memory was read must never be answered with CONTINUE (DESIGN §4.1):
+	// memory was read must never be answered with CONTINUE (docs/architecture.md §3):
 	// another thread could rewrite the argument before the kernel re-reads
 	// it.
 	memRead bool

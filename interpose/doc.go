@@ -22,7 +22,7 @@
 //
 // Invariants:
 //   - A Call whose memory was read is never answered with CONTINUE (enforced
-//     in Call.send, DESIGN §4.1).
+//     in Call.send, docs/architecture.md §3).
 //   - Every ptrace request is made from the tracer's locked thread.
 //   - The tracer waits with __WNOTHREAD, so sessions in one process never see
 //     each other's children.

@@ -20,7 +20,7 @@ const (
 	// ActNotify sends the call to the supervisor (seccomp user notification).
 	ActNotify
 	// ActTrace stops the caller for the ptrace tracer (execve: the only
-	// call that cannot be emulated, see DESIGN §4.1).
+	// call that cannot be emulated, see docs/architecture.md §3).
 	ActTrace
 	// ActErrno fails the call in the filter with a fixed errno.
 	ActErrno

@@ -15,7 +15,7 @@ var supportDoc = [...]string{
 	Observed:    "the supervisor records what it needs (umask, credentials), then the kernel runs the call",
 	Refused:     "the seccomp filter fails the call with the errno shown",
 	NoTxMeaning: "no transactional meaning: `--unsupported=abort|error|allow` decides (outside a transaction it runs)",
-	Exec:        "stopped for the ptrace tracer, which runs it on the file the view resolves (DESIGN §4.1)",
+	Exec:        "stopped for the ptrace tracer, which runs it on the file the view resolves (docs/architecture.md §3)",
 }
 
 // Markdown renders docs/syscalls.md from the table: a summary per support

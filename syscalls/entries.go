@@ -8,7 +8,7 @@ import (
 // that golang.org/x/sys/unix defines (unix.SYS_*), grouped by family.
 // Everything else txexec knows about a call — its seccomp action, its
 // --trace formatting and docs/syscalls.md — is derived from this list
-// (STYLE.md, "The syscall table is data").
+// (docs/architecture.md §6).
 //
 // Numbers 337–423 are unused on x86-64 (the range kept free when the
 // syscall numbers of all architectures were unified at 424); they, any
@@ -371,7 +371,7 @@ func Entries() []Entry {
 			"Landlock is answered as disabled (see landlock_create_ruleset)", ArgFD, ArgHex),
 
 		// ---- Signals. A signal sent out of the transaction is held until
-		// commit (DESIGN §4.9, package signals); the rest is the kernel's.
+		// commit (docs/semantics.md §4, package signals); the rest is the kernel's.
 		passthrough(unix.SYS_RT_SIGACTION, "rt_sigaction", ArgSignal, ArgPtr, ArgPtr, ArgUint),
 		passthrough(unix.SYS_RT_SIGPROCMASK, "rt_sigprocmask", ArgInt, ArgPtr, ArgPtr, ArgUint),
 		passthrough(unix.SYS_RT_SIGRETURN, "rt_sigreturn"),

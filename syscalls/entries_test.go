@@ -135,7 +135,7 @@ func TestEntryInvariants(t *testing.T) {
 			// Calls whose arguments the supervisor must read from tracee
 			// memory (strings: paths, names) are never left to the kernel:
 			// another thread could change them between check and use
-			// (DESIGN §4.1).
+			// (docs/architecture.md §3).
 			if slices.Contains(e.Args, ArgPath) {
 				assert.NotContains(t, []Support{Passthrough, Observed}, e.Support,
 					"a call with a string argument in tracee memory must not be passthrough or observed")

@@ -27,7 +27,7 @@ type Manager struct {
 
 // DefaultPriorityAfterN is how many conflicts a command may lose before
 // its next run takes the commit lock early (BeginPriority), so that it
-// cannot lose again: the starvation bound of DESIGN §4.6.
+// cannot lose again: the starvation bound of docs/semantics.md §3.
 const DefaultPriorityAfterN = 3
 
 // Transaction is one running transaction: its record in the store and its
@@ -286,7 +286,7 @@ func isConflict(err error) bool {
 
 // conflictWith finds a transaction committed since this one began whose
 // write set has a granule (vfs.GranuleEntry, …) that this one read, by the
-// rules of DESIGN §4.6:
+// rules of docs/semantics.md §3:
 //
 //   - an entry (a name made, removed or replaced) conflicts with every read
 //     of its path, a lookup included, and with the listing of its

@@ -14,8 +14,8 @@ import (
 )
 
 // An area is a staging area: the directory that holds the transaction's
-// staged objects for the paths of one mount, on that mount (DESIGN §4.4,
-// "stage where commit is a rename"). Write-through renames a staged object
+// staged objects for the paths of one mount, on that mount (docs/architecture.md
+// §4: stage where commit is a rename). Write-through renames a staged object
 // into place, and rename(2) fails with EXDEV between two mounts — also two
 // mounts of one file system, such as a bind mount —; and FICLONE shares
 // extents only between files reached through one mount (ioctl_file_clone

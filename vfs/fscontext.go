@@ -34,7 +34,7 @@ func (v *Tx) OpenDir(path string) (*Handle, error) {
 }
 
 // HandleOf implements View: a descriptor is known by the object it refers
-// to (DESIGN §4.3); see nodeOfFDLocked.
+// to (docs/architecture.md §3); see nodeOfFDLocked.
 func (v *Tx) HandleOf(c *Caller, fd int) (*Handle, error) {
 	if obj := v.host.tokens.objectOf(fd); obj >= 0 {
 		// A path token the host view made for an O_PATH open in a

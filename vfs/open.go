@@ -665,7 +665,7 @@ func (v *Tx) openBackingStatLocked(n *Node, flags int, st *unix.Stat_t) (int, bo
 		fd, err = reopenSpecial(n.anonFd, flags&^unix.O_NOFOLLOW)
 	case n.hostFd >= 0:
 		// A host directory, even one with a staged copy of its
-		// attributes: its entries are the host's (DESIGN §4.2: names are
+		// attributes: its entries are the host's (docs/architecture.md §1: names are
 		// virtual; getdents of it is merged when the view changed them).
 		fd, err = openHostOriginal(n.hostFd, ".", flags&^unix.O_NOFOLLOW)
 	case n.staged != "":

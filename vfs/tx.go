@@ -17,7 +17,7 @@ import (
 )
 
 // DefaultPassthrough are the host subtrees that are passed through rather
-// than made transactional (DESIGN §4.10): reads are live, writes are not
+// than made transactional (docs/architecture.md §30): reads are live, writes are not
 // transactional.
 var DefaultPassthrough = []string{"/proc", "/sys", "/dev"}
 
@@ -110,7 +110,7 @@ type readRecord struct {
 	exists bool
 	id     FileID
 	typ    uint32
-	// data and meta are the granules of the object (DESIGN §4.6) the
+	// data and meta are the granules of the object (docs/semantics.md §3) the
 	// transaction read, besides its name: data its contents, meta its
 	// attributes (stat, getxattr, access). The attributes below are those
 	// of the first such read: mode, uid, gid, and for a non-directory
@@ -186,8 +186,8 @@ var _ View = (*Tx)(nil)
 // updates turned off (mount_setattr MOUNT_ATTR_NOATIME). O_NOATIME keeps
 // reads of files and directories from touching their atime, but nothing
 // does so for readlink(2), which the view needs for every symlink it
-// follows: through the clone even that leaves the host untouched (DESIGN
-// §2: atime included). The clone needs CAP_SYS_ADMIN; without it the view
+// follows: through the clone even that leaves the host untouched
+// (isolation covers atimes: docs/semantics.md §1). The clone needs CAP_SYS_ADMIN; without it the view
 // reaches "/" itself, and reading a host symlink may update its atime
 // (noatime is false; docs/semantics.md).
 func openRoot() (fd int, noatime bool, err error) {

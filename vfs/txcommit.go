@@ -214,7 +214,7 @@ func (v *Tx) Changed() bool {
 	return len(v.fullJournalLocked()) > 0
 }
 
-// The kinds of granule (DESIGN §4.6) of a write set, store.Granule.Kind.
+// The kinds of granule (docs/semantics.md §3) of a write set, store.Granule.Kind.
 // Validation (txn) checks each against the reads of the same path:
 // an entry against any read of it (a lookup included) and the listing of
 // its directory, data against reads of the contents or the attributes
