@@ -17,7 +17,10 @@ import (
 // ApplyOptions configure Apply.
 type ApplyOptions struct {
 	// Durable fsyncs, once each at the end, every directory whose entries
-	// changed and every file whose attributes or contents changed.
+	// changed and every file whose attributes or contents changed, and
+	// for an op skipped as done already, the directories it names: a
+	// redo after a crash must make durable what the interrupted
+	// write-through did but had not synced yet.
 	Durable bool
 	// Skipped, when set, hears about every op Apply skipped because its
 	// object was not the expected one: normal when redoing, suspicious on
@@ -54,30 +57,33 @@ func Apply(ops []store.RedoOp, opt ApplyOptions) error {
 		if err != nil {
 			return &OpError{Index: i, Op: op, Err: err}
 		}
-		if why != "" && opt.Skipped != nil {
-			opt.Skipped(i, op, why)
+		if why != "" {
+			// Done already, perhaps by a write-through that died before
+			// its fsyncs; or superseded, and then syncing costs one
+			// fsync of a directory the list changes anyway.
+			a.syncLater(filepath.Dir(op.Path), 0)
+			if op.Src != "" {
+				a.syncLater(filepath.Dir(op.Src), 0)
+			}
+			if opt.Skipped != nil {
+				opt.Skipped(i, op, why)
+			}
 		}
 	}
 	if opt.Durable {
-		for _, t := range a.toSync {
-			if err := fsyncPath(t.path, t.ino); err != nil {
-				return fmt.Errorf("apply: %w", err)
-			}
+		if err := sysx.Sync(a.toSync); err != nil {
+			return fmt.Errorf("apply: %w", err)
 		}
 	}
 	return nil
 }
 
-// syncTarget is an object to fsync at the end: a directory (ino 0: what
-// is there now) or a file that must still be inode ino.
-type syncTarget struct {
-	path string
-	ino  uint64
-}
-
 type applier struct {
-	opt    ApplyOptions
-	toSync []syncTarget    // in the order first touched
+	opt ApplyOptions
+	// toSync are the objects to fsync at the end, in the order first
+	// touched: directories (Dir: whatever directory is there then) and
+	// files that must still be the inode the op changed.
+	toSync []sysx.SyncTarget
 	synced map[string]bool // paths in toSync
 	// open are the closers of the descriptors that sys opened for the
 	// current op.
@@ -132,7 +138,7 @@ func (a *applier) syncLater(path string, ino uint64) {
 		return
 	}
 	a.synced[path] = true
-	a.toSync = append(a.toSync, syncTarget{path, ino})
+	a.toSync = append(a.toSync, sysx.SyncTarget{Path: path, Dir: ino == 0, Ino: ino})
 }
 
 // apply does op, or returns why it skipped it. CheckOps made sure its
@@ -408,11 +414,7 @@ func (a *applier) copyData(op store.RedoOp) (string, error) {
 	if err := unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(dst.Fd())), []unix.Timespec{sst.Atim, sst.Mtim}, 0); err != nil {
 		return "", &os.PathError{Op: "set times of", Path: op.Path, Err: err}
 	}
-	if a.opt.Durable {
-		if err := dst.Sync(); err != nil {
-			return "", err
-		}
-	}
+	a.syncLater(op.Path, op.Ino)
 	return "", nil
 }
 
@@ -477,41 +479,4 @@ func (a *applier) fsyncDir(op store.RedoOp) (string, error) {
 	}
 	a.syncLater(op.Path, 0)
 	return "", nil
-}
-
-// fsyncPath fsyncs what path names if it is still there and, when ino is
-// not 0, still that inode and a regular file (which is then safe to
-// open). Whatever replaced or removed it was done by a later op, which
-// touched, and fsyncs, the parent directory.
-func fsyncPath(path string, ino uint64) error {
-	flags := unix.O_RDONLY | unix.O_CLOEXEC | unix.O_NOFOLLOW
-	if ino == 0 {
-		flags |= unix.O_DIRECTORY
-	} else {
-		st, ok, err := lstat(path)
-		if err != nil || !ok || st.Ino != ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
-			return err
-		}
-	}
-	var fd int
-	name, done, err := sysx.ShortPath(path)
-	if err == nil {
-		defer done()
-		err = sysx.Retry(func() error {
-			var err error
-			fd, err = unix.Open(name, flags, 0)
-			return err
-		})
-	}
-	switch {
-	case err == unix.ENOENT || err == unix.ENOTDIR || err == unix.ELOOP:
-		return nil // removed or replaced (by a symlink: ELOOP)
-	case err != nil:
-		return &os.PathError{Op: "open", Path: path, Err: err}
-	}
-	defer unix.Close(fd)
-	if err := sysx.Retry(func() error { return unix.Fsync(fd) }); err != nil {
-		return &os.PathError{Op: "fsync", Path: path, Err: err}
-	}
-	return nil
 }

@@ -186,7 +186,7 @@ func (t *Transaction) prepare() (store.Prepared, error) {
 		return store.Prepared{}, &CommitError{Err: err}
 	}
 	if t.m.Durable && len(ops) > 0 {
-		if err := v.SyncStaged(); err != nil {
+		if err := SyncStaged(ops, v.StagingAreas()); err != nil {
 			t.m.abort(t.ID, err.Error())
 			return store.Prepared{}, &CommitError{Err: err}
 		}
@@ -207,6 +207,17 @@ func (m *Manager) CommitKept(id int64) error {
 	_, p, err := m.Store.LoadKept(id)
 	if err != nil {
 		return err
+	}
+	if m.Durable && len(p.Ops) > 0 {
+		// Kept by a txexec --no-durable, perhaps.
+		areas, err := m.Store.StagingAreas(id)
+		if err == nil {
+			err = SyncStaged(p.Ops, areas)
+		}
+		if err != nil {
+			m.abort(id, err.Error())
+			return &CommitError{Err: err}
+		}
 	}
 	return m.commit(id, p, store.Prepared{}, func(rewritten map[string][]store.Granule) error {
 		return vfs.ValidateReadSet(p.Reads, rewritten)

@@ -32,8 +32,6 @@ type area struct {
 	// root (openRoot's clone of the mount tree), through which the host
 	// originals are read too: a copy-up clones within one mount.
 	fd int
-	// dev is the area's file system, which SyncStaged syncs once.
-	dev uint64
 }
 
 // pathOf is the host path of the staged object name in a.
@@ -51,7 +49,7 @@ func openArea(rootFd int, path string) (*area, uint64, error) {
 		unix.Close(fd)
 		return nil, 0, &os.PathError{Op: "stat staging area", Path: path, Err: err}
 	}
-	return &area{path: path, fd: fd, dev: st.Dev}, mountID(fd, "", unix.AT_EMPTY_PATH, st.Dev), nil
+	return &area{path: path, fd: fd}, mountID(fd, "", unix.AT_EMPTY_PATH, st.Dev), nil
 }
 
 // mountID identifies the mount that (dirfd, path) is on: its mount id

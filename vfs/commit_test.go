@@ -319,7 +319,7 @@ func TestCommitMatchesView(t *testing.T) {
 					require.NoError(t, w.v.Validate(nil))
 					ops := w.v.Journal()
 					checkStagedOnMount(t, w, m, ops)
-					require.NoError(t, w.v.SyncStaged())
+					require.NoError(t, txn.SyncStaged(ops, w.v.StagingAreas()))
 					require.NoError(t, txn.Apply(ops, txn.ApplyOptions{
 						Skipped: func(i int, op store.RedoOp, why string) {
 							t.Errorf("op %d (%s %s) skipped: %s", i, op.Kind, op.Path, why)

@@ -42,7 +42,7 @@ func (w *view) commit() []store.RedoOp {
 	require.NoError(w.t, w.v.Validate(nil))
 	ops := w.v.Journal()
 	require.NoError(w.t, txn.CheckOps(ops), "no op names an unrelated path")
-	require.NoError(w.t, w.v.SyncStaged())
+	require.NoError(w.t, txn.SyncStaged(ops, w.v.StagingAreas()))
 	require.NoError(w.t, txn.Apply(ops, txn.ApplyOptions{
 		Skipped: func(i int, op store.RedoOp, why string) {
 			w.t.Errorf("op %d (%s %s) skipped: %s", i, op.Kind, op.Path, why)

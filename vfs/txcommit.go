@@ -426,30 +426,16 @@ func OutputsOf(fds []int) []FileID {
 	return out
 }
 
-// SyncStaged makes the staged data durable before the commit point: one
-// syncfs of each file system that holds a staging area instead of an fsync
-// per file.
-func (v *Tx) SyncStaged() error {
+// StagingAreas returns the absolute paths of the transaction's staging
+// areas, home first: what txn.SyncStaged makes durable.
+func (v *Tx) StagingAreas() []string {
 	v.mu.Lock()
-	areas := v.areasLocked()
-	v.mu.Unlock()
-	synced := map[uint64]bool{}
-	for _, a := range areas {
-		if synced[a.dev] {
-			continue
-		}
-		synced[a.dev] = true
-		fd, err := unix.Openat(a.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return &os.PathError{Op: "open", Path: a.path, Err: err}
-		}
-		err = unix.Syncfs(fd)
-		unix.Close(fd)
-		if err != nil {
-			return &os.PathError{Op: "syncfs", Path: a.path, Err: err}
-		}
+	defer v.mu.Unlock()
+	var out []string
+	for _, a := range v.areasLocked() {
+		out = append(out, a.path)
 	}
-	return nil
+	return out
 }
 
 // Close releases the view's descriptors, and removes the host entries the
