@@ -112,6 +112,35 @@ func (s *Store) RemoveStaging(id int64) error {
 	return nil
 }
 
+// FreeStaging removes everything in the staging directories of
+// transaction id, which must be one that can no longer commit (running,
+// and its owner is aborting it or dead), but keeps the directories and
+// their records, and writes nothing to the database: on a full disk the
+// space its staged objects take is what the store needs to record the
+// abort. RemoveStaging removes the directories once the abort is
+// recorded.
+func (s *Store) FreeStaging(id int64) error {
+	paths, err := areaPaths(s.db, id)
+	if err != nil {
+		return fmt.Errorf("free staging of transaction %d: %w", id, err)
+	}
+	for _, p := range append([]string{s.StagingDir(id)}, paths...) {
+		entries, err := os.ReadDir(p)
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("free staging of transaction %d: %w", id, err)
+		}
+		for _, e := range entries {
+			if err := removeStaged(filepath.Join(p, e.Name())); err != nil {
+				return fmt.Errorf("free staging of transaction %d: %w", id, err)
+			}
+		}
+	}
+	return nil
+}
+
 // removeArea removes the staging area at path of transaction id and, in
 // tx, its record. The directory goes first: a crash between the two
 // leaves a record of an absent area, which the next removal forgets.

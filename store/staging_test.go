@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"txexec/internal/testenv"
 )
 
 func TestInstanceNamesStateDirectory(t *testing.T) {
@@ -119,4 +121,51 @@ func TestGCStagingAreas(t *testing.T) {
 	removed, err = s.GCStaging()
 	require.NoError(t, err)
 	assert.Empty(t, removed)
+}
+
+// TestFreeStaging: FreeStaging empties every staging directory of a
+// transaction, immutable objects included, keeps the directories and
+// their records, and writes nothing to the database; Orphans lists the
+// running transactions of dead owners without aborting them.
+func TestFreeStaging(t *testing.T) {
+	dead := Owner{Pid: 1, Start: 1<<64 - 1}
+	s := openT(t, t.TempDir(), Options{Owner: dead})
+	tx, err := s.Begin(TxInfo{})
+	require.NoError(t, err)
+	other, err := s.Begin(TxInfo{})
+	require.NoError(t, err)
+	area, err := s.AddStagingArea(tx.ID, t.TempDir())
+	require.NoError(t, err)
+	for _, dir := range []string{s.StagingDir(tx.ID), area, s.StagingDir(other.ID)} {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "1"), []byte("staged\n"), 0o600))
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "2"), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "2", "3"), []byte("staged\n"), 0o600))
+	}
+	testenv.AddInodeFlags(t, filepath.Join(s.StagingDir(tx.ID), "1"), FlagImmutable)
+	walBefore, _ := os.Stat(filepath.Join(s.dir, DBName+"-wal"))
+
+	alive := func(o Owner) bool { return o != dead }
+	ids, err := s.Orphans(alive)
+	require.NoError(t, err)
+	assert.Equal(t, []int64{tx.ID, other.ID}, ids)
+	require.NoError(t, s.FreeStaging(tx.ID))
+	for _, dir := range []string{s.StagingDir(tx.ID), area} {
+		left, err := os.ReadDir(dir)
+		require.NoError(t, err, "the directory stays")
+		assert.Empty(t, left)
+	}
+	left, err := os.ReadDir(s.StagingDir(other.ID))
+	require.NoError(t, err)
+	assert.Len(t, left, 2, "another transaction's staging is untouched")
+	areas, err := s.StagingAreas(tx.ID)
+	require.NoError(t, err)
+	assert.Equal(t, []string{s.StagingDir(tx.ID), area}, areas, "the records stay")
+	walAfter, _ := os.Stat(filepath.Join(s.dir, DBName+"-wal"))
+	if walBefore != nil && walAfter != nil {
+		assert.Equal(t, walBefore.ModTime(), walAfter.ModTime(), "nothing written to the store")
+	}
+	rec, _, err := s.Get(tx.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StateRunning, rec.State, "freeing is not aborting")
+	require.NoError(t, s.FreeStaging(tx.ID), "again: nothing to free")
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mattn/go-sqlite3" // also registers the "sqlite3" driver
+	"golang.org/x/sys/unix"
 )
 
 // DefaultBusyTimeout is how long a statement waits for the database lock
@@ -274,20 +275,34 @@ func (s *Store) Close() error { return s.db.Close() }
 func (s *Store) Dir() string { return s.dir }
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE, see dsn) and
-// commits it when fn returns nil.
+// commits it when fn returns nil. An error of a full disk wraps
+// unix.ENOSPC too (see noSpace).
 func (s *Store) write(fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
-		return fmt.Errorf("begin immediate: %w", err)
+		return noSpace(fmt.Errorf("begin immediate: %w", err))
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
-		return err
+		return noSpace(err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
+		return noSpace(fmt.Errorf("commit: %w", err))
 	}
 	return nil
+}
+
+// noSpace makes err, when it is SQLite's for a full disk (SQLITE_FULL, or
+// an I/O error whose errno is ENOSPC), wrap unix.ENOSPC as well, so that
+// callers that know no SQL can tell it: a change that cannot be recorded
+// for want of space then fails as Linux fails one on a full disk.
+func noSpace(err error) error {
+	var se sqlite3.Error
+	if errors.As(err, &se) && (se.Code == sqlite3.ErrFull || se.SystemErrno == unix.ENOSPC) &&
+		!errors.Is(err, unix.ENOSPC) {
+		return fmt.Errorf("%w (%w)", err, unix.ENOSPC)
+	}
+	return err
 }
 
 // notFound turns sql.ErrNoRows into ErrNotFound for transaction id.

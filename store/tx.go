@@ -515,6 +515,33 @@ func (s *Store) ClaimPending(alive func(Owner) bool) ([]PendingTx, error) {
 	return pending, nil
 }
 
+// Orphans returns the running transactions whose owner is dead (alive
+// reports false), in increasing order, without writing anything: what
+// AbortOrphans would abort, whose staging recovery frees first
+// (FreeStaging).
+func (s *Store) Orphans(alive func(Owner) bool) ([]int64, error) {
+	type running struct {
+		id    int64
+		owner Owner
+	}
+	all, err := queryAll(s.db, func(rows *sql.Rows) (r running, err error) {
+		var start int64
+		err = rows.Scan(&r.id, &r.owner.Pid, &start)
+		r.owner.Start = uint64(start)
+		return r, err
+	}, `SELECT id, owner_pid, owner_start FROM tx WHERE state = ? ORDER BY id`, StateRunning)
+	if err != nil {
+		return nil, fmt.Errorf("list orphaned transactions: %w", err)
+	}
+	var ids []int64
+	for _, r := range all {
+		if !alive(r.owner) {
+			ids = append(ids, r.id)
+		}
+	}
+	return ids, nil
+}
+
 // AbortOrphans aborts, with reason, every running transaction whose owner
 // is dead (alive reports false) and returns their ids in increasing order;
 // the caller removes their staging directories. Kept transactions are not

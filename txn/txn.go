@@ -136,7 +136,7 @@ func (t *Transaction) Commit() error {
 	if err != nil {
 		return err
 	}
-	err = t.m.commit(t.ID, p, p, v.Validate, t.Priority())
+	err = t.m.commit(t.ID, p, p, v.Validate, t.Priority(), t.m.abort)
 	var ce *CommitError
 	if !errors.As(err, &ce) {
 		// Committed, even if its write-through failed (recovery
@@ -215,13 +215,13 @@ func (m *Manager) CommitKept(id int64) error {
 			err = SyncStaged(p.Ops, areas)
 		}
 		if err != nil {
-			m.abort(id, err.Error())
+			m.abortKept(id, err.Error())
 			return &CommitError{Err: err}
 		}
 	}
 	return m.commit(id, p, store.Prepared{}, func(rewritten map[string][]store.Granule) error {
 		return vfs.ValidateReadSet(p.Reads, rewritten)
-	}, true)
+	}, true, m.abortKept)
 }
 
 // AbortKept drops kept transaction id and its staging area. A transaction
@@ -238,12 +238,14 @@ func (m *Manager) AbortKept(id int64, reason string) error {
 // stores (p, or nothing for a kept transaction whose p is stored already);
 // host validates the read set against the host, given the paths whose
 // objects transactions committed meanwhile changed (conflictWith). locked
-// says the caller holds the commit lock already.
-func (m *Manager) commit(id int64, p, stored store.Prepared, host func(rewritten map[string][]store.Granule) error, locked bool) error {
+// says the caller holds the commit lock already. abort aborts id when it
+// cannot commit (Manager.abort for a live transaction, abortKept for a
+// kept one).
+func (m *Manager) commit(id int64, p, stored store.Prepared, host func(rewritten map[string][]store.Granule) error, locked bool, abort func(id int64, reason string) error) error {
 	if !locked {
 		release, err := m.Store.LockCommits(store.LockShared)
 		if err != nil {
-			m.abort(id, err.Error())
+			abort(id, err.Error())
 			return &CommitError{Err: err}
 		}
 		defer release()
@@ -270,7 +272,7 @@ func (m *Manager) commit(id int64, p, stored store.Prepared, host func(rewritten
 		if conflict != nil && errors.Is(err, conflict) {
 			ce = &CommitError{Conflict: isConflict(conflict), Err: conflict}
 		}
-		m.abort(id, ce.Err.Error())
+		abort(id, ce.Err.Error())
 		return ce
 	}
 	store.Fault("txn.after-commit-point")
@@ -357,10 +359,27 @@ func (t *Transaction) Abort(reason string) error {
 	return t.m.abort(t.ID, reason)
 }
 
-// abort records that transaction id is thrown away and removes its
-// staging area — only if it was ours to abort: a transaction that is
-// committed meanwhile (a kept one, by another txexec commit) keeps it.
+// abort throws away running transaction id, which this process owns:
+// its staged objects first, then the record of the abort and why, then
+// its staging directories. Nothing else can commit it meanwhile (only
+// its owner commits a running transaction), and on a full disk — which
+// its staging may have filled — the space they free is what the store
+// needs to record the abort.
 func (m *Manager) abort(id int64, reason string) error {
+	freeErr := m.Store.FreeStaging(id)
+	if err := m.Store.Abort(id, reason); err != nil {
+		return err
+	}
+	if err := m.Store.RemoveStaging(id); err != nil {
+		return err
+	}
+	return freeErr
+}
+
+// abortKept records that kept transaction id is thrown away and removes
+// its staging area — only if it was ours to abort: one that another
+// txexec commit committed meanwhile keeps it.
+func (m *Manager) abortKept(id int64, reason string) error {
 	if err := m.Store.Abort(id, reason); err != nil {
 		return err
 	}
@@ -403,6 +422,18 @@ func AutoRecover(s *store.Store, durable bool) (finished, aborted []int64, ran b
 //
 // Preconditions: the commit lock is held, shared or exclusive.
 func recoverLocked(s *store.Store, durable bool) (finished, aborted []int64, err error) {
+	// Orphans' staged objects are garbage (they can no longer commit):
+	// freed before anything is written to the store, so that recovery
+	// works on a disk they filled.
+	orphans, err := s.Orphans(Alive)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, id := range orphans {
+		if err := s.FreeStaging(id); err != nil {
+			return nil, nil, err
+		}
+	}
 	pending, err := s.ClaimPending(Alive)
 	if err != nil {
 		return nil, nil, err

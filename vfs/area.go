@@ -94,6 +94,12 @@ func (v *Tx) areaForLocked(dir *Node, path string) (*area, error) {
 			v.areas[mnt] = a
 			return a, nil
 		}
+		if errors.Is(err, unix.ENOSPC) {
+			// No room for the area or its record in the store: the
+			// change fails as Linux fails one on a full disk, and a
+			// later one may find room.
+			return nil, unix.ENOSPC
+		}
 		v.areaErrs[mnt] = err
 	}
 	return nil, v.stagingFailedLocked(path, err)

@@ -245,7 +245,6 @@ func runCommand(o *cli.Run, hooks *benchHooks) (int, error) {
 			locks.Release()
 			return 0, err
 		}
-		st.SetCommandStatus(t.ID, status)
 		hooks.measureStaging(st.StagingDir(t.ID))
 		doomed := t.View.Doomed() != nil
 		outcome := txn.Settle(o.OnExit, status, doomed)
@@ -258,15 +257,19 @@ func runCommand(o *cli.Run, hooks *benchHooks) (int, error) {
 				// What made the command fail is more useful than its status.
 				why = doom.Error() + "; " + why
 			}
-			err := t.Abort(why)
+			// Recorded after the abort, which frees the staging first: on
+			// a disk the staging filled, the store has room only then.
+			abortErr := t.Abort(why)
+			st.SetCommandStatus(t.ID, status)
 			locks.Release()
-			if err != nil {
-				return 0, err
+			if abortErr != nil {
+				return 0, abortErr
 			}
 			fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %s\n", t.ID, why)
 			a.dropped("aborted")
 			return status, nil
 		}
+		statusErr := st.SetCommandStatus(t.ID, status)
 		if outcome == txn.Keep {
 			err = keep(t)
 		} else {
@@ -285,6 +288,10 @@ func runCommand(o *cli.Run, hooks *benchHooks) (int, error) {
 		if !errors.As(err, &ce) {
 			a.discard()
 			return 0, err
+		}
+		if statusErr != nil {
+			// A full disk, perhaps, which the abort freed.
+			st.SetCommandStatus(t.ID, status)
 		}
 		// Doomed again: the commit may have found the conflict.
 		retry, exit := txn.AfterFailedCommit(ce.Conflict, attempt, o.Retry, status, t.View.Doomed() != nil)
