@@ -72,7 +72,9 @@ func buildCommit(b *testing.B) string {
 // under `txexec --no-durable --state-dir S --`, each with a fresh state
 // directory S under /var/tmp. The target is tx-durable at most 2x
 // native+sync. Making and removing the directories (and a sync after
-// the removal) is not timed.
+// the removal) is not timed. ns/call is one run. With TXEXEC_BENCH_BASE,
+// the base build's transactions (tx-durable-base, tx-nodurable-base)
+// alternate with this build's, for an optimization's history.
 func BenchmarkCommit2000(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("bench: txexec needs root (seccomp supervisor, state directory); not root")
@@ -81,20 +83,30 @@ func BenchmarkCommit2000(b *testing.B) {
 		b.Skipf("bench: %s is not a directory: %v", commitDir, err)
 	}
 	bin := buildCommit(b)
-	for _, v := range []struct {
+	type variant struct {
 		name string
 		// prefix is the command line before the fixture's, given the
 		// state directory (nil = native).
 		prefix func(b *testing.B, state string) []string
-	}{
-		{"native+sync", func(*testing.B, string) []string { return nil }},
-		{"tx-durable", func(b *testing.B, state string) []string {
-			return []string{txexecBinary(b), "--state-dir", state, "--"}
-		}},
-		{"tx-nodurable", func(b *testing.B, state string) []string {
-			return []string{txexecBinary(b), "--no-durable", "--state-dir", state, "--"}
-		}},
-	} {
+	}
+	variants := []variant{{"native+sync", func(*testing.B, string) []string { return nil }}}
+	for _, v := range []struct{ name, flag string }{{"tx-durable", ""}, {"tx-nodurable", "--no-durable"}} {
+		flags := func(state string) []string {
+			if v.flag == "" {
+				return []string{"--state-dir", state, "--"}
+			}
+			return []string{v.flag, "--state-dir", state, "--"}
+		}
+		variants = append(variants, variant{v.name, func(b *testing.B, state string) []string {
+			return append([]string{txexecBinary(b)}, flags(state)...)
+		}})
+		if base := os.Getenv(BaseEnv); base != "" {
+			variants = append(variants, variant{v.name + "-base", func(_ *testing.B, state string) []string {
+				return append([]string{base}, flags(state)...)
+			}})
+		}
+	}
+	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
 			v.prefix(b, "") // build txexec before the timer runs
 			b.StopTimer()
@@ -119,6 +131,7 @@ func BenchmarkCommit2000(b *testing.B) {
 				// Start the next run with nothing dirty for its sync.
 				syscall.Sync()
 			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/call")
 		})
 	}
 }
