@@ -82,13 +82,17 @@ func TestFullDiskAbort(t *testing.T) {
 	}
 
 	// A change on another mount needs a staging area there, recorded in
-	// the store on the full disk.
-	elsewhere := t.TempDir()
-	r = d.s.tx(t, d.work, "head -c 3M /dev/zero > f; chmod 600 old; echo more >> old; touch "+elsewhere+"/new; exit 3")
+	// the store on the full disk: the first gets the store's reserve;
+	// once the command has filled that too, the next fails.
+	first, second := t.TempDir(), t.TempDir()
+	mountOn(t, second, tmpfsMount)
+	r = d.s.tx(t, d.work, "head -c 3M /dev/zero > f; chmod 600 old; echo more >> old; touch "+first+"/new; "+
+		"head -c 1M /dev/zero > f2; touch "+second+"/new; exit 3")
 	assert.Equal(t, 3, r.status, r.stderr)
 	assert.Contains(t, r.stderr, "head: error writing 'standard output': No space left on device")
 	assert.Contains(t, r.stderr, "chmod: changing permissions of 'old': No space left on device")
-	assert.Contains(t, r.stderr, "touch: cannot touch '"+elsewhere+"/new': No space left on device")
+	assert.NotContains(t, r.stderr, "touch: cannot touch '"+first+"/new'", "the reserve made room")
+	assert.Contains(t, r.stderr, "touch: cannot touch '"+second+"/new': No space left on device")
 	assert.NotContains(t, r.stderr, "Input/output error")
 	assert.NotContains(t, r.stderr, "internal error")
 	d.checkFreed(t, freeBefore)
@@ -117,4 +121,34 @@ func TestFullDiskOrphan(t *testing.T) {
 	assert.Equal(t, "aborted", e.State)
 	assert.Equal(t, "its supervisor died before the commit point", e.Reason)
 	assert.NoFileExists(t, filepath.Join(d.work, "f"))
+}
+
+// TestFullDiskOfOthers: on a disk that something else filled, the store
+// gives up its reserve (store.ReserveName) to open and record: recover
+// exits 0 and a transaction runs, fails as its command fails (its write
+// finds the reserve's room and then ENOSPC), and its abort is recorded;
+// once there is room again the reserve is back.
+func TestFullDiskOfOthers(t *testing.T) {
+	d := newFullDisk(t)
+	reserve := filepath.Join(d.s.dir, "reserve")
+	require.FileExists(t, reserve)
+	filler := filepath.Join(d.mnt, "filler")
+	err := os.WriteFile(filler, make([]byte, 3<<20), 0o644)
+	require.ErrorIs(t, err, unix.ENOSPC, "the disk is full")
+
+	r := d.s.run(t, "/", nil, "recover")
+	assert.Equal(t, 0, r.status, "txexec recover on a disk others filled: %s", r.stderr)
+	r = d.s.tx(t, d.work, "head -c 1M /dev/zero > new; exit 3")
+	assert.Equal(t, 3, r.status, r.stderr)
+	assert.Contains(t, r.stderr, "No space left on device")
+	assert.Contains(t, r.stderr, "txexec: transaction 2 aborted: the command exited with status 3")
+	assert.Equal(t, "aborted", d.s.entry(t, 2).State)
+	assert.NoFileExists(t, filepath.Join(d.work, "new"))
+
+	require.NoError(t, os.Remove(filler))
+	r = d.s.tx(t, d.work, "true")
+	require.Equal(t, 0, r.status, r.stderr)
+	fi, err := os.Stat(reserve)
+	require.NoError(t, err, "the reserve is back")
+	assert.Equal(t, int64(256<<10), fi.Size())
 }

@@ -81,6 +81,10 @@ func Open(dir string, opt Options) (*Store, error) {
 		}
 	}
 	db, err := openDB(dsn(filepath.Join(dir, DBName), opt.Durable), opt.Durable)
+	if err != nil && isNoSpace(err) && releaseReserve(dir) {
+		// SQLite makes its -wal and -shm files at the first open.
+		db, err = openDB(dsn(filepath.Join(dir, DBName), opt.Durable), opt.Durable)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
@@ -101,6 +105,7 @@ func Open(dir string, opt Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("open store %s: read instance: %w", dir, err)
 	}
+	keepReserve(dir)
 	return s, nil
 }
 
@@ -276,8 +281,18 @@ func (s *Store) Dir() string { return s.dir }
 
 // write runs fn in one write transaction (BEGIN IMMEDIATE, see dsn) and
 // commits it when fn returns nil. An error of a full disk wraps
-// unix.ENOSPC too (see noSpace).
+// unix.ENOSPC too (see noSpace); the first one gives up the reserve
+// (ReserveName) and runs fn again, in a new transaction: fn must not keep
+// anything of a first run that failed.
 func (s *Store) write(fn func(tx *sql.Tx) error) error {
+	err := s.writeOnce(fn)
+	if isNoSpace(err) && releaseReserve(s.dir) {
+		err = s.writeOnce(fn)
+	}
+	return err
+}
+
+func (s *Store) writeOnce(fn func(tx *sql.Tx) error) error {
 	tx, err := s.db.BeginTx(context.Background(), nil)
 	if err != nil {
 		return noSpace(fmt.Errorf("begin immediate: %w", err))

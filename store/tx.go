@@ -477,6 +477,7 @@ func (s *Store) SetCommandStatus(id int64, status int) error {
 func (s *Store) ClaimPending(alive func(Owner) bool) ([]PendingTx, error) {
 	var pending []PendingTx
 	err := s.write(func(tx *sql.Tx) error {
+		pending = nil // a second try starts anew (see write)
 		rows, err := tx.Query(`SELECT id, seq, owner_pid, owner_start FROM tx WHERE state = ? ORDER BY seq`, StateCommitted)
 		if err != nil {
 			return err
@@ -551,6 +552,7 @@ func (s *Store) Orphans(alive func(Owner) bool) ([]int64, error) {
 func (s *Store) AbortOrphans(alive func(Owner) bool, reason string) ([]int64, error) {
 	var ids []int64
 	err := s.write(func(tx *sql.Tx) error {
+		ids = nil // a second try starts anew (see write)
 		rows, err := tx.Query(`SELECT id, owner_pid, owner_start FROM tx WHERE state = ? ORDER BY id`, StateRunning)
 		if err != nil {
 			return err
