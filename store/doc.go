@@ -56,6 +56,11 @@
 //     GCStaging find every area, whenever a crash came, and never remove
 //     one a transaction still needs.
 //
+// On a full disk: FreeStaging empties a staging area without writing to
+// the database, for aborts and recovery to free space first; a reserve
+// file (ReserveName) is given up when SQLite cannot open or write for want
+// of space, and a full disk's error wraps unix.ENOSPC.
+//
 // Lock order, outermost first: gate.lock, then commit.lock (flocks, all
 // processes; see LockCommits), Store.commitMu (this process's
 // committers), SQLite's write lock (all processes), faultMu.

@@ -15,10 +15,16 @@
 // Invariants:
 //   - No steal: nothing uncommitted is written in place on the host, so
 //     recovery is redo only.
-//   - Commit order: staged data synced → one store.Commit (validation, redo
-//     records, commit record: the commit point) → Apply → MarkApplied →
+//   - Commit order: staged objects and their areas fsynced (SyncStaged) →
+//     one store.Commit (validation, redo records, commit record: the commit
+//     point) → Apply, whose end fsyncs what it changed → MarkApplied →
 //     staging areas removed. A crash before the commit point leaves nothing;
-//     after it, recovery runs Apply again.
+//     after it, recovery runs Apply again, fsyncs included. A failed fsync
+//     is never retried on its descriptor: before the commit point it
+//     aborts, after it the transaction stays committed for recovery.
+//   - Abort frees a transaction's staged objects before it writes to the
+//     store (Store.FreeStaging), recovery those of orphans likewise: on a
+//     disk they filled, that is the room the store needs.
 //   - Apply is idempotent: every redo op names the inode it expects and is
 //     skipped when that inode is not where it looks, so applying any prefix
 //     and then the whole list gives the same host as applying it once.
