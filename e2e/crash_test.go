@@ -360,9 +360,9 @@ func TestCrashAtRandomInstants(t *testing.T) {
 const bench2000Script = `i=0; while [ $i -lt 2000 ]; do printf '%1024s' x > f$i; i=$((i+1)); done`
 
 // BenchmarkCommit2000Files compares creating 2000 1 KiB files in one
-// durable transaction (txexec -- sh -c …: supervision, staging, syncfs of
-// the staged data, one SQLite commit, write-through by rename, one fsync
-// per directory) with the same script run natively followed by sync(1).
+// durable transaction (txexec -- sh -c …: supervision, staging, an fsync
+// of each staged file, one SQLite commit, write-through by rename, one
+// fsync per directory) with the same script run natively followed by sync(1).
 // It reports both times per run, their ratio (x-native; the target is at
 // most 2), and the write-through part of the transaction (from the
 // commit point to applied, from txexec log).
