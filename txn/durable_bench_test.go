@@ -15,8 +15,9 @@ import (
 // new files of 1 KiB durable, in a staging area under /var/tmp (a disk
 // file system; t.TempDir may be a tmpfs, where every sync is free):
 // "2000" with SyncStaged (an fsync per staged file, its area and the
-// area's directory), "2000-syncfs-base" with one syncfs(2) of the area's
-// file system, as commits did before SyncStaged. Writing the files (and
+// area's directory), "2000-base" with one syncfs(2) of the area's file
+// system, as commits did before SyncStaged (the "-base" of bench/report's
+// before/after tables). Writing the files (and
 // a sync(2) before each run, so that each starts with nothing else
 // dirty) is not timed. ns/call is one run.
 func BenchmarkSyncStaged(b *testing.B) {
@@ -28,7 +29,7 @@ func BenchmarkSyncStaged(b *testing.B) {
 		name string
 		sync func(ops []store.RedoOp, area string) error
 	}{
-		{"2000-syncfs-base", func(_ []store.RedoOp, area string) error {
+		{"2000-base", func(_ []store.RedoOp, area string) error {
 			fd, err := unix.Open(area, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 			if err != nil {
 				return err
