@@ -430,9 +430,9 @@ func recoverLocked(s *store.Store, durable bool) (finished, aborted []int64, err
 		return nil, nil, err
 	}
 	for _, id := range orphans {
-		if err := s.FreeStaging(id); err != nil {
-			return nil, nil, err
-		}
+		// Best effort, as the removal below: an area on a mount that is
+		// gone must not stop recovery.
+		s.FreeStaging(id)
 	}
 	pending, err := s.ClaimPending(Alive)
 	if err != nil {
