@@ -100,7 +100,7 @@ func (s *Store) RemoveStaging(id int64) error {
 	}
 	err = s.write(func(tx *sql.Tx) error {
 		for _, p := range paths {
-			if err := removeArea(tx, id, p); err != nil {
+			if err := s.removeArea(tx, id, p); err != nil {
 				return err
 			}
 		}
@@ -143,10 +143,18 @@ func (s *Store) FreeStaging(id int64) error {
 
 // removeArea removes the staging area at path of transaction id and, in
 // tx, its record. The directory goes first: a crash between the two
-// leaves a record of an absent area, which the next removal forgets.
-func removeArea(tx *sql.Tx, id int64, path string) error {
+// leaves a record of an absent area, which the next removal forgets. A
+// durable store fsyncs the mount root that held it before the record
+// goes: after a power loss an area whose removal did not last would be
+// recorded nowhere, and never removed.
+func (s *Store) removeArea(tx *sql.Tx, id int64, path string) error {
 	if err := removeStaged(path); err != nil {
 		return err
+	}
+	if s.opt.Durable {
+		if err := sysx.Sync([]sysx.SyncTarget{{Path: filepath.Dir(path), Dir: true}}); err != nil {
+			return err
+		}
 	}
 	_, err := tx.Exec(`DELETE FROM staging_area WHERE tx_id = ? AND path = ?`, id, path)
 	return err
@@ -189,7 +197,7 @@ func (s *Store) GCStaging() ([]int64, error) {
 			// One that cannot be removed now (its mount is gone
 			// read-only, say) stays recorded for the next GC: it must
 			// not stop recovery, which runs GCStaging.
-			if removeArea(tx, a.id, a.path) == nil {
+			if s.removeArea(tx, a.id, a.path) == nil {
 				removed[a.id] = true
 			}
 		}

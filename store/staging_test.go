@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"txexec/internal/sysx"
 	"txexec/internal/testenv"
 )
 
@@ -168,4 +170,33 @@ func TestFreeStaging(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, StateRunning, rec.State, "freeing is not aborting")
 	require.NoError(t, s.FreeStaging(tx.ID), "again: nothing to free")
+}
+
+// TestRemoveAreaSyncsMountRoot: a durable store fsyncs the directory that
+// held a staging area it removed (a mount root), so that after a power
+// loss no area is left that no record names; --no-durable does not.
+func TestRemoveAreaSyncsMountRoot(t *testing.T) {
+	for _, durable := range []bool{true, false} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			s := openT(t, t.TempDir(), Options{Durable: durable})
+			tx, err := s.Begin(TxInfo{})
+			require.NoError(t, err)
+			mnt := t.TempDir()
+			_, err = s.AddStagingArea(tx.ID, mnt)
+			require.NoError(t, err)
+			require.NoError(t, s.Abort(tx.ID, "x"))
+			var synced []string
+			sysx.SyncHook = func(p string) error { synced = append(synced, p); return nil }
+			t.Cleanup(func() { sysx.SyncHook = nil })
+			require.NoError(t, s.RemoveStaging(tx.ID))
+			if durable {
+				assert.Equal(t, []string{mnt}, synced)
+			} else {
+				assert.Empty(t, synced)
+			}
+			left, err := os.ReadDir(mnt)
+			require.NoError(t, err)
+			assert.Empty(t, left)
+		})
+	}
 }
