@@ -185,3 +185,22 @@ func workerSignals(profiled bool) (restore func(), err error) {
 }
 
 var errContinueAfterRead = errors.New("CONTINUE refused: the handler read tracee memory")
+
+// ReplaceFD makes the caller's descriptor number target refer to the
+// supervisor's descriptor fd (its open file description), in place of
+// what it referred to, as dup2 would: ADDFD with SETFD and without SEND,
+// which the caller carries out atomically in its own descriptor table
+// (other threads sharing it see the old or the new description, never no
+// descriptor), and which leaves the call pending, for the handler to
+// answer. fd stays the supervisor's. ENOENT: the caller has gone.
+func (c *Call) ReplaceFD(fd, target int, cloexec bool) error {
+	var flags uint32
+	if cloexec {
+		flags = unix.O_CLOEXEC
+	}
+	a := seccompNotifAddfd{ID: c.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SETFD, Srcfd: uint32(fd), Newfd: uint32(target), NewfdFlags: flags}
+	// The same wait as a SEND (see notifAddfdSend): for the caller to
+	// take the descriptor, uninterrupted.
+	_, err := notifAddfdSend(c.listener.fd, &a, c.listener.cfg.Profiled)
+	return err
+}

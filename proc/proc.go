@@ -344,3 +344,14 @@ func ReadUmask(pid int) (uint32, error) {
 	n, err := f.Uint("Umask", 8)
 	return uint32(n), err
 }
+
+// Tgids returns the thread groups of the tree.
+func (tb *Table) Tgids() []int {
+	tb.mu.RLock()
+	defer tb.mu.RUnlock()
+	out := make([]int, 0, len(tb.procs))
+	for tgid := range tb.procs {
+		out = append(out, tgid)
+	}
+	return out
+}
