@@ -57,3 +57,104 @@ func (v *Tx) LockTarget(fd int) (LockTarget, error) {
 	}
 	return LockTarget{Original: orig, ID: n.host, Path: n.hostPath, OnOriginal: idOf(&st) == n.host}, nil
 }
+
+// LockCopy implements View: the host has no staged copies.
+func (h *Host) LockCopy(fd int, copyUp bool) (int, error) { return -1, nil }
+
+// LockCopy returns a new descriptor on the staged copy of the host
+// regular file whose original fd (a supervisor descriptor on what a
+// caller's descriptor refers to) is open on, with fd's access mode and
+// status flags; with copyUp, it copies the file up first if the
+// transaction has no copy of it yet. It returns -1 (and no error) when
+// there is none to give: fd is not on an unchanged host original of a
+// regular file, or the file is not to be copied for a lock (see
+// lockCopyableLocked).
+//
+// A lock the tree takes through a descriptor on the host original cannot
+// be taken there: it would conflict with the transaction's own lock on
+// the original (package hostlock), which outside processes must meet
+// until the transaction ends. On the staged copy the tree's locks meet
+// each other, as every later open of the file in the tree reaches the
+// copy too. The copy-up writes nothing: a copy whose bytes and attributes
+// stay the original's is not written through (sameDataCopiesLocked), so
+// the host file keeps its inode.
+func (v *Tx) LockCopy(fd int, copyUp bool) (int, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return -1, err
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil {
+		return -1, err
+	}
+	if fl&(unix.O_ASYNC|unix.O_DIRECT) != 0 || fl&unix.O_ACCMODE != unix.O_RDONLY {
+		// Signal-driven I/O's owner (F_SETOWN) cannot be carried to a
+		// new description; direct I/O may not open on the staging file
+		// system; and the view opens host originals read-only only.
+		return -1, nil
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	n := v.nodeOfFDLocked(fd, &st)
+	if n == nil || n.anon || n.typ != unix.S_IFREG || n.host == (FileID{}) || idOf(&st) != n.host || n.keepsIdentity() {
+		return -1, nil
+	}
+	if n.staged == "" {
+		if !copyUp {
+			return -1, nil
+		}
+		path, ok := v.lockCopyableLocked(n)
+		if !ok {
+			return -1, nil
+		}
+		if err := v.copyUpLocked(n, path); err != nil {
+			if err == unix.ESTALE || err == unix.ENOENT {
+				return -1, err // the host changed the file: hostChanged
+			}
+			// No space for the copy, say: the lock is still served,
+			// on the original, as before the copy was tried.
+			return -1, nil
+		}
+	}
+	// The status flags as they are (F_GETFL shows O_NOATIME and
+	// O_NOFOLLOW on host originals, docs/semantics.md §6): O_CREAT,
+	// O_EXCL, O_TRUNC and O_NOCTTY are not among them.
+	return unix.Openat(n.area.fd, n.staged, fl|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+}
+
+// lockCopyableLocked says whether host original n may be copied up for a
+// lock, and names it in the view: not on a read-only mount, where nothing
+// is staged; not immutable or append-only, whose staged copy would not
+// carry the flag that keeps later opens for writing from changing it;
+// not without a name in the view; and only on a mount whose staging area
+// exists or can be made (a failure to make it is not the transaction's
+// doom here: the lock is still served, on the original).
+//
+// Preconditions: v.mu held.
+func (v *Tx) lockCopyableLocked(n *Node) (string, bool) {
+	if v.hostFlagsLocked(n)&(unix.STATX_ATTR_IMMUTABLE|unix.STATX_ATTR_APPEND) != 0 || v.roCheckLocked(n) != nil {
+		return "", false
+	}
+	path, ok := v.liveNameLocked(n)
+	if !ok || n.hostParent == nil {
+		return "", false
+	}
+	hd := hostDirOf(n.hostParent)
+	if hd == nil {
+		return "", false
+	}
+	mnt := v.mountOfLocked(hd)
+	if v.areas[mnt] != nil {
+		return path, true
+	}
+	if v.areaErrs[mnt] != nil {
+		return "", false
+	}
+	a, err := v.makeAreaLocked(hd, mnt)
+	if err != nil {
+		v.areaErrs[mnt] = err
+		return "", false
+	}
+	v.areas[mnt] = a
+	return path, true
+}

@@ -89,6 +89,10 @@ type View interface {
 	// LockTarget says what else an advisory lock through fd (a
 	// descriptor duplicated from the caller) concerns: see LockTarget.
 	LockTarget(fd int) (LockTarget, error)
+	// LockCopy opens, for a lock through fd (a descriptor duplicated from
+	// the caller) on an unchanged host original, the file's staged copy
+	// instead: see Tx.LockCopy.
+	LockCopy(fd int, copyUp bool) (int, error)
 	// Cwd opens the directory the supervisor starts the command in.
 	OpenDir(path string) (*Handle, error)
 
