@@ -29,8 +29,11 @@ import (
 //
 //	open MODE PATH   open PATH (r, r+ or a)
 //	lockf|flock|ofd  take an exclusive lock, waiting
-//	try-lockf|try-flock
-//	                 try to take it without waiting; print "locked" or "busy"
+//	try-lockf|try-flock|try-ofd
+//	                 try to take it without waiting; print "locked", "busy",
+//	                 or "ebadf" (a write lock through a read-only descriptor)
+//	lockf-sh|flock-sh|ofd-sh, try-lockf-sh|try-flock-sh|try-ofd-sh
+//	                 the same with a shared (read) lock
 //	unlock-lockf|unlock-flock
 //	say PATH WORD    write WORD to PATH (a FIFO)
 //	wait PATH        read a line from PATH (a FIFO)
@@ -49,28 +52,31 @@ f = None
 sigs = [0]
 args = sys.argv[1:]
 def take(kind, nb):
-    op = fcntl.LOCK_EX | (fcntl.LOCK_NB if nb else 0)
+    shared = kind.endswith("-sh")
+    kind = kind.removesuffix("-sh")
+    op = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (fcntl.LOCK_NB if nb else 0)
     if kind == "flock":
         fcntl.flock(f, op)
     elif kind == "lockf":
         fcntl.lockf(f, op)
     else:
         cmd = fcntl.F_OFD_SETLK if nb else fcntl.F_OFD_SETLKW
-        fcntl.fcntl(f, cmd, struct.pack("hhqqi4x", fcntl.F_WRLCK, 0, 0, 0, 0))
+        typ = fcntl.F_RDLCK if shared else fcntl.F_WRLCK
+        fcntl.fcntl(f, cmd, struct.pack("hhqqi4x", typ, 0, 0, 0, 0))
 while args:
     a = args.pop(0)
     if a == "open":
         mode, path = args.pop(0), args.pop(0)
         f = open(path, mode)
-    elif a in ("lockf", "flock", "ofd"):
+    elif a.removesuffix("-sh") in ("lockf", "flock", "ofd"):
         take(a, False)
     elif a.startswith("try-"):
         try:
             take(a[4:], True)
             print("locked", flush=True)
         except OSError as e:
-            assert e.errno in (11, 13), e
-            print("busy", flush=True)
+            assert e.errno in (9, 11, 13), e
+            print("ebadf" if e.errno == 9 else "busy", flush=True)
     elif a == "unlock-lockf":
         fcntl.lockf(f, fcntl.LOCK_UN)
     elif a == "unlock-flock":
@@ -550,5 +556,122 @@ func TestAptWaitsForOutsideLockHolder(t *testing.T) {
 	assert.True(t, dpkgInstalled(t, pkg))
 	for _, p := range dpkgLockFiles {
 		assert.Equal(t, before[p], inode(t, p), "%s keeps its inode", p)
+	}
+}
+
+// TestTreeLocksOnUnchangedFileExcludeEachOther: processes of one
+// transaction that lock a host file they opened read-only, which the
+// transaction has not changed, exclude each other as on Linux, whatever
+// the lock family and however the other opened the file: the locking
+// descriptor is moved onto the file's staged copy, where the tree's locks
+// meet. Each case runs natively and in a transaction with the same
+// output; the transaction commits, and the file keeps its inode and
+// contents.
+func TestTreeLocksOnUnchangedFileExcludeEachOther(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	requireTools(t, "python3", "flock")
+	// Two processes of lockScript in lock-step through FIFOs: the first
+	// ($a) holds a lock while the second ($b) tries its own.
+	const twoProcs = `cd "$0" || exit; python3 -c "$1" $2 & python3 -c "$1" $3; wait`
+	for _, tc := range []struct {
+		name string
+		a, b string
+		want string
+	}{
+		{"flock through read-only descriptors",
+			"open r lock flock say held x wait done",
+			"wait held open r lock try-flock say done x", "busy\n"},
+		{"flock, then through a descriptor open for writing",
+			"open r lock flock say held x wait done",
+			"wait held open r+ lock try-flock say done x", "busy\n"},
+		{"flock through a descriptor opened before the other's lock",
+			"wait opened open r lock flock say held x wait done",
+			"open r lock say opened x wait held try-flock say done x", "busy\n"},
+		{"lockf read lock through a read-only descriptor",
+			"open r lock lockf-sh say held x wait done",
+			"wait held open r+ lock try-lockf try-lockf-sh say done x", "busy\nlocked\n"},
+		{"OFD read lock through a read-only descriptor",
+			"open r lock ofd-sh say held x wait done",
+			"wait held open r lock try-ofd try-ofd-sh open r+ lock try-ofd say done x", "ebadf\nlocked\nbusy\n"},
+		{"F_GETLK through a read-only descriptor names the tree's lock",
+			"open r lock lockf-sh say held x wait done",
+			"wait held open r lock getlk say done x", "held\n"},
+		{"flock(1) commands",
+			"", "", "try 1\nafter 0\n"},
+		// A description another process shares stays on the original
+		// (docs/semantics.md §8): moving one copy of it would part the
+		// two, and the child would not hold its parent's lock.
+		{"a description shared with a child is one lock",
+			`py import fcntl, os
+f = open("lock")
+r, w = os.pipe()
+pid = os.fork()
+if pid == 0:
+    os.read(r, 1)
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        print("locked", flush=True)
+    except BlockingIOError:
+        print("busy", flush=True)
+    os._exit(0)
+fcntl.flock(f, fcntl.LOCK_EX)
+os.write(w, b"x")
+os.waitpid(pid, 0)`, "", "locked\n"},
+		{"the locking descriptor keeps its offset, flags, access mode and close-on-exec flag",
+			`py import errno, fcntl, os
+fds = [os.open("lock", os.O_RDONLY), os.open("lock", os.O_RDONLY)]
+os.set_inheritable(fds[1], True)
+for fd in fds:
+    os.read(fd, 3)
+    flags = lambda: (fcntl.fcntl(fd, fcntl.F_GETFL), fcntl.fcntl(fd, fcntl.F_GETFD))
+    before = flags()
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    try:
+        os.write(fd, b"x")
+    except OSError as e:
+        print(errno.errorcode[e.errno])
+    print(before == flags(), os.read(fd, 100).decode().strip(), os.fstat(fd).st_ino == os.stat("lock").st_ino)`,
+			"", "EBADF\nTrue tents True\nEBADF\nTrue tents True\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			argv := []string{"sh", "-c", twoProcs, "", lockScript, tc.a, tc.b}
+			if py, ok := strings.CutPrefix(tc.a, "py "); ok {
+				argv = []string{"sh", "-c", `cd "$0" || exit; python3 -c "$1"`, "", py}
+			} else if tc.a == "" {
+				argv = []string{"sh", "-c", `cd "$0" || exit; flock -x lock sh -c 'echo x > held; read x < done' &
+					read x < held; flock -n lock true; echo "try $?"; echo x > done; wait
+					flock -n lock true; echo "after $?"`, ""}
+			}
+			heldBy := regexp.MustCompile(`held by -?[0-9]+`)
+			run := func(tx bool) (rwResult, string) {
+				dir := t.TempDir()
+				lock := filepath.Join(dir, "lock")
+				require.NoError(t, os.WriteFile(lock, []byte("contents\n"), 0o644))
+				for _, p := range []string{"held", "done", "opened"} {
+					mkfifo(t, filepath.Join(dir, p))
+				}
+				argv[3] = dir
+				var r rwResult
+				if tx {
+					before := inode(t, lock)
+					r = rwTx(t, t.TempDir(), nil, append([]string{"--"}, argv...)...)
+					assert.Equal(t, before, inode(t, lock), "the lock file keeps its inode")
+					b, err := os.ReadFile(lock)
+					require.NoError(t, err)
+					assert.Equal(t, "contents\n", string(b))
+				} else {
+					r = rwRun(t, nil, argv...)
+				}
+				require.Equal(t, 0, r.code, r.stderr)
+				return r, heldBy.ReplaceAllString(r.stdout, "held")
+			}
+			_, native := run(false)
+			require.Equal(t, tc.want, native, "natively")
+			r, out := run(true)
+			assert.Equal(t, tc.want, out, "in a transaction")
+			if tc.name == "F_GETLK through a read-only descriptor names the tree's lock" {
+				assert.Equal(t, "held by -1\n", r.stdout, "an OFD lock, as docs/semantics.md §6 says")
+			}
+		})
 	}
 }

@@ -46,10 +46,12 @@ func lockCommandCases() []Case {
 // other as on Linux; and the same lock is taken for the transaction on the
 // host original (package hostlock), where processes outside wait for it
 // until the transaction ends. A descriptor on the unchanged host original
-// itself gets only the transaction's lock: a lock of its own there would
-// conflict with the transaction's. Outside a transaction (no HostLocks)
-// the kernel runs the call, and flock's own lock, decided by registers
-// alone, is always the kernel's.
+// of a regular file (opened read-only before any change) is first moved
+// onto the file's staged copy (moveToCopy): a lock of its own on the
+// original would conflict with the transaction's. One that cannot be
+// moved gets only the transaction's lock. Outside a transaction (no
+// HostLocks) the kernel runs the call, and flock's own lock, decided by
+// registers alone, is always the kernel's.
 
 // Flock implements flock(2).
 func Flock(k *Kernel, c *interpose.Call) interpose.Reply {
@@ -90,13 +92,81 @@ func Flock(k *Kernel, c *interpose.Call) interpose.Reply {
 		k.lockLost(lt, err)
 		err = unix.EWOULDBLOCK
 	}
-	if err != nil || lt.OnOriginal {
+	if err != nil {
 		return k.reply(c, 0, err)
+	}
+	if lt.OnOriginal {
+		nfd, err := k.moveToCopy(c, int(fd), dup)
+		if err != nil || nfd < 0 {
+			return k.reply(c, 0, err) // the transaction's lock only
+		}
+		unix.Close(nfd)
 	}
 	// The caller's own lock, on its staged copy: registers only, so the
 	// kernel takes it, queueing a blocking request among the tree's and
 	// interrupting it as usual.
 	return interpose.Continue()
+}
+
+// moveToCopy moves the caller's descriptor fd, on the unchanged host
+// original of a regular file (dup is the supervisor's duplicate of it),
+// onto a new open file description of the file's staged copy, copying the
+// file up if need be, so that the caller's lock can be taken there, where
+// the tree's other locks on the file are (vfs.Tx.LockCopy). The new
+// description has the old one's access mode, status flags and offset, and
+// the descriptor its close-on-exec flag; the caller's descriptor number is
+// replaced atomically in its descriptor table (interpose.Call.ReplaceFD).
+// It returns the supervisor's descriptor on the new description, or -1
+// when the descriptor stays on the original:
+//
+//   - when another descriptor shares its description (dup'ed, or
+//     inherited by or from another process of the tree: the shell's
+//     "exec 9<lock" before "flock 9"). Moving one would part it from the
+//     others, which would neither hold nor meet its lock, and a lock on a
+//     description only its caller holds goes with that caller's close:
+//     flock(1) on an inherited descriptor would lose it when it exits.
+//     A descriptor dup'ed by another thread while the call is served is
+//     not seen, and keeps the old description;
+//   - when the view has no copy to give (vfs.Tx.LockCopy).
+//
+// Mappings of the old description stay on the original, whose bytes the
+// copy has.
+func (k *Kernel) moveToCopy(c *interpose.Call, fd, dup int) (int, error) {
+	pids := []int{c.Tid}
+	if k.Procs != nil {
+		pids = append(pids, k.Procs.Tgids()...)
+	}
+	shared, err := interpose.DescriptionShared(c.Tid, fd, pids)
+	if err != nil || shared {
+		return -1, err
+	}
+	nfd, err := k.View.LockCopy(dup, true)
+	if err != nil || nfd < 0 {
+		return -1, err
+	}
+	off, err := unix.Seek(dup, 0, unix.SEEK_CUR)
+	if err == nil {
+		_, err = unix.Seek(nfd, off, unix.SEEK_SET)
+	}
+	var cloexec, same bool
+	if err == nil {
+		cloexec, err = interpose.CloseOnExec(c.Tid, fd)
+	}
+	if err == nil {
+		// Not closed, or replaced, by another thread since GetFD.
+		same, err = interpose.SameDescription(c.Tid, fd, dup)
+	}
+	if err == nil && same {
+		err = c.ReplaceFD(nfd, fd, cloexec)
+		if err == unix.ENOENT {
+			err = unix.ESRCH // the caller has gone
+		}
+	}
+	if err != nil || !same {
+		unix.Close(nfd)
+		return -1, err
+	}
+	return nfd, nil
 }
 
 // Fcntl implements fcntl(2) for its record-lock commands (the filter lets
@@ -150,9 +220,20 @@ func Fcntl(k *Kernel, c *interpose.Call) interpose.Reply {
 	abs := absolute(lk.Type, start, end)
 	if getlk {
 		res := unix.Flock_t{Type: unix.F_UNLCK}
-		if own {
+		tree := dup
+		if !own {
+			// The tree's locks are on the staged copy, if the file has
+			// one; a description on the original holds none of them.
+			if tree, err = k.View.LockCopy(dup, false); err != nil {
+				return k.reply(c, 0, err)
+			}
+			if tree >= 0 {
+				defer unix.Close(tree)
+			}
+		}
+		if tree >= 0 {
 			res = abs
-			if err := unix.FcntlFlock(uintptr(dup), unix.F_OFD_GETLK, &res); err != nil {
+			if err := unix.FcntlFlock(uintptr(tree), unix.F_OFD_GETLK, &res); err != nil {
 				return k.reply(c, 0, err)
 			}
 		}
@@ -188,12 +269,21 @@ func Fcntl(k *Kernel, c *interpose.Call) interpose.Reply {
 	if cmd == unix.F_SETLKW || cmd == unix.F_OFD_SETLKW {
 		wait = lockWaiter(c)
 	}
+	target := dup
 	if lt.Original >= 0 {
-		if err := k.HostLocks.Record(hostKey(lt), lt.Original, lk.Type, start, end, wait); err != nil || !own {
+		if err := k.HostLocks.Record(hostKey(lt), lt.Original, lk.Type, start, end, wait); err != nil {
 			return k.reply(c, 0, err)
 		}
+		if !own {
+			nfd, err := k.moveToCopy(c, int(fd), dup)
+			if err != nil || nfd < 0 {
+				return k.reply(c, 0, err) // the transaction's lock only
+			}
+			defer unix.Close(nfd)
+			target = nfd
+		}
 	}
-	return k.reply(c, 0, retryLock(wait, func() error { return unix.FcntlFlock(uintptr(dup), unix.F_OFD_SETLK, &abs) }))
+	return k.reply(c, 0, retryLock(wait, func() error { return unix.FcntlFlock(uintptr(target), unix.F_OFD_SETLK, &abs) }))
 }
 
 // lockMand is flock's LOCK_MAND, which Linux has ignored (with success)
