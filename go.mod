@@ -3,6 +3,7 @@ module txexec
 go 1.26.3
 
 require (
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/mattn/go-sqlite3 v1.14.53
 	github.com/seccomp/libseccomp-golang v0.11.1
 	github.com/stretchr/testify v1.12.1
