@@ -91,7 +91,7 @@ bench: build
 	@! grep -Eq '^(FAIL|--- FAIL|panic:)' bench/out.txt || { echo "make bench: a benchmark failed (listed in docs/performance.md)" >&2; exit 1; }
 
 soak: build
-	TXEXEC_SOAK=1 $(GO) test -count=1 -timeout 80m -run 'Crash|Concurrent|Soak' ./e2e/...
+	TXEXEC_SOAK=1 $(GO) test -count=1 -timeout 180m -run 'Crash|Concurrent|Soak' ./e2e/...
 
 clean:
 	rm -rf bin bench/out.txt
