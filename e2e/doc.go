@@ -12,6 +12,8 @@
 // Tools a test needs (gcc, git, python3, setpriv, ...) are looked up on PATH;
 // a missing one skips the test with the reason, and fails it when CI=true.
 //
-// The package has no non-test code and imports nothing of txexec: it sees
-// txexec exactly as a user does, through the binary.
+// The package has no non-test code and imports nothing of txexec but the
+// test helpers internal/testenv and internal/crashfs (the FUSE file system
+// of the power-loss tests): it sees txexec exactly as a user does, through
+// the binary.
 package e2e
