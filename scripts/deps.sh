@@ -30,6 +30,11 @@ for tool in git:git cmake:cmake make:make patch:patch zip:zip unzip:unzip zstd:z
   xz:xz-utils bzip2:bzip2 sqlite3:sqlite3 file:file python3:python3 perl:perl; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need="$need ${tool#*:}"
 done
+# The power-loss tests mount a FUSE file system (internal/crashfs); root
+# mounts it itself, without fusermount, but the kernel needs its module.
+if [ ! -e /dev/fuse ] && [ "$(id -u)" -eq 0 ]; then
+  PATH="$PATH:/usr/sbin:/sbin" modprobe fuse 2>/dev/null || echo "txexec: warning: no /dev/fuse (modprobe fuse failed): the power-loss tests cannot run" >&2
+fi
 PATH="$PATH:/usr/sbin:/sbin" command -v mkfs.xfs >/dev/null 2>&1 || need="$need xfsprogs"
 # The escape suite writes to a loop device it sets up.
 PATH="$PATH:/usr/sbin:/sbin" command -v losetup >/dev/null 2>&1 || need="$need mount"
