@@ -334,6 +334,7 @@ func TestCrashPowerLossFsyncEIO(t *testing.T) {
 		aborted = s.entry(t, 1).State == "aborted"
 		if aborted {
 			assert.Regexp(t, abortedLine, r.stderr, "the abort and its reason")
+			t.Log(abortedLine.FindString(r.stderr))
 			assert.Equal(t, ref.pre, relabel(treeState(t, work)), "aborted: the tree is untouched")
 		}
 		require.NoError(t, m.PowerCut())
