@@ -231,10 +231,9 @@ func TestCrashPowerLossAtEveryBoundary(t *testing.T) {
 	n := powerlossN(20, 200)
 	ref := boundaryStates(t, n)
 	script := manyFilesScript(n)
-	wheres := []stateWhere{stateOnDisk}
-	if soak {
-		wheres = append(wheres, stateOnMount)
-	}
+	// The store on the mount too, in the short run as well: a cut there
+	// once lost a whole new state directory (its entry was never synced).
+	wheres := []stateWhere{stateOnDisk, stateOnMount}
 	for _, where := range wheres {
 		t.Run(string(where), func(t *testing.T) {
 			// trial runs the commit on a new mount with the cut at k

@@ -200,3 +200,31 @@ func TestRemoveAreaSyncsMountRoot(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenSyncsTheStateDirectoryItMakes: a durable store made in a new
+// directory fsyncs the parent of every directory it made (the state
+// directory's entry, its parents', staging/'s), so that a power cut after
+// its first commits cannot drop the whole store; an existing one, or
+// --no-durable, syncs none.
+func TestOpenSyncsTheStateDirectoryItMakes(t *testing.T) {
+	for _, durable := range []bool{true, false} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) {
+			base := t.TempDir()
+			dir := filepath.Join(base, "a", "state")
+			var synced []string
+			sysx.SyncHook = func(p string) error { synced = append(synced, p); return nil }
+			t.Cleanup(func() { sysx.SyncHook = nil })
+			s := openT(t, dir, Options{Durable: durable})
+			made := synced
+			require.NoError(t, s.Close())
+			synced = nil
+			openT(t, dir, Options{Durable: durable})
+			if !durable {
+				assert.Empty(t, made)
+				return
+			}
+			assert.Equal(t, []string{base, filepath.Join(base, "a"), dir}, made[:3])
+			assert.Empty(t, synced, "reopened: nothing made, nothing synced")
+		})
+	}
+}

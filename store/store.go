@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"txexec/internal/sysx"
 
 	"github.com/mattn/go-sqlite3" // also registers the "sqlite3" driver
 	"golang.org/x/sys/unix"
@@ -73,7 +74,7 @@ func Open(dir string, opt Options) (*Store, error) {
 		opt.Owner = Owner{Pid: os.Getpid()}
 	}
 	for _, d := range []string{dir, filepath.Join(dir, StagingName)} {
-		if err := os.MkdirAll(d, stagingMode()); err != nil {
+		if err := mkdirAll(d, opt.Durable); err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
 		if err := searchable(d); err != nil {
@@ -107,6 +108,33 @@ func Open(dir string, opt Options) (*Store, error) {
 	}
 	keepReserve(dir)
 	return s, nil
+}
+
+// mkdirAll makes dir and its missing parents, like os.MkdirAll. When
+// durable, the entry of each directory it made is fsynced in its parent
+// before it returns: SQLite syncs the directory its database and WAL are
+// in, but not that directory's own entry, so a power cut after the first
+// commits on a new state directory could otherwise lose the whole store
+// while the write-through they did survives.
+func mkdirAll(dir string, durable bool) error {
+	var made []string // outermost first
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Lstat(d); err == nil || d == filepath.Dir(d) {
+			break
+		}
+		made = append([]string{d}, made...)
+	}
+	if err := os.MkdirAll(dir, stagingMode()); err != nil {
+		return err
+	}
+	if !durable || len(made) == 0 {
+		return nil
+	}
+	var parents []sysx.SyncTarget
+	for _, d := range made {
+		parents = append(parents, sysx.SyncTarget{Path: filepath.Dir(d), Dir: true})
+	}
+	return sysx.Sync(parents)
 }
 
 // dsn builds the go-sqlite3 data source name. The pragmas are applied to
