@@ -75,12 +75,20 @@ func injectedSyncError(path string) error {
 // the journal needs gain nothing.
 const syncWorkers = 16
 
+// syncAhead bounds how many targets Sync has opened, and started the
+// write-back of, before their fsync: far enough ahead that the fsyncs in
+// flight find their data written or on its way, without holding a
+// descriptor per target (a commit of more files than RLIMIT_NOFILE allows
+// would fail with EMFILE).
+const syncAhead = 256
+
 // Sync makes every target durable: each regular file's data and
 // attributes, each directory's entries and attributes (fsync(2)). It
-// first starts the write-back of every file's data (sync_file_range
-// SYNC_FILE_RANGE_WRITE, which returns without waiting), then fsyncs the
-// targets from several goroutines, each on a descriptor it opened for
-// that fsync. It returns the first failure in the order of targets, after
+// opens the targets in order, starting the write-back of each file's data
+// as it opens it (sync_file_range SYNC_FILE_RANGE_WRITE, which returns
+// without waiting), and fsyncs them from several goroutines, each on the
+// descriptor opened for it, with at most syncAhead opened and not yet
+// fsynced. It returns the first failure in the order of targets, after
 // every fsync has returned: a failed fsync is never retried here, since
 // the kernel may have dropped the data it could not write (and reports
 // that once); the caller must write the data again or give up.
@@ -88,31 +96,31 @@ func Sync(targets []SyncTarget) error {
 	if len(targets) == 0 {
 		return nil
 	}
-	fds := make([]int, len(targets))
+	type opened struct{ i, fd int }
 	errs := make([]error, len(targets))
-	for i, t := range targets {
-		fds[i], errs[i] = openToSync(t)
-		if fds[i] >= 0 && !t.Dir {
-			// Only a hint: the fsync below reports what failed.
-			unix.SyncFileRange(fds[i], 0, 0, unix.SYNC_FILE_RANGE_WRITE)
-		}
-	}
-	next := make(chan int)
+	next := make(chan opened, syncAhead)
 	var wg sync.WaitGroup
 	for w := 0; w < min(syncWorkers, len(targets)); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				errs[i] = fsyncTarget(targets[i].Path, fds[i])
-				unix.Close(fds[i])
+			for o := range next {
+				errs[o.i] = fsyncTarget(targets[o.i].Path, o.fd)
+				unix.Close(o.fd)
 			}
 		}()
 	}
-	for i, fd := range fds {
-		if fd >= 0 {
-			next <- i
+	for i, t := range targets {
+		fd, err := openToSync(t)
+		if fd < 0 {
+			errs[i] = err
+			continue
 		}
+		if !t.Dir {
+			// Only a hint: the fsync reports what failed.
+			unix.SyncFileRange(fd, 0, 0, unix.SYNC_FILE_RANGE_WRITE)
+		}
+		next <- opened{i, fd}
 	}
 	close(next)
 	wg.Wait()

@@ -3,6 +3,7 @@ package sysx
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -131,4 +132,37 @@ func TestFailSyncEnv(t *testing.T) {
 		assert.PanicsWithValue(t, FailSyncEnv+"=x@0: the count after @ must be a positive number",
 			func() { injectedSyncError("x") })
 	})
+}
+
+// TestSyncManyFilesFewDescriptors: Sync of more files than the process
+// may have descriptors open (RLIMIT_NOFILE) syncs them all: it holds a
+// bounded number open at once, not one per target, so that a durable
+// commit of many staged files, or its write-through, does not fail with
+// EMFILE (the write-through, committed, would fail again at every
+// recovery).
+func TestSyncManyFilesFewDescriptors(t *testing.T) {
+	dir := t.TempDir()
+	const n = 1500
+	targets := make([]SyncTarget, n)
+	for i := range targets {
+		p := filepath.Join(dir, "f"+strconv.Itoa(i))
+		require.NoError(t, os.WriteFile(p, []byte("x"), 0o644))
+		targets[i] = SyncTarget{Path: p}
+	}
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	var old unix.Rlimit
+	require.NoError(t, unix.Getrlimit(unix.RLIMIT_NOFILE, &old))
+	low := unix.Rlimit{Cur: uint64(len(ents)) + 400, Max: old.Max}
+	require.Less(t, low.Cur, uint64(n), "the limit must be below the number of files")
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &low))
+	err = Sync(targets)
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &old))
+	require.NoError(t, err)
+	synced := recordSyncs(t)
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &low))
+	err = Sync(targets)
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_NOFILE, &old))
+	require.NoError(t, err)
+	assert.Len(t, synced(), n, "every file fsynced once")
 }
