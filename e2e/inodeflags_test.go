@@ -311,3 +311,49 @@ func TestInodeAttrIoctlThroughReadOnlyFD(t *testing.T) {
 		assert.Equal(t, before, lsattr(t, filepath.Join(dir, "d")))
 	})
 }
+
+// TestInodeGenerationThroughReadOnlyFD: the generation ext4 keeps per
+// inode is set through a read-only descriptor by FS_IOC_SETVERSION and by
+// ext4's own EXT4_IOC_SETVERSION (_IOW('f', 4, long)); neither may reach
+// the host before the commit: under --on-exit=abort the host file keeps
+// its generation while the transaction sees the new one (through a new
+// descriptor: the one it had stays on the original).
+func TestInodeGenerationThroughReadOnlyFD(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	requireTools(t, "python3")
+	const script = `import fcntl, os, struct, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+fcntl.ioctl(fd, int(sys.argv[2], 0), struct.pack("l", 12345))
+fd = os.open(sys.argv[1], os.O_RDONLY)
+print(struct.unpack("l", fcntl.ioctl(fd, 0x80087601, struct.pack("l", 0)))[0])
+`
+	generation := func(t *testing.T, path string) int64 {
+		t.Helper()
+		fd, err := unix.Open(path, unix.O_RDONLY, 0)
+		require.NoError(t, err)
+		defer unix.Close(fd)
+		v, err := unix.IoctlGetInt(fd, 0x80087601) // FS_IOC_GETVERSION
+		if err == unix.ENOTTY || err == unix.EOPNOTSUPP {
+			t.Skipf("no inode generation on this file system: %v", err)
+		}
+		require.NoError(t, err)
+		return int64(v)
+	}
+	for _, req := range []struct{ name, value string }{
+		{"FS_IOC_SETVERSION", "0x40087602"},
+		{"EXT4_IOC_SETVERSION", "0x40086604"},
+	} {
+		t.Run(req.name, func(t *testing.T) {
+			dir := t.TempDir()
+			f := filepath.Join(dir, "f")
+			require.NoError(t, os.WriteFile(f, []byte("data\n"), 0o644))
+			before := generation(t, f)
+			if before == 12345 {
+				t.Skip("the file has the generation the test sets")
+			}
+			got := run(t, transaction, command{Argv: []string{"python3", "-c", script, f, req.value}, Dir: dir, TxArgs: []string{"--on-exit=abort"}})
+			assert.Equal(t, "12345\n", got.Stdout, "in force in the transaction; stderr:\n%s", got.Stderr)
+			assert.Equal(t, before, generation(t, f), "the aborted transaction left the host file's generation")
+		})
+	}
+}

@@ -36,6 +36,9 @@ const (
 	fsIocFssetxattr   = 0x401c5820 // _IOW('X', 32, struct fsxattr)
 	fsIocSetversion   = 0x40087602 // _IOW('v', 2, long)
 	fsIoc32Setversion = 0x40047602 // _IOW('v', 2, int)
+	// ext4's own name for setting the generation, which it serves beside
+	// FS_IOC_SETVERSION (its 32-bit variant only for 32-bit callers).
+	ext4IocSetversion = 0x40086604 // _IOW('f', 4, long)
 )
 
 // Types of ioctl numbers ('f' is ext2/3/4 and linux/fs.h's, 'X' xfs and
@@ -76,6 +79,7 @@ func ioctlCases() []Case {
 		serve("FS_IOC_FSSETXATTR", fsIocFssetxattr),
 		serve("FS_IOC_SETVERSION", fsIocSetversion),
 		serve("FS_IOC32_SETVERSION", fsIoc32Setversion),
+		serve("EXT4_IOC_SETVERSION", ext4IocSetversion),
 
 		free("FICLONE", unix.FICLONE, cloneFileNote),
 		free("FICLONERANGE", unix.FICLONERANGE, cloneFileNote),
@@ -156,7 +160,8 @@ func ioctlCases() []Case {
 
 // IoctlInodeAttrs implements the ioctls that change an inode's attributes
 // through any descriptor of it: FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR,
-// FS_IOC_SETVERSION (and their 32-bit variants). Outside a transaction
+// FS_IOC_SETVERSION (and their 32-bit variants, and ext4's
+// EXT4_IOC_SETVERSION). Outside a transaction
 // the kernel runs them, decided on the request number alone.
 func IoctlInodeAttrs(k *Kernel, c *interpose.Call) interpose.Reply {
 	if !k.inTransaction() {
@@ -168,7 +173,7 @@ func IoctlInodeAttrs(k *Kernel, c *interpose.Call) interpose.Reply {
 	switch c.Args[1].Uint() {
 	case unix.FS_IOC_SETFLAGS, fsIoc32Setflags:
 		ch.Kind = vfs.AttrFlags
-	case fsIocSetversion, fsIoc32Setversion:
+	case fsIocSetversion, fsIoc32Setversion, ext4IocSetversion:
 		ch.Kind = vfs.AttrVersion
 	case fsIocFssetxattr:
 		ch.Kind = vfs.AttrFsxattr
