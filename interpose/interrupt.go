@@ -1,12 +1,13 @@
 package interpose
 
 import (
+	"errors"
 	"fmt"
-	"os"
-	"strconv"
-	"strings"
+	"io/fs"
 
 	"golang.org/x/sys/unix"
+
+	"txexec/internal/procfs"
 )
 
 // ERESTARTSYS is the kernel's answer of a wait that a signal interrupted:
@@ -31,35 +32,24 @@ const ERESTARTSYS = unix.Errno(512)
 // one, and a reply of ERESTARTSYS to a thread that got no signal would
 // reach user space as it is.
 func (c *Call) Interrupted() (bool, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", c.Tid))
+	f, err := procfs.Status(c.Tid)
 	if err != nil {
-		if os.IsNotExist(err) {
+		if errors.Is(err, fs.ErrNotExist) {
 			return false, unix.ESRCH
 		}
 		return false, err
 	}
-	var pending, shared, blocked uint64
-	threads := 0
-	for line := range strings.Lines(string(b)) {
-		k, v, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		v = strings.TrimSpace(v)
-		switch k {
-		case "SigPnd":
-			pending, err = strconv.ParseUint(v, 16, 64)
-		case "ShdPnd":
-			shared, err = strconv.ParseUint(v, 16, 64)
-		case "SigBlk":
-			blocked, err = strconv.ParseUint(v, 16, 64)
-		case "Threads":
-			threads, err = strconv.Atoi(v)
-		}
-		if err != nil {
-			return false, fmt.Errorf("parse %s of /proc/%d/status: %w", k, c.Tid, err)
+	var masks [3]uint64 // SigPnd, ShdPnd, SigBlk
+	for i, k := range []string{"SigPnd", "ShdPnd", "SigBlk"} {
+		if masks[i], err = f.Uint(k, 16); err != nil {
+			return false, fmt.Errorf("/proc/%d/status: %w", c.Tid, err)
 		}
 	}
+	threads, err := f.Int("Threads")
+	if err != nil {
+		return false, fmt.Errorf("/proc/%d/status: %w", c.Tid, err)
+	}
+	pending, shared, blocked := masks[0], masks[1], masks[2]
 	if threads == 1 {
 		pending |= shared
 	}
