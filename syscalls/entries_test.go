@@ -204,7 +204,12 @@ func TestClassificationOfCases(t *testing.T) {
 	}{
 		{unix.SYS_IOCTL, [6]interpose.Arg{3, unix.FS_IOC_SETFLAGS}, Partial},
 		{unix.SYS_IOCTL, [6]interpose.Arg{3, 0x401c5820 /* FS_IOC_FSSETXATTR */}, Partial},
+		{unix.SYS_IOCTL, [6]interpose.Arg{3, 0x40086604 /* EXT4_IOC_SETVERSION */}, Partial},
 		{unix.SYS_IOCTL, [6]interpose.Arg{3, unix.BLKDISCARD}, NoTxMeaning},
+		{unix.SYS_IOCTL, [6]interpose.Arg{3, 0x2285 /* SG_IO */}, NoTxMeaning},
+		{unix.SYS_IOCTL, [6]interpose.Arg{3, 0xc0484e43 /* NVME_IOCTL_IO_CMD */}, NoTxMeaning},
+		{unix.SYS_IOCTL, [6]interpose.Arg{3, 0xc0484e41 /* NVME_IOCTL_ADMIN_CMD */}, NoTxMeaning},
+		{unix.SYS_IOCTL, [6]interpose.Arg{3, 0x40304e42 /* NVME_IOCTL_SUBMIT_IO */}, NoTxMeaning},
 		{unix.SYS_IOCTL, [6]interpose.Arg{3, unix.LOOP_SET_FD}, NoTxMeaning},
 		{unix.SYS_IOCTL, [6]interpose.Arg{3, 0xc0185879 /* FITRIM */}, NoTxMeaning},
 		{unix.SYS_CLONE, [6]interpose.Arg{unix.CLONE_NEWUSER | interpose.Arg(unix.SIGCHLD)}, NoTxMeaning},

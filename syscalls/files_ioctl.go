@@ -43,14 +43,20 @@ const (
 
 // Types of ioctl numbers ('f' is ext2/3/4 and linux/fs.h's, 'X' xfs and
 // the generic FI* ones, 0x94 btrfs and FICLONE's, 0x12 block devices,
-// 'L' loop devices).
+// 'L' loop devices, 'N' NVMe's passthrough).
 const (
 	iocTypeF     = 'f'
 	iocTypeX     = 'X'
 	iocTypeBtrfs = 0x94
 	iocTypeBlk   = 0x12
 	iocTypeLoop  = 'L'
+	iocTypeNvme  = 'N'
 )
+
+// sgIO is SG_IO (scsi/sg.h): a SCSI command, such as WRITE, sent to a disk
+// through its block device or /dev/sg*; Linux lets CAP_SYS_RAWIO send
+// any command through a read-only descriptor.
+const sgIO = 0x2285
 
 const (
 	attrIoctlNote = "performed by txexec on the transaction's copy of the object (copied up first), with the caller's ownership and CAP_LINUX_IMMUTABLE checked, so it commits with the transaction; a descriptor the process already has on the host original still shows the original's attributes. On a host directory, FIFO or device, or a host file written back in place at commit (hard-linked, renamed, or in an immutable or append-only directory), it follows --unsupported"
@@ -58,6 +64,7 @@ const (
 	extentsNote   = "moves or exchanges extents between files, or swaps inodes, below the view"
 	fsWideNote    = "changes a whole file system of the host, outside the transaction"
 	blockNote     = "writes to, or repartitions, a block device, below every file system: a transaction cannot roll it back"
+	passthruNote  = "sends the disk a command of the caller's (a write among them, through a read-only descriptor for root), below every file system: a transaction cannot roll it back"
 	loopNote      = "attaches or configures a loop device, which outlives the transaction"
 	cryptNote     = "fs-verity and encryption policies and keys change inodes and the file system's keyring for good, and are not staged"
 )
@@ -142,6 +149,13 @@ func ioctlCases() []Case {
 		policy("BLKOPENZONE", ioctlTypeNr(iocTypeBlk, 134), blockNote),
 		policy("BLKCLOSEZONE", ioctlTypeNr(iocTypeBlk, 135), blockNote),
 		policy("BLKFINISHZONE", ioctlTypeNr(iocTypeBlk, 136), blockNote),
+		policy("SG_IO", ioctlRequest(sgIO), passthruNote),
+		policy("NVME_IOCTL_ADMIN_CMD", ioctlTypeNr(iocTypeNvme, 0x41), passthruNote),
+		policy("NVME_IOCTL_SUBMIT_IO", ioctlTypeNr(iocTypeNvme, 0x42), passthruNote),
+		policy("NVME_IOCTL_IO_CMD", ioctlTypeNr(iocTypeNvme, 0x43), passthruNote),
+		policy("NVME_IOCTL_ADMIN64_CMD", ioctlTypeNr(iocTypeNvme, 0x47), passthruNote),
+		policy("NVME_IOCTL_IO64_CMD", ioctlTypeNr(iocTypeNvme, 0x48), passthruNote),
+		policy("NVME_IOCTL_IO64_CMD_VEC", ioctlTypeNr(iocTypeNvme, 0x49), passthruNote),
 
 		policy("LOOP_SET_FD", ioctlRequest(unix.LOOP_SET_FD), loopNote),
 		policy("LOOP_CLR_FD", ioctlRequest(unix.LOOP_CLR_FD), loopNote),
