@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -230,11 +231,63 @@ func (v *Tx) hostWriteUnsupported(fd int) error {
 	switch {
 	case st.Mode&unix.S_IFMT == unix.S_IFBLK:
 		return &Unsupported{What: "writing to the block device " + p + hint}
+	case st.Mode&unix.S_IFMT == unix.S_IFCHR && rawCharDevice(st.Rdev) != "":
+		return &Unsupported{What: "writing to " + rawCharDevice(st.Rdev) + " " + p + hint}
 	case under(p, "/proc/sys"), under(p, "/sys"):
 		return &Unsupported{What: "writing the kernel setting " + p + hint}
 	}
 	return nil
 }
+
+// rawCharDevice names the kind of a character device that writes below
+// every file system — physical memory and I/O ports (/dev/mem, /dev/kmem,
+// /dev/port, model-specific registers, DAX memory), or disks through
+// command pass-through (SCSI generic, bsg, NVMe's character devices, MTD
+// and UBI flash) — or "" for any other
+// (/dev/null, terminals, ...). The drivers of dynamic majors are looked up
+// in /proc/devices.
+func rawCharDevice(rdev uint64) string {
+	major, minor := unix.Major(rdev), unix.Minor(rdev)
+	if major == 1 { // the mem driver: /dev/null, zero, random... beside these
+		switch minor {
+		case 1, 2, 4:
+			return "the memory device"
+		}
+		return ""
+	}
+	switch charDrivers()[major] {
+	case "sg", "bsg", "nvme", "nvme-generic":
+		return "the disk pass-through device"
+	case "mtd", "ubi":
+		return "the flash device"
+	case "cpu/msr", "dax":
+		return "the processor or memory device"
+	}
+	return ""
+}
+
+// charDrivers maps character-device majors to their drivers' names, from
+// /proc/devices, read once: a driver loaded later keeps its major.
+var charDrivers = sync.OnceValue(func() map[uint32]string {
+	m := map[uint32]string{}
+	b, err := os.ReadFile("/proc/devices")
+	if err != nil {
+		return m
+	}
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, "Block devices:") {
+			break
+		}
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		if n, err := strconv.ParseUint(f[0], 10, 32); err == nil {
+			m[uint32(n)] = f[1]
+		}
+	}
+	return m
+})
 
 // under reports whether path is dir or inside it.
 func under(path, dir string) bool {
