@@ -75,3 +75,45 @@ func SameDescription(tid, fd, own int) (bool, error) {
 	}
 	return r == 0, nil
 }
+
+// DescriptionHeld reports whether a descriptor of one of the processes
+// pids refers to the open file description of the supervisor's descriptor
+// own: whether, but for the supervisor's reference, the description would
+// still be open. Processes that go away meanwhile are passed over; a
+// mapping of the description, or a reference held outside pids (sent over
+// a Unix socket), does not count.
+func DescriptionHeld(own int, pids []int) (bool, error) {
+	self := os.Getpid()
+	for _, pid := range pids {
+		ents, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/fd")
+		if err != nil {
+			continue // gone, or a zombie
+		}
+		for _, e := range ents {
+			n, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			switch r, err := kcmp(self, pid, kcmpFile, own, n); {
+			case err == unix.EBADF || err == unix.ESRCH:
+				// Closed, or the process gone, meanwhile.
+			case err != nil:
+				return false, err
+			case r == 0:
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+// SameOwnDescription reports whether the supervisor's descriptors a and b
+// refer to one open file description.
+func SameOwnDescription(a, b int) (bool, error) {
+	self := os.Getpid()
+	r, err := kcmp(self, self, kcmpFile, a, b)
+	if err != nil {
+		return false, err
+	}
+	return r == 0, nil
+}
