@@ -675,3 +675,137 @@ for fd in fds:
 		})
 	}
 }
+
+// TestTreeLocksThroughSharedDescriptions: processes of one transaction
+// that lock a host file through an open file description shared with
+// another descriptor of the tree — the shell's "exec 9<lockfile" before
+// "flock 9", where the shell holds fd 9 and flock(1) inherits it — which
+// stays on the unchanged original, exclude each other and the tree's other
+// locks on the file as on Linux: the supervisor holds their locks on the
+// staged copy (syscalls.TreeLocks). A lock goes when it is unlocked or the
+// description's last descriptor is closed (the holding shell exits), and
+// a blocking request waits until then. Each case runs natively and in a
+// transaction with the same output.
+func TestTreeLocksThroughSharedDescriptions(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	requireTools(t, "python3", "flock")
+	// waits says whether the flock(1) process $pid waits in flock(2)
+	// (73 on x86-64, also while the supervisor serves it) or has exited
+	// (a zombie, or reaped by the shell).
+	const waits = `while :; do
+		case "$(cat /proc/$pid/syscall 2>/dev/null)" in "73 "*) echo "b waits"; break;; esac
+		case "$(cut -d' ' -f3 /proc/$pid/stat 2>/dev/null)" in Z|"") echo "b did not wait"; break;; esac
+	done`
+	for _, tc := range []struct {
+		name, script, want string
+	}{
+		{"flock -n fails until the holder unlocks", `
+			(exec 9<lock; flock -n 9; echo "a $?"; echo x > held; read x < go; flock -u 9; echo "a unlocked"; echo x > held; read x < go) &
+			exec 9<lock
+			read x < held; flock -n 9; echo "b $?"; echo x > go
+			read x < held; flock -n 9; echo "b $?"; echo x > go
+			wait`, "a 0\nb 1\na unlocked\nb 0\n"},
+		{"flock -n fails until the holder exits", `
+			(exec 9<lock; flock -n 9; echo "a $?"; echo x > held; read x < go) &
+			exec 9<lock
+			read x < held; flock -n 9; echo "b $?"; echo x > go
+			wait
+			flock -n 9; echo "b $?"`, "a 0\nb 1\nb 0\n"},
+		{"flock waits until the holder unlocks", `
+			(exec 9<lock; flock 9; echo x > held; read x < go; echo "a unlocks"; flock -u 9; read x < go) &
+			exec 9<lock
+			read x < held
+			flock 9 & pid=$!
+			` + waits + `
+			echo x > go
+			wait $pid; echo "b $?"
+			echo x > go; wait`, "b waits\na unlocks\nb 0\n"},
+		{"flock waits until the holder exits", `
+			(exec 9<lock; flock 9; echo x > held; read x < go; echo "a exits") &
+			exec 9<lock
+			read x < held
+			flock 9 & pid=$!
+			` + waits + `
+			echo x > go
+			wait $pid; echo "b $?"
+			wait`, "b waits\na exits\nb 0\n"},
+		{"a shared description excludes a flock(1) of the file", `
+			(exec 9<lock; flock -n 9; echo "a $?"; echo x > held; read x < go) &
+			read x < held; flock -n lock true; echo "b $?"; echo x > go
+			wait
+			flock -n lock true; echo "b $?"`, "a 0\nb 1\nb 0\n"},
+		{"a flock(1) of the file excludes a shared description", `
+			flock lock sh -c 'echo x > held; read x < go' &
+			exec 9<lock
+			read x < held; flock -n 9; echo "b $?"; echo x > go
+			wait
+			flock -n 9; echo "b $?"`, "b 1\nb 0\n"},
+		{"a read lock through a shared description excludes a writer until unlocked", `python3 -c '
+import fcntl, os
+f = open("lock")
+r, w = os.pipe()
+keeper = os.fork()
+if keeper == 0:
+    os.read(r, 1)  # keeps the description shared
+    os._exit(0)
+fcntl.lockf(f, fcntl.LOCK_SH)
+def other():
+    pid = os.fork()
+    if pid == 0:
+        g = open("lock", "r+")
+        try:
+            fcntl.lockf(g, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            print("locked", flush=True)
+        except OSError:
+            print("busy", flush=True)
+        os._exit(0)
+    os.waitpid(pid, 0)
+other()
+fcntl.lockf(f, fcntl.LOCK_UN)
+other()
+os.write(w, b"x")
+os.waitpid(keeper, 0)'`, "busy\nlocked\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			argv := []string{"sh", "-c", `cd "$0" || exit` + "\n" + tc.script, ""}
+			run := func(tx bool) string {
+				dir := t.TempDir()
+				lock := filepath.Join(dir, "lock")
+				require.NoError(t, os.WriteFile(lock, []byte("contents\n"), 0o644))
+				for _, p := range []string{"held", "go"} {
+					mkfifo(t, filepath.Join(dir, p))
+				}
+				argv[3] = dir
+				var r rwResult
+				if tx {
+					before := inode(t, lock)
+					r = rwTx(t, t.TempDir(), nil, append([]string{"--"}, argv...)...)
+					assert.Equal(t, before, inode(t, lock), "the lock file keeps its inode")
+				} else {
+					r = rwRun(t, nil, argv...)
+				}
+				require.Equal(t, 0, r.code, r.stderr)
+				return r.stdout
+			}
+			require.Equal(t, tc.want, run(false), "natively")
+			assert.Equal(t, tc.want, run(true), "in a transaction")
+		})
+	}
+
+	t.Run("outside processes are excluded until the transaction ends", func(t *testing.T) {
+		dir := t.TempDir()
+		lock := filepath.Join(dir, "lock")
+		require.NoError(t, os.WriteFile(lock, nil, 0o644))
+		held := filepath.Join(dir, "held")
+		mkfifo(t, held)
+		tx := startTx(t, t.TempDir(), "sh", "-c", `exec 9<"$0"; flock 9; echo x > "$1"; read x; flock -u 9; echo x > "$1"; read x || true`, lock, held)
+		readFIFO(t, held)
+		assert.Equal(t, "busy", probe(t, "flock", lock), "while the transaction's process holds it")
+		tx.proceed(t)
+		readFIFO(t, held)
+		assert.Equal(t, "busy", probe(t, "flock", lock), "after the process unlocked it, until the transaction ends")
+		r := tx.wait()
+		require.Equal(t, 0, r.code, r.stderr)
+		assert.Equal(t, "locked", probe(t, "flock", lock), "once the transaction has ended")
+	})
+}

@@ -36,6 +36,9 @@ type Kernel struct {
 	// HostLocks holds the transaction's advisory locks on host originals
 	// (nil outside a transaction: the kernel runs flock and fcntl).
 	HostLocks *hostlock.Table
+	// TreeLocks holds the tree's locks through descriptions that stay on
+	// unchanged host originals (nil: they have only the transaction's).
+	TreeLocks *TreeLocks
 	// ExecLinks names programs for the kernel as they were executed (nil:
 	// by their host paths, so a program run through a symlink or a script
 	// gets the name of the file it resolves to).

@@ -48,10 +48,15 @@ func lockCommandCases() []Case {
 // until the transaction ends. A descriptor on the unchanged host original
 // of a regular file (opened read-only before any change) is first moved
 // onto the file's staged copy (moveToCopy): a lock of its own on the
-// original would conflict with the transaction's. One that cannot be
-// moved gets only the transaction's lock. Outside a transaction (no
-// HostLocks) the kernel runs the call, and flock's own lock, decided by
-// registers alone, is always the kernel's.
+// original would conflict with the transaction's. One that stays there
+// (its description shared with other descriptors of the tree, or already
+// holding locks there) has its locks held for it by the supervisor on a
+// description of the staged copy (TreeLocks); one with no copy to give
+// gets only the transaction's lock. The caller's lock on a host file is
+// taken by the supervisor, not queued in the kernel, so that a conflict
+// with a lock TreeLocks holds for a description the tree has closed is
+// found stale. Outside a transaction (no HostLocks) the kernel runs the
+// call.
 
 // Flock implements flock(2).
 func Flock(k *Kernel, c *interpose.Call) interpose.Reply {
@@ -61,10 +66,12 @@ func Flock(k *Kernel, c *interpose.Call) interpose.Reply {
 	c.SettleReplies()
 	fd, op := c.Args[0].Int(), c.Args[1].Uint()
 	how := int(op &^ unix.LOCK_NB)
+	if k.HostLocks != nil && op&lockMand == 0 && how == unix.LOCK_UN {
+		return k.flockUnlock(c, int(fd))
+	}
 	if k.HostLocks == nil || op&lockMand != 0 || (how != unix.LOCK_SH && how != unix.LOCK_EX) {
-		// Registers only: the kernel unlocks the caller's own lock
-		// (the transaction keeps its lock on the host until it ends),
-		// ignores LOCK_MAND and refuses what is not a lock.
+		// Registers only: the kernel ignores LOCK_MAND and refuses
+		// what is not a lock.
 		return interpose.Continue()
 	}
 	if fd < 0 {
@@ -86,7 +93,8 @@ func Flock(k *Kernel, c *interpose.Call) interpose.Reply {
 	if lt.Original < 0 {
 		return interpose.Continue()
 	}
-	err = k.HostLocks.Flock(hostKey(lt), lt.Original, how, wait)
+	key := hostKey(lt)
+	err = k.HostLocks.Flock(key, lt.Original, how, wait)
 	unix.Close(lt.Original)
 	if errors.Is(err, hostlock.ErrLost) {
 		k.lockLost(lt, err)
@@ -95,17 +103,78 @@ func Flock(k *Kernel, c *interpose.Call) interpose.Reply {
 	if err != nil {
 		return k.reply(c, 0, err)
 	}
+	try := func(fd int) error { return unix.Flock(fd, how|unix.LOCK_NB) }
+	target := dup
 	if lt.OnOriginal {
-		nfd, err := k.moveToCopy(c, int(fd), dup)
-		if err != nil || nfd < 0 {
-			return k.reply(c, 0, err) // the transaction's lock only
+		if target, err = k.lockDescription(c, key, int(fd), dup); err != nil {
+			return k.reply(c, 0, err)
 		}
-		unix.Close(nfd)
+		if target < 0 {
+			return k.reply(c, 0, k.TreeLocks.lock(key, dup, func() (int, error) { return k.View.LockCopy(dup, true) }, k.treeWait(c, wait), try))
+		}
+		defer unix.Close(target)
 	}
-	// The caller's own lock, on its staged copy: registers only, so the
-	// kernel takes it, queueing a blocking request among the tree's and
-	// interrupting it as usual.
+	// The caller's own lock, on its staged copy, taken by the supervisor
+	// on the caller's description, not queued in the kernel: a lock the
+	// table holds (TreeLocks) for a description the tree has closed is
+	// only found gone at a conflict.
+	return k.reply(c, 0, k.treeWait(c, wait).retry(key, func() error { return try(target) }))
+}
+
+// flockUnlock serves flock's LOCK_UN in a transaction: through a
+// description whose locks the supervisor holds (TreeLocks) it releases
+// them; through any other the kernel releases the caller's own lock (the
+// transaction keeps its lock on the host until it ends).
+func (k *Kernel) flockUnlock(c *interpose.Call, fd int) interpose.Reply {
+	if !k.TreeLocks.any() || fd < 0 {
+		return interpose.Continue()
+	}
+	dup, err := c.GetFD(fd)
+	if err != nil {
+		return k.reply(c, 0, err)
+	}
+	defer unix.Close(dup)
+	found, err := k.TreeLocks.unlock(nil, dup, func(fd int) error { return unix.Flock(fd, unix.LOCK_UN) })
+	if err != nil || found {
+		return k.reply(c, 0, err)
+	}
+	// No pointer argument was read.
 	return interpose.Continue()
+}
+
+// lockDescription returns the descriptor through which the caller's lock
+// through its descriptor fd, on the unchanged host original of key (dup is
+// the supervisor's duplicate of it), is taken: a supervisor descriptor on
+// the staged copy the caller's descriptor was moved to (moveToCopy); or
+// -1 when the description stays on the original and its locks are
+// TreeLocks': another descriptor shares it, it already holds locks there
+// (moving it now would part it from them), or it could not be moved (and
+// then TreeLocks finds no copy either: the transaction's lock only).
+func (k *Kernel) lockDescription(c *interpose.Call, key hostlock.Key, fd, dup int) (int, error) {
+	held, err := k.TreeLocks.holds(key, dup)
+	if err != nil || held {
+		return -1, err
+	}
+	shared, err := interpose.DescriptionShared(c.Tid, fd, k.treePids(c))
+	if err != nil || shared {
+		return -1, err
+	}
+	return k.moveToCopy(c, fd, dup)
+}
+
+// treePids are the processes of the tree, c's caller among them.
+func (k *Kernel) treePids(c *interpose.Call) []int {
+	pids := []int{c.Tid}
+	if k.Procs != nil {
+		pids = append(pids, k.Procs.Tgids()...)
+	}
+	return pids
+}
+
+// treeWait is how c's lock request on a staged copy meets the tree's
+// conflicting locks: failing, or waiting with wait.
+func (k *Kernel) treeWait(c *interpose.Call, wait hostlock.Waiter) treeWait {
+	return treeWait{t: k.TreeLocks, wait: wait, pids: func() []int { return k.treePids(c) }}
 }
 
 // moveToCopy moves the caller's descriptor fd, on the unchanged host
@@ -117,29 +186,18 @@ func Flock(k *Kernel, c *interpose.Call) interpose.Reply {
 // the descriptor its close-on-exec flag; the caller's descriptor number is
 // replaced atomically in its descriptor table (interpose.Call.ReplaceFD).
 // It returns the supervisor's descriptor on the new description, or -1
-// when the descriptor stays on the original:
-//
-//   - when another descriptor shares its description (dup'ed, or
-//     inherited by or from another process of the tree: the shell's
-//     "exec 9<lock" before "flock 9"). Moving one would part it from the
-//     others, which would neither hold nor meet its lock, and a lock on a
-//     description only its caller holds goes with that caller's close:
-//     flock(1) on an inherited descriptor would lose it when it exits.
-//     A descriptor dup'ed by another thread while the call is served is
-//     not seen, and keeps the old description;
-//   - when the view has no copy to give (vfs.Tx.LockCopy).
+// when the descriptor stays on the original: when the view has no copy to
+// give (vfs.Tx.LockCopy). The caller has made sure that no other
+// descriptor shares the description (lockDescription): moving one would
+// part it from the others, which would neither hold nor meet its lock,
+// and a lock on a description only its caller holds goes with that
+// caller's close: flock(1) on an inherited descriptor would lose it when
+// it exits. A descriptor dup'ed by another thread while the call is
+// served is not seen, and keeps the old description.
 //
 // Mappings of the old description stay on the original, whose bytes the
 // copy has.
 func (k *Kernel) moveToCopy(c *interpose.Call, fd, dup int) (int, error) {
-	pids := []int{c.Tid}
-	if k.Procs != nil {
-		pids = append(pids, k.Procs.Tgids()...)
-	}
-	shared, err := interpose.DescriptionShared(c.Tid, fd, pids)
-	if err != nil || shared {
-		return -1, err
-	}
 	nfd, err := k.View.LockCopy(dup, true)
 	if err != nil || nfd < 0 {
 		return -1, err
@@ -221,21 +279,41 @@ func Fcntl(k *Kernel, c *interpose.Call) interpose.Reply {
 	if getlk {
 		res := unix.Flock_t{Type: unix.F_UNLCK}
 		tree := dup
-		if !own {
-			// The tree's locks are on the staged copy, if the file has
-			// one; a description on the original holds none of them.
-			if tree, err = k.View.LockCopy(dup, false); err != nil {
-				return k.reply(c, 0, err)
+		test := func(tree int) error {
+			if tree < 0 {
+				return nil
 			}
-			if tree >= 0 {
-				defer unix.Close(tree)
+			res = abs
+			return unix.FcntlFlock(uintptr(tree), unix.F_OFD_GETLK, &res)
+		}
+		if own {
+			err = test(tree)
+		} else {
+			// The tree's locks are on the staged copy, if the file has
+			// one; a description on the original holds none of them,
+			// unless TreeLocks holds them there for it, on its own
+			// description of the copy (which alone does not report
+			// them as conflicts).
+			key, found := hostKey(lt), false
+			if k.TreeLocks.has(key) {
+				// A lock of a description the tree has closed is not
+				// shown.
+				if _, err = k.TreeLocks.prune(key, k.treePids(c)); err == nil {
+					err = k.TreeLocks.copyOf(key, dup, func(fd int) error { found = fd >= 0; return test(fd) })
+				}
+			}
+			if err == nil && !found {
+				if tree, err = k.View.LockCopy(dup, false); err != nil {
+					return k.reply(c, 0, err)
+				}
+				if tree >= 0 {
+					defer unix.Close(tree)
+				}
+				err = test(tree)
 			}
 		}
-		if tree >= 0 {
-			res = abs
-			if err := unix.FcntlFlock(uintptr(tree), unix.F_OFD_GETLK, &res); err != nil {
-				return k.reply(c, 0, err)
-			}
+		if err != nil {
+			return k.reply(c, 0, err)
 		}
 		if res.Type == unix.F_UNLCK && lt.Original >= 0 {
 			if res, err = k.HostLocks.Test(hostKey(lt), lt.Original, lk.Type, start, end); err != nil {
@@ -261,7 +339,10 @@ func Fcntl(k *Kernel, c *interpose.Call) interpose.Reply {
 	}
 	if lk.Type == unix.F_UNLCK {
 		if !own {
-			return interpose.Return(0)
+			// Its locks are TreeLocks', if any.
+			key := hostKey(lt)
+			_, err := k.TreeLocks.unlock(&key, dup, func(fd int) error { return unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &abs) })
+			return k.reply(c, 0, err)
 		}
 		return k.reply(c, 0, unix.FcntlFlock(uintptr(dup), unix.F_OFD_SETLK, &abs))
 	}
@@ -269,21 +350,25 @@ func Fcntl(k *Kernel, c *interpose.Call) interpose.Reply {
 	if cmd == unix.F_SETLKW || cmd == unix.F_OFD_SETLKW {
 		wait = lockWaiter(c)
 	}
+	try := func(fd int) error { return unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &abs) }
 	target := dup
 	if lt.Original >= 0 {
 		if err := k.HostLocks.Record(hostKey(lt), lt.Original, lk.Type, start, end, wait); err != nil {
 			return k.reply(c, 0, err)
 		}
 		if !own {
-			nfd, err := k.moveToCopy(c, int(fd), dup)
-			if err != nil || nfd < 0 {
-				return k.reply(c, 0, err) // the transaction's lock only
+			nfd, err := k.lockDescription(c, hostKey(lt), int(fd), dup)
+			if err != nil {
+				return k.reply(c, 0, err)
+			}
+			if nfd < 0 {
+				return k.reply(c, 0, k.TreeLocks.lock(hostKey(lt), dup, func() (int, error) { return k.View.LockCopy(dup, true) }, k.treeWait(c, wait), try))
 			}
 			defer unix.Close(nfd)
 			target = nfd
 		}
 	}
-	return k.reply(c, 0, retryLock(wait, func() error { return unix.FcntlFlock(uintptr(target), unix.F_OFD_SETLK, &abs) }))
+	return k.reply(c, 0, k.treeWait(c, wait).retry(hostKey(lt), func() error { return try(target) }))
 }
 
 // lockMand is flock's LOCK_MAND, which Linux has ignored (with success)
@@ -366,20 +451,6 @@ func absolute(typ int16, start, end int64) unix.Flock_t {
 		lk.Len = end - start
 	}
 	return lk
-}
-
-// retryLock runs try, a non-blocking lock attempt, until it stops meeting
-// a conflict (EWOULDBLOCK, which is EAGAIN) or wait ends the wait.
-func retryLock(wait hostlock.Waiter, try func() error) error {
-	for {
-		err := try()
-		if wait == nil || err != unix.EWOULDBLOCK {
-			return err
-		}
-		if werr := wait(); werr != nil {
-			return werr
-		}
-	}
 }
 
 // lockPollMax bounds the pause between two attempts of a blocking lock.

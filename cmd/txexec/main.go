@@ -227,8 +227,11 @@ func runCommand(o *cli.Run, hooks *benchHooks) (int, error) {
 		// Released once the transaction has ended: after the
 		// write-through of a commit, or the abort (strict two-phase
 		// locking; docs/semantics.md §6).
-		locks := hostlock.NewTable()
-		k.HostLocks = locks
+		// With them go the locks the supervisor holds for the tree's
+		// descriptions on unchanged host originals.
+		hostLocks, treeLocks := hostlock.NewTable(), syscalls.NewTreeLocks()
+		k.HostLocks, k.TreeLocks = hostLocks, treeLocks
+		locks := releaser(func() { treeLocks.Release(); hostLocks.Release() })
 		a, err := newAttempt(o, t.ID)
 		if err != nil {
 			done()
@@ -447,3 +450,8 @@ func (r *rootRegistrar) Exec(req *interpose.ExecRequest) interpose.ExecPlan {
 	}
 	return r.Kernel.Exec(req)
 }
+
+// releaser releases a transaction's locks.
+type releaser func()
+
+func (r releaser) Release() { r() }
