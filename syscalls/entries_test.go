@@ -212,6 +212,9 @@ func TestClassificationOfCases(t *testing.T) {
 		{unix.SYS_IOCTL, [6]interpose.Arg{3, 0x40304e42 /* NVME_IOCTL_SUBMIT_IO */}, NoTxMeaning},
 		{unix.SYS_IOCTL, [6]interpose.Arg{3, unix.LOOP_SET_FD}, NoTxMeaning},
 		{unix.SYS_IOCTL, [6]interpose.Arg{3, 0xc0185879 /* FITRIM */}, NoTxMeaning},
+		{unix.SYS_IOCTL, [6]interpose.Arg{3, 0xc038586b /* XFS_IOC_OPEN_BY_HANDLE */}, NoTxMeaning},
+		{unix.SYS_IOCTL, [6]interpose.Arg{3, 0xc018587b /* XFS_IOC_ATTRMULTI_BY_HANDLE */}, NoTxMeaning},
+		{unix.SYS_IOCTL, [6]interpose.Arg{3, 0xc0109428 /* BTRFS_IOC_QUOTA_CTL */}, NoTxMeaning},
 		{unix.SYS_CLONE, [6]interpose.Arg{unix.CLONE_NEWUSER | interpose.Arg(unix.SIGCHLD)}, NoTxMeaning},
 	} {
 		cs := table.Lookup(tc.nr).CaseOf(tc.args)

@@ -66,6 +66,7 @@ const (
 	blockNote     = "writes to, or repartitions, a block device, below every file system: a transaction cannot roll it back"
 	passthruNote  = "sends the disk a command of the caller's (a write among them, through a read-only descriptor for root), below every file system: a transaction cannot roll it back"
 	loopNote      = "attaches or configures a loop device, which outlives the transaction"
+	handleNote    = "reaches a file by its handle, around the view (as open_by_handle_at, which is refused)"
 	cryptNote     = "fs-verity and encryption policies and keys change inodes and the file system's keyring for good, and are not staged"
 )
 
@@ -117,6 +118,16 @@ func ioctlCases() []Case {
 		policy("XFS_IOC_FSGROWFSDATA", ioctlTypeNr(iocTypeX, 110), fsWideNote),
 		policy("XFS_IOC_FSGROWFSLOG", ioctlTypeNr(iocTypeX, 111), fsWideNote),
 		policy("XFS_IOC_FSGROWFSRT", ioctlTypeNr(iocTypeX, 112), fsWideNote),
+		policy("XFS_IOC_OPEN_BY_HANDLE", ioctlTypeNr(iocTypeX, 107), handleNote),
+		policy("XFS_IOC_READLINK_BY_HANDLE", ioctlTypeNr(iocTypeX, 108), handleNote),
+		policy("XFS_IOC_FSSETDM_BY_HANDLE", ioctlTypeNr(iocTypeX, 118), handleNote),
+		policy("XFS_IOC_ATTRLIST_BY_HANDLE", ioctlTypeNr(iocTypeX, 122), handleNote),
+		policy("XFS_IOC_ATTRMULTI_BY_HANDLE", ioctlTypeNr(iocTypeX, 123), handleNote),
+		policy("BTRFS_IOC_QUOTA_CTL", ioctlTypeNr(iocTypeBtrfs, 40), fsWideNote),
+		policy("BTRFS_IOC_QGROUP_ASSIGN", ioctlTypeNr(iocTypeBtrfs, 41), fsWideNote),
+		policy("BTRFS_IOC_QGROUP_CREATE", ioctlTypeNr(iocTypeBtrfs, 42), fsWideNote),
+		policy("BTRFS_IOC_QGROUP_LIMIT", ioctlTypeNr(iocTypeBtrfs, 43), fsWideNote),
+		policy("BTRFS_IOC_QUOTA_RESCAN", ioctlTypeNr(iocTypeBtrfs, 44), fsWideNote),
 
 		policy("BTRFS_IOC_SNAP_CREATE", ioctlTypeNr(iocTypeBtrfs, 1), "btrfs subvolumes and snapshots are made by the kernel below the view"),
 		policy("BTRFS_IOC_DEFRAG", ioctlTypeNr(iocTypeBtrfs, 2), extentsNote),
