@@ -35,14 +35,7 @@ func casesTable(t *testing.T) *Table {
 
 func TestCasesDecideInFilterAndDispatch(t *testing.T) {
 	table := casesTable(t)
-	prog, err := interpose.CompileFilter(table.Rules())
-	require.NoError(t, err)
-	insns := make([]bpf.Instruction, len(prog))
-	for i, ins := range prog {
-		insns[i] = bpf.RawInstruction(ins.Code, ins.Jt, ins.Jf, ins.K)
-	}
-	compiled, err := bpf.Compile(insns, false)
-	require.NoError(t, err)
+	compiled := compiledFilter(t, table.Rules())
 	hex := func(v uint32) string { return strconv.FormatUint(uint64(v), 16) }
 	for _, tc := range []struct {
 		name    string

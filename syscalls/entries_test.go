@@ -253,11 +253,10 @@ func filterReturnOf(r interpose.Rule) uint32 {
 	return uint32(unix.SECCOMP_RET_ERRNO) | uint32(r.Errno)
 }
 
-// TestFilterActions compiles the seccomp filter from the table and runs it
-// in gVisor's classic-BPF interpreter for every entry.
-func TestFilterActions(t *testing.T) {
-	table := newTestTable(t)
-	rules := table.Rules()
+// compiledFilter compiles rules into the seccomp filter and loads it into
+// gVisor's classic-BPF interpreter, which checks it as the kernel does.
+func compiledFilter(t *testing.T, rules []interpose.Rule) bpf.Program {
+	t.Helper()
 	raw, err := interpose.CompileFilter(rules)
 	require.NoError(t, err, "CompileFilter")
 	insns := make([]bpf.Instruction, len(raw))
@@ -266,6 +265,15 @@ func TestFilterActions(t *testing.T) {
 	}
 	prog, err := bpf.Compile(insns, false /* optimize */)
 	require.NoError(t, err, "the kernel's checks (as gVisor implements them) reject the filter")
+	return prog
+}
+
+// TestFilterActions compiles the seccomp filter from the table and runs it
+// in gVisor's classic-BPF interpreter for every entry.
+func TestFilterActions(t *testing.T) {
+	table := newTestTable(t)
+	rules := table.Rules()
+	prog := compiledFilter(t, rules)
 
 	run := func(nr int32, arch uint32) uint32 {
 		t.Helper()

@@ -21,14 +21,7 @@ import (
 // half, which the kernel ignores), and lets the kernel run the rest.
 func TestFcntlLockCommandsDecideInFilter(t *testing.T) {
 	table := newTestTable(t)
-	prog, err := interpose.CompileFilter(table.Rules())
-	require.NoError(t, err)
-	insns := make([]bpf.Instruction, len(prog))
-	for i, ins := range prog {
-		insns[i] = bpf.RawInstruction(ins.Code, ins.Jt, ins.Jf, ins.K)
-	}
-	compiled, err := bpf.Compile(insns, false)
-	require.NoError(t, err)
+	compiled := compiledFilter(t, table.Rules())
 	e := table.Lookup(unix.SYS_FCNTL)
 	for _, tc := range []struct {
 		cmd     uint64
