@@ -31,6 +31,12 @@ type Config struct {
 	Argv []string
 	Env  []string
 	Dir  string
+	// Cred, if set, are the credentials the command is executed with
+	// instead of the supervisor's (a wrapped set-ID program, whose
+	// supervisor runs as root: see Cred). The stub then never holds Env in
+	// its own environment: it reads it from a sealed memfd, so that a
+	// caller's variables never configure a root Go process.
+	Cred *Cred
 	// Umask is the command's umask.
 	Umask uint32
 	// Files are the command's stdin, stdout and stderr.
@@ -205,9 +211,20 @@ func (s *Session) startStub(filter func() ([]unix.SockFilter, error)) error {
 	files = append(files, InheritedFDs()...)
 	sockFD := len(files)
 	files = append(files, theirs.Fd())
+	env := append([]string{}, s.cfg.Env...)
+	if s.cfg.Cred != nil {
+		envFile, err := envMemfd(s.cfg.Env)
+		if err != nil {
+			theirs.Close()
+			return err
+		}
+		defer envFile.Close()
+		files = append(files, envFile.Fd())
+		env = []string{fmt.Sprintf("%s=%d", stubEnvFDEnv, sockFD+1), stubCredEnv + "=" + s.cfg.Cred.encode()}
+	}
 	pid, _, err := syscall.StartProcess(exe, append([]string{"txexec", s.cfg.Path}, s.cfg.Argv...), &syscall.ProcAttr{
 		Dir: s.cfg.Dir,
-		Env: append(append([]string{}, s.cfg.Env...), StubEnv+"=1", fmt.Sprintf("%s=%o", stubUmaskEnv, s.cfg.Umask),
+		Env: append(env, StubEnv+"=1", fmt.Sprintf("%s=%o", stubUmaskEnv, s.cfg.Umask),
 			fmt.Sprintf("%s=%d", stubSockEnv, sockFD)),
 		Files: files,
 		// The tree dies with us: the stub by Pdeathsig until it is

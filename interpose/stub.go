@@ -119,9 +119,45 @@ func stubMain() error {
 	if n, err := sock.Read(ack[:]); err != nil || n != 1 {
 		return fmt.Errorf("stub: supervisor went away")
 	}
+	env, cred, err := stubEnvAndCred()
+	if err != nil {
+		return err
+	}
+	if cred != nil {
+		// Last, after the filter went in as root: the set*id calls are
+		// the tree's first notifications (observed, answered CONTINUE).
+		if err := cred.set(); err != nil {
+			return err
+		}
+	}
 	path, argv := os.Args[1], os.Args[2:]
-	err = syscall.Exec(path, argv, os.Environ())
+	err = syscall.Exec(path, argv, env)
 	return fmt.Errorf("%s: %w", path, err)
+}
+
+// stubEnvAndCred is the command's environment and credentials: its own
+// environment and nil, or, for a command with credentials of its own
+// (Config.Cred), the environment read from the memfd and the decoded Cred.
+func stubEnvAndCred() ([]string, *Cred, error) {
+	enc, ok := os.LookupEnv(stubCredEnv)
+	if !ok {
+		return os.Environ(), nil, nil
+	}
+	cred, err := decodeCred(enc)
+	if err != nil {
+		return nil, nil, err
+	}
+	fd, err := strconv.Atoi(os.Getenv(stubEnvFDEnv))
+	if err != nil || fd < 3 {
+		return nil, nil, fmt.Errorf("stub: no environment descriptor")
+	}
+	f := os.NewFile(uintptr(fd), "txexec-env")
+	defer f.Close()
+	env, err := ReadEnv(f)
+	if err != nil {
+		return nil, nil, fmt.Errorf("stub: %w", err)
+	}
+	return env, cred, nil
 }
 
 // setNoNewPrivsIfNeeded sets no_new_privs when the kernel would refuse the
