@@ -1,5 +1,6 @@
 # txexec — build, test, demo, benchmarks.
-#   make build   bin/txexec
+#   make build   bin/txexec and bin/txexec-launcher (the set-ID launcher's
+#                template, launcher/launcher.c)
 #   make test    vet, staticcheck, unit + e2e tests, the unit tests again with -race,
 #                conformance (installs what it needs first)
 #   make demo    builds txexec and shows a failed install rolled back, a good one committed
@@ -10,6 +11,15 @@ GO        ?= go
 GOFLAGS   ?=
 export GOFLAGS
 BIN       := bin/txexec
+LAUNCHER  := bin/txexec-launcher
+# The launcher is a set-user-ID-root program: static (no loader, no shared
+# library between the kernel and main), position-independent, with the
+# compiler's hardening, and no warning allowed.
+ifeq ($(origin CC),default)
+CC        := gcc
+endif
+LAUNCHER_CFLAGS := -O2 -Wall -Wextra -Werror -fPIE -static-pie -fstack-protector-strong \
+	-fstack-clash-protection -fcf-protection -D_FORTIFY_SOURCE=2 -Wl,-z,relro,-z,now,-z,noexecstack
 PKGS      := ./...
 # The packages of unit tests: all but the end-to-end tests and benchmarks,
 # which run the built binary (the race detector would see nothing of it).
@@ -28,8 +38,12 @@ all: build
 deps:
 	@./scripts/deps.sh
 
-build: deps
+build: deps $(LAUNCHER)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/txexec
+
+$(LAUNCHER): launcher/launcher.c
+	@mkdir -p $(dir $@)
+	$(CC) $(LAUNCHER_CFLAGS) -o $@ $<
 
 # Packages whose locks carry checklocks annotations (+checklocks:mu).
 CHECKLOCKS_PKGS := ./proc ./interpose
@@ -57,13 +71,15 @@ test: build vet lint
 	$(MAKE) --no-print-directory race
 	$(MAKE) --no-print-directory conformance
 
-# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, its man page and
-# its bash completion.
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, the launcher
+# template that txexec wrap copies (PREFIX/lib/txexec, where txexec looks
+# for it), the man page and the bash completion.
 PREFIX    ?= /usr/local
 install: build install-files
 
 install-files:
 	install -D -m 0755 $(BIN) $(DESTDIR)$(PREFIX)/bin/txexec
+	install -D -m 0755 $(LAUNCHER) $(DESTDIR)$(PREFIX)/lib/txexec/txexec-launcher
 	install -D -m 0644 docs/txexec.1 $(DESTDIR)$(PREFIX)/share/man/man1/txexec.1
 	install -D -m 0644 docs/txexec.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/txexec
 

@@ -27,7 +27,7 @@ arch=$(dpkg --print-architecture)
 stage=$(mktemp -d /tmp/txexec-deb.XXXXXX)
 trap 'rm -rf "$stage"' EXIT
 chmod 755 "$stage" # the package's root directory
-make -s -C "$top" --no-print-directory install-files BIN="$bin" DESTDIR="$stage" PREFIX=/usr
+make -s -C "$top" --no-print-directory install-files BIN="$bin" LAUNCHER="$(dirname "$bin")/txexec-launcher" DESTDIR="$stage" PREFIX=/usr
 # Debian keeps man pages compressed; -n: no name or time in the header, so
 # the package's bytes depend on its inputs alone.
 gzip -9n "$stage/usr/share/man/man1/txexec.1"

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Install what building and testing txexec needs, when it is missing:
-# libseccomp headers (cgo), a C compiler, the tools the tests use (mkfs.xfs
-# makes the reflink-capable file system of the copy-up test, losetup the
+# libseccomp headers (cgo), a C compiler and a static libc (for the set-ID
+# launcher), the tools the tests use (mkfs.xfs makes the reflink-capable file system of the copy-up test, losetup the
 # escape suite's loop device; CPython's test suite is run under txexec),
 # and the Go modules.
 #
@@ -12,6 +12,10 @@ set -eu
 need=""
 [ -f /usr/include/seccomp.h ] || need="$need libseccomp-dev"
 command -v gcc >/dev/null 2>&1 || need="$need gcc"
+# The set-ID launcher (launcher/launcher.c) is linked statically: libc.a.
+if ! command -v gcc >/dev/null 2>&1 || [ "$(gcc -print-file-name=libc.a)" = libc.a ]; then
+  need="$need libc6-dev"
+fi
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 build_need=$need
 command -v setpriv >/dev/null 2>&1 || need="$need util-linux"
