@@ -36,6 +36,7 @@ _txexec_subcommand() {
 	show) flags+=' --diff' ;;
 	commit) flags+=' --no-durable' ;;
 	recover) flags+=' --no-durable' ;;
+	wrap) flags+=' --list --check --wrapped-dir' ;;
 	esac
 	[[ $cur == -* ]] && mapfile -t COMPREPLY < <(compgen -W "$flags" -- "$cur")
 }
@@ -59,7 +60,7 @@ _txexec() {
 			[[ $word == --state-dir=* ]] || lead=0
 			[[ ${COMP_WORDS[i+1]} == = ]] && ((i += 2)) ;;
 		*)
-			if ((lead)) && [[ " log show commit abort recover " == *" $word "* ]]; then
+			if ((lead)) && [[ " log show commit abort recover wrap unwrap " == *" $word "* ]]; then
 				_txexec_subcommand "$word"
 			else
 				_txexec_command "$i"
@@ -81,7 +82,7 @@ _txexec() {
 		mapfile -t COMPREPLY < <(compgen -W '--on-exit= --retry --no-durable --unsupported= --output= --signals= --exclude --passthrough --trace --state-dir --version --help -h' -- "$cur")
 		[[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
 	elif ((lead)); then
-		mapfile -t COMPREPLY < <(compgen -W 'log show commit abort recover' -- "$cur"; compgen -c -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W 'log show commit abort recover wrap unwrap' -- "$cur"; compgen -c -- "$cur")
 	else
 		_txexec_command "$COMP_CWORD"
 	fi

@@ -55,6 +55,14 @@ func run(args []string) int {
 		fmt.Print(cli.Usage())
 		return 0
 	}
+	if len(args) > 0 {
+		switch args[0] {
+		case "wrap", "unwrap":
+			return cmdWrap(args[0], args[1:], os.Stdout, os.Stderr)
+		case wrappedRunWord:
+			return runWrapped(args[1:])
+		}
+	}
 	if status, ok := runSubcommand(args); ok {
 		return status
 	}
@@ -71,9 +79,27 @@ func run(args []string) int {
 		fmt.Printf("txexec %s\n", versionString())
 		return 0
 	}
+	path, err := lookCommand(o.Argv[0])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "txexec: %v\n", err)
+		return exitNotFound
+	}
+	return runAndReport(o, command{path: path, env: os.Environ()})
+}
+
+// command is what a run executes beyond its argv: the program's path, its
+// environment and, for a wrapped set-ID program, its credentials.
+type command struct {
+	path string
+	env  []string
+	cred *interpose.Cred // nil: txexec's own
+}
+
+// runAndReport runs the command and returns txexec's exit status.
+func runAndReport(o *cli.Run, cmd command) int {
 	hooks := startBenchHooks() // TXEXEC_STATS, TXEXEC_CPUPROFILE (benchhooks.go)
 	defer hooks.finish()
-	status, err := runCommand(o, hooks)
+	status, err := runCommand(o, cmd, hooks)
 	if err != nil {
 		var nf *notFoundError
 		if errors.As(err, &nf) {
@@ -133,11 +159,7 @@ func commandFDs() []int {
 
 // runCommand runs the command tree and returns txexec's exit status;
 // hooks measure its staging area before it commits or aborts.
-func runCommand(o *cli.Run, hooks *benchHooks) (int, error) {
-	path, err := lookCommand(o.Argv[0])
-	if err != nil {
-		return 0, err
-	}
+func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 	host, err := vfs.NewHost()
 	if err != nil {
 		return 0, err
@@ -198,7 +220,7 @@ func runCommand(o *cli.Run, hooks *benchHooks) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		status, err := supervise(k, path, o.Argv, a)
+		status, err := supervise(k, cmd, o.Argv, a)
 		if err != nil {
 			a.discard()
 			return 0, err
@@ -240,7 +262,7 @@ func runCommand(o *cli.Run, hooks *benchHooks) (int, error) {
 			return 0, err
 		}
 		a.abortCertain = abortCertainFor(o, t.View.Doomed)
-		status, err := supervise(k, path, o.Argv, a)
+		status, err := supervise(k, cmd, o.Argv, a)
 		done()
 		if err != nil {
 			a.discard()
@@ -346,7 +368,7 @@ func selfOwner() store.Owner {
 
 // supervise runs one command tree under k and waits for all of it; a
 // holds what the tree's output and signals wait for (see effects.go).
-func supervise(k *syscalls.Kernel, path string, argv []string, a *runEffects) (int, error) {
+func supervise(k *syscalls.Kernel, cmd command, argv []string, a *runEffects) (int, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return 0, fmt.Errorf("find working directory: %w", err)
@@ -387,9 +409,10 @@ func supervise(k *syscalls.Kernel, path string, argv []string, a *runEffects) (i
 	defer signal.Stop(forward)
 	cfg := interpose.Config{
 		Profiled: os.Getenv(cpuProfileEnv) != "",
-		Path:     path,
+		Path:     cmd.path,
 		Argv:     argv,
-		Env:      os.Environ(),
+		Env:      cmd.env,
+		Cred:     cmd.cred,
 		Umask:    uint32(umask),
 		Rules:    k.Table.Rules(),
 		Handler:  k,

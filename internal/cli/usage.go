@@ -21,6 +21,9 @@ var Subcommands = []Subcommand{
 	{Name: "commit", Args: "ID", Flags: []string{"--no-durable"}, Help: "commit a kept transaction (re-validated first)"},
 	{Name: "abort", Args: "ID", Help: "discard a kept transaction"},
 	{Name: "recover", Flags: []string{"--no-durable"}, Help: "finish interrupted commits (also done at every start)"},
+	{Name: "wrap", Args: "PATH...", Flags: []string{"--list", "--check", "--wrapped-dir"},
+		Help: "protect set-ID programs: whoever runs one, it runs in a transaction"},
+	{Name: "unwrap", Args: "PATH...", Help: "put wrapped programs back as they were"},
 }
 
 // Summary is what txexec does, in one sentence.
@@ -73,7 +76,14 @@ func Usage() string {
 	}
 	b.WriteString("\nsubcommands:\n")
 	for i := range Subcommands {
-		fmt.Fprintf(&b, "  %-*s%s\n", width, Subcommands[i].synopsis(), Subcommands[i].Help)
+		syn := Subcommands[i].synopsis()
+		if len(syn) >= width {
+			// Too long for the column: the help goes below it.
+			fmt.Fprintf(&b, "  %s\n  %-*s", syn, width, "")
+		} else {
+			fmt.Fprintf(&b, "  %-*s", width, syn)
+		}
+		fmt.Fprintf(&b, "%s\n", Subcommands[i].Help)
 	}
 	return b.String()
 }
