@@ -9,8 +9,10 @@ import (
 )
 
 // txexecBin is the txexec binary under test: $TXEXEC_BIN, or built by
-// TestMain from ./cmd/txexec.
-var txexecBin string
+// TestMain from ./cmd/txexec. launcherBin is the set-ID launcher's
+// template beside it (make build puts bin/txexec-launcher there; TestMain
+// builds it with the Makefile's own rule).
+var txexecBin, launcherBin string
 
 func TestMain(m *testing.M) {
 	os.Exit(testMain(m))
@@ -24,6 +26,7 @@ func testMain(m *testing.M) int {
 			return 2
 		}
 		txexecBin = abs
+		launcherBin = filepath.Join(filepath.Dir(abs), "txexec-launcher")
 		return m.Run()
 	}
 	dir, err := os.MkdirTemp("", "txexec-e2e-bin-")
@@ -45,5 +48,22 @@ func testMain(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e: go build ./cmd/txexec: %v\n", err)
 		return 2
 	}
+	launcherBin = filepath.Join(dir, "txexec-launcher")
+	if err := buildLauncher(launcherBin); err != nil {
+		// Only the wrap tests need it: they fail, saying why.
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+	}
 	return m.Run()
+}
+
+// buildLauncher builds the launcher template at out with the Makefile's
+// rule (its hardening flags are the Makefile's alone).
+func buildLauncher(out string) error {
+	build := exec.Command("make", "-s", "LAUNCHER="+out, out)
+	build.Dir = ".."
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return fmt.Errorf("make %s: %w", out, err)
+	}
+	return nil
 }

@@ -1,0 +1,281 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"txexec/internal/testenv"
+)
+
+// wrapScene is what the wrap tests run in, all under one root-owned
+// temporary directory on a mount without nosuid: a copy of txexec and its
+// launcher template, the wrapped directory and a state directory (given
+// to txexec wrap, so that nothing goes to /usr/lib/txexec or
+// /var/lib/txexec), the set-user-ID-root victim (testdata/wrap_victim.c),
+// a root-owned secret, and a directory of uid 1000's, the attacker's.
+type wrapScene struct {
+	root, txexec, wrapped, state string
+	victim, secret, user         string
+}
+
+const secretText = "root's secret\n"
+
+func newWrapScene(t *testing.T) wrapScene {
+	t.Helper()
+	testenv.NeedRoot(t, "wrap installs set-user-ID-root programs")
+	requireTools(t, "setpriv", "gcc", "bash")
+	root := t.TempDir()
+	var fs unix.Statfs_t
+	require.NoError(t, unix.Statfs(root, &fs))
+	if fs.Flags&unix.ST_NOSUID != 0 {
+		testenv.SkipOrFail(t, "%s is on a nosuid mount: set-user-ID bits have no effect there", root)
+	}
+	_, err := os.Stat(launcherBin)
+	require.NoError(t, err, "the launcher template (see TestMain's message)")
+	s := wrapScene{
+		root: root, txexec: filepath.Join(root, "bin", "txexec"),
+		wrapped: filepath.Join(root, "wrapped"), state: filepath.Join(root, "state"),
+		secret: filepath.Join(root, "secret"), user: filepath.Join(root, "user"),
+	}
+	require.NoError(t, os.Mkdir(filepath.Join(root, "bin"), 0o755))
+	require.NoError(t, exec.Command("cp", txexecBin, s.txexec).Run())
+	require.NoError(t, exec.Command("cp", launcherBin, filepath.Join(root, "bin", "txexec-launcher")).Run())
+	s.victim = buildC(t, root, "wrap_victim", "victim")
+	require.NoError(t, unix.Chmod(s.victim, 0o4755))
+	require.NoError(t, os.WriteFile(s.secret, []byte(secretText), 0o644))
+	require.NoError(t, os.Mkdir(s.user, 0o755))
+	require.NoError(t, os.Chown(s.user, 1000, 1000))
+	openToOthers(t, root)
+	return s
+}
+
+// txexecRoot runs this scene's txexec as root with args after the
+// subcommand's name.
+func (s wrapScene) txexecRoot(t *testing.T, sub string, args ...string) result {
+	t.Helper()
+	argv := append([]string{s.txexec, sub}, args...)
+	return run(t, native, command{Argv: argv})
+}
+
+// wrap wraps paths into the scene's wrapped directory, recording its state
+// directory.
+func (s wrapScene) wrap(t *testing.T, paths ...string) result {
+	t.Helper()
+	return s.txexecRoot(t, "wrap", append([]string{"--wrapped-dir=" + s.wrapped, "--state-dir=" + s.state}, paths...)...)
+}
+
+// asUser runs argv as uid 1000, from the attacker's directory.
+func (s wrapScene) asUser(t *testing.T, env []string, argv ...string) result {
+	t.Helper()
+	return run(t, native, command{Argv: append(append([]string{}, unprivileged...), argv...), Env: env, Dir: s.user})
+}
+
+// attack runs six rounds of testdata/wrap_attack.sh as uid 1000 and
+// returns each round's exit status, the output, and how many rounds wrote
+// to the secret.
+func (s wrapScene) attack(t *testing.T) (statuses []string, out string, exploited int) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(s.secret, []byte(secretText), 0o644))
+	script, err := filepath.Abs(filepath.Join("testdata", "wrap_attack.sh"))
+	require.NoError(t, err)
+	got := s.asUser(t, nil, "bash", script, s.victim, s.user, s.secret)
+	require.Equal(t, 0, got.Status, got.Stdout+got.Stderr)
+	for _, m := range regexp.MustCompile(`(?m)^status (\d+)$`).FindAllStringSubmatch(got.Stdout, -1) {
+		statuses = append(statuses, m[1])
+	}
+	require.Len(t, statuses, 6, got.Stdout)
+	b, err := os.ReadFile(s.secret)
+	require.NoError(t, err)
+	return statuses, got.Stdout, strings.Count(string(b), "written through round")
+}
+
+// TestWrapSetuidProgram: a set-user-ID-root check-then-use program, run
+// directly by uid 1000 while uid 1000 swaps the checked file for a symlink
+// to a root-owned file as soon as the program says it has checked it, is
+// exploited natively and never once wrapped: each wrapped run's open fails
+// (ESTALE), and the transaction aborts on the conflict with exit status 75
+// (issue 21, "Must hold"). Without an attack a wrapped run works as
+// natively, with the same real and effective uid; the launcher ignores
+// LD_PRELOAD and PATH, refuses files others can write, and unwrap puts the
+// original back.
+func TestWrapSetuidProgram(t *testing.T) {
+	s := newWrapScene(t)
+	original, err := os.ReadFile(s.victim)
+	require.NoError(t, err)
+
+	var nativeIDs string
+	t.Run("native", func(t *testing.T) {
+		statuses, out, exploited := s.attack(t)
+		t.Logf("native rounds: %v, the secret written %d times", statuses, exploited)
+		assert.GreaterOrEqual(t, exploited, 4, out)
+		got := s.asUser(t, nil, s.victim, "ids")
+		require.Equal(t, 0, got.Status, got.Stderr)
+		nativeIDs = got.Stdout
+		assert.Equal(t, "0\n1000\n", nativeIDs)
+	})
+
+	got := s.wrap(t, s.victim)
+	require.Equal(t, 0, got.Status, got.Stderr)
+	entry := filepath.Join(s.wrapped, strings.ReplaceAll(strings.TrimPrefix(s.victim, "/"), "/", "-"))
+	moved := filepath.Join(entry, "victim")
+	assert.Equal(t, "wrapped "+s.victim+" (original in "+moved+")\n", got.Stdout)
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(s.victim, &st))
+	assert.Equal(t, uint32(0o4755), st.Mode&0o7777, "the launcher: set-user-ID root")
+	assert.Equal(t, uint32(0), st.Uid)
+	require.NoError(t, unix.Stat(moved, &st))
+	assert.Equal(t, uint32(0o755), st.Mode&0o7777, "the original, its set-ID bit removed")
+	b, err := os.ReadFile(moved)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(original, b), "the original moved aside unchanged")
+
+	t.Run("wrapping twice is refused", func(t *testing.T) {
+		before, err := os.ReadFile(s.victim)
+		require.NoError(t, err)
+		got := s.wrap(t, s.victim)
+		assert.Equal(t, 1, got.Status)
+		assert.Equal(t, "txexec: wrap "+s.victim+": already wrapped (txexec unwrap it first to change how)\n", got.Stderr)
+		after, err := os.ReadFile(s.victim)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(before, after))
+	})
+
+	t.Run("list", func(t *testing.T) {
+		got := s.txexecRoot(t, "wrap", "--list", "--wrapped-dir", s.wrapped)
+		require.Equal(t, 0, got.Status, got.Stderr)
+		assert.Equal(t, s.victim+"\t4755 0:0\t"+s.txexec+"\t--state-dir="+s.state+"\twrapped\n", got.Stdout)
+	})
+
+	t.Run("wrapped: the attack fails", func(t *testing.T) {
+		statuses, out, exploited := s.attack(t)
+		t.Logf("wrapped rounds: %v, the secret written %d times", statuses, exploited)
+		assert.Zero(t, exploited, out)
+		assert.Equal(t, []string{"75", "75", "75", "75", "75", "75"}, statuses, out)
+		conflict := "aborted: conflict on " + filepath.Join(s.user, "f") + " (changed on the host while the transaction read it)"
+		assert.Equal(t, 6, strings.Count(out, conflict), out)
+		assert.Equal(t, 6, strings.Count(out, "victim: open: Stale file handle"), out)
+	})
+
+	t.Run("wrapped: without an attack it works as natively", func(t *testing.T) {
+		own := filepath.Join(s.user, "own")
+		require.NoError(t, os.WriteFile(own, []byte("mine\n"), 0o644))
+		require.NoError(t, os.Chown(own, 1000, 1000))
+		got := s.asUser(t, nil, s.victim, "append", own, "appended")
+		require.Equal(t, 0, got.Status, got.Stderr)
+		assert.Equal(t, "checked\n", got.Stdout)
+		assert.Empty(t, got.Stderr)
+		b, err := os.ReadFile(own)
+		require.NoError(t, err)
+		assert.Equal(t, "mine\nappended\n", string(b))
+
+		got = s.asUser(t, nil, s.victim, "ids")
+		require.Equal(t, 0, got.Status, got.Stderr)
+		assert.Equal(t, nativeIDs, got.Stdout, "id -u, id -ru")
+	})
+
+	t.Run("wrapped: LD_PRELOAD and a hostile PATH are ignored", func(t *testing.T) {
+		preload := filepath.Join(s.root, "preload.so")
+		src := filepath.Join(s.root, "preload.c")
+		require.NoError(t, os.WriteFile(src, []byte(
+			"#include <unistd.h>\n__attribute__((constructor)) static void hostile(void) { write(2, \"PRELOADED\\n\", 10); }\n"), 0o644))
+		b, err := exec.Command("gcc", "-shared", "-fPIC", "-o", preload, src).CombinedOutput()
+		require.NoError(t, err, "%s", b)
+		require.NoError(t, os.Chmod(preload, 0o755))
+		hostile := filepath.Join(s.root, "hostile")
+		require.NoError(t, os.Mkdir(hostile, 0o755))
+		for _, name := range []string{"txexec", "id", "sh", "setpriv", "bash"} {
+			require.NoError(t, os.WriteFile(filepath.Join(hostile, name), []byte("#!/bin/sh\necho HOSTILE "+name+" >&2\nexit 99\n"), 0o755))
+		}
+		// The library does load where nothing removes it. (Set by env, so
+		// that setpriv, which runs as root, is not run with it.)
+		got := s.asUser(t, nil, "/usr/bin/env", "LD_PRELOAD="+preload, "/bin/true")
+		require.Equal(t, "PRELOADED\n", got.Stderr)
+
+		got = s.asUser(t, nil, "/usr/bin/env", "LD_PRELOAD="+preload, "LD_LIBRARY_PATH="+hostile,
+			"PATH="+hostile+":/usr/bin:/bin", s.victim, "ids")
+		require.Equal(t, 0, got.Status, got.Stderr)
+		assert.Equal(t, nativeIDs, got.Stdout)
+		assert.Empty(t, got.Stderr, "neither preloaded nor a hostile program run")
+	})
+
+	t.Run("the launcher refuses what others than root can write", func(t *testing.T) {
+		for _, tc := range []struct {
+			name, path string
+			mode       uint32
+			want       string
+		}{
+			{"configuration", filepath.Join(entry, "wrap.conf"), 0o664, "configuration " + filepath.Join(entry, "wrap.conf") + ": writable by others than root"},
+			{"txexec binary", s.txexec, 0o757, "txexec binary " + s.txexec + ": writable by others than root"},
+			{"original", moved, 0o775, "original " + moved + ": writable by others than root"},
+			{"wrapped directory", entry, 0o775, "configuration " + filepath.Join(entry, "wrap.conf") + ": a directory above it is writable by others than root"},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				require.NoError(t, unix.Stat(tc.path, &st))
+				require.NoError(t, unix.Chmod(tc.path, tc.mode))
+				got := s.asUser(t, nil, s.victim, "ids")
+				require.NoError(t, unix.Chmod(tc.path, st.Mode&0o7777))
+				assert.Equal(t, 126, got.Status)
+				assert.Equal(t, "txexec-launcher: "+tc.want+"\n", got.Stderr)
+				assert.Empty(t, got.Stdout, "the program did not run")
+			})
+		}
+		got := s.asUser(t, nil, s.victim, "ids")
+		require.Equal(t, 0, got.Status, got.Stderr)
+	})
+
+	// A package upgrade replaces the launcher with the new set-ID program
+	// as dpkg does: the new file is written beside it, then renamed over it.
+	upgraded := buildC(t, s.root, "wrap_victim", "victim-upgraded", "-O0", "-DUPGRADED")
+	upgradedBytes, err := os.ReadFile(upgraded)
+	require.NoError(t, err)
+	require.False(t, bytes.Equal(original, upgradedBytes))
+	t.Run("check: a replaced program is wrapped again", func(t *testing.T) {
+		require.NoError(t, unix.Chmod(upgraded, 0o4755))
+		require.NoError(t, os.Rename(upgraded, s.victim))
+		got := s.txexecRoot(t, "wrap", "--list", "--wrapped-dir", s.wrapped)
+		require.Equal(t, 0, got.Status, got.Stderr)
+		assert.Contains(t, got.Stdout, "\treplaced (run txexec wrap --check)\n")
+
+		got = s.txexecRoot(t, "wrap", "--check", "--wrapped-dir", s.wrapped)
+		require.Equal(t, 0, got.Status, got.Stderr)
+		assert.Equal(t, s.victim+": replaced by a new set-ID program (a package upgrade?); wrapped again\n", got.Stdout)
+		b, err := os.ReadFile(moved)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(upgradedBytes, b), "the new program moved aside")
+		statuses, out, exploited := s.attack(t)
+		assert.Zero(t, exploited, out)
+		assert.Equal(t, []string{"75", "75", "75", "75", "75", "75"}, statuses, out)
+
+		got = s.txexecRoot(t, "wrap", "--check", "--wrapped-dir", s.wrapped)
+		require.Equal(t, 0, got.Status, got.Stderr)
+		assert.Empty(t, got.Stdout, "nothing left to do")
+	})
+
+	t.Run("unwrap", func(t *testing.T) {
+		got := s.txexecRoot(t, "unwrap", s.victim)
+		require.Equal(t, 0, got.Status, got.Stderr)
+		assert.Equal(t, "unwrapped "+s.victim+" (mode 4755, owner 0:0)\n", got.Stdout)
+		b, err := os.ReadFile(s.victim)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(upgradedBytes, b), "the same bytes")
+		require.NoError(t, unix.Stat(s.victim, &st))
+		assert.Equal(t, uint32(0o4755), st.Mode&0o7777)
+		assert.Equal(t, [2]uint32{0, 0}, [2]uint32{st.Uid, st.Gid})
+		assert.NoDirExists(t, entry)
+		got = s.txexecRoot(t, "wrap", "--list", "--wrapped-dir", s.wrapped)
+		require.Equal(t, 0, got.Status, got.Stderr)
+		assert.Empty(t, got.Stdout)
+		got = s.txexecRoot(t, "unwrap", s.victim)
+		assert.Equal(t, 1, got.Status)
+		assert.Contains(t, got.Stderr, "txexec: unwrap "+s.victim+": not wrapped")
+	})
+}
