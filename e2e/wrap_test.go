@@ -279,3 +279,56 @@ func TestWrapSetuidProgram(t *testing.T) {
 		assert.Contains(t, got.Stderr, "txexec: unwrap "+s.victim+": not wrapped")
 	})
 }
+
+// TestWrapCredentials: a wrapped program gets what the kernel gives the
+// caller of a set-ID program natively: real ids the caller's, effective
+// and saved ids the file's owner (set-user-ID, root or not) or group
+// (set-group-ID), the caller's groups, AT_SECURE, non-dumpable, and the
+// capabilities of its effective uid.
+func TestWrapCredentials(t *testing.T) {
+	s := newWrapScene(t)
+	creds := buildC(t, s.root, "wrap_creds", "creds")
+	caller := []string{"setpriv", "--reuid", "1000", "--regid", "1000", "--groups", "27,100"}
+	for _, tc := range []struct {
+		name     string
+		mode     uint32
+		uid, gid int
+	}{
+		{"set-user-ID root", 0o4755, 0, 0},
+		{"set-user-ID of another user", 0o4755, 4243, 4243},
+		{"set-group-ID", 0o2755, 0, 4242},
+		{"set-user-ID and set-group-ID", 0o6750, 0, 27},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prog := filepath.Join(s.root, strings.ReplaceAll(tc.name, " ", "-"))
+			require.NoError(t, exec.Command("cp", creds, prog).Run())
+			require.NoError(t, os.Chown(prog, tc.uid, tc.gid))
+			require.NoError(t, unix.Chmod(prog, tc.mode))
+			natively := run(t, native, command{Argv: append(append([]string{}, caller...), prog)})
+			require.Equal(t, 0, natively.Status, natively.Stderr)
+			t.Logf("native: %s", natively.Stdout)
+
+			got := s.wrap(t, prog)
+			require.Equal(t, 0, got.Status, got.Stderr)
+			var st unix.Stat_t
+			require.NoError(t, unix.Stat(prog, &st))
+			assert.Equal(t, tc.mode&0o777|0o4000, st.Mode&0o7777, "the launcher: set-user-ID, never set-group-ID")
+			assert.Equal(t, [2]uint32{0, uint32(tc.gid)}, [2]uint32{st.Uid, st.Gid})
+
+			wrapped := run(t, native, command{Argv: append(append([]string{}, caller...), prog)})
+			require.Equal(t, 0, wrapped.Status, wrapped.Stderr)
+			assert.Equal(t, natively.Stdout, wrapped.Stdout)
+			assert.Empty(t, wrapped.Stderr)
+			log := s.txexecRoot(t, "log", "--state-dir", s.state)
+			require.Equal(t, 0, log.Status, log.Stderr)
+			newest, _, _ := strings.Cut(log.Stdout, "\n")
+			assert.Regexp(t, `^\d+ +applied .* status 0 +`+regexp.QuoteMeta(prog)+`$`, newest, "it ran in a transaction")
+
+			got = s.txexecRoot(t, "unwrap", prog)
+			require.Equal(t, 0, got.Status, got.Stderr)
+			require.NoError(t, unix.Stat(prog, &st))
+			assert.Equal(t, tc.mode, st.Mode&0o7777)
+			assert.Equal(t, [2]uint32{uint32(tc.uid), uint32(tc.gid)}, [2]uint32{st.Uid, st.Gid})
+		})
+	}
+}
