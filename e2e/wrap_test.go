@@ -332,3 +332,86 @@ func TestWrapCredentials(t *testing.T) {
 		})
 	}
 }
+
+// buildSetIDDeb makes version of package pkg holding one set-user-ID-root
+// program, /usr/lib/PKG/prog, a copy of bin.
+func buildSetIDDeb(t *testing.T, pkg, version, bin string) string {
+	t.Helper()
+	dir := t.TempDir()
+	root := filepath.Join(dir, pkg)
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "DEBIAN"), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "usr/lib", pkg), 0o755))
+	prog := filepath.Join(root, "usr/lib", pkg, "prog")
+	require.NoError(t, exec.Command("cp", bin, prog).Run())
+	require.NoError(t, unix.Chmod(prog, 0o4755))
+	require.NoError(t, os.WriteFile(filepath.Join(root, "DEBIAN/control"), []byte(
+		"Package: "+pkg+"\nVersion: "+version+"\nArchitecture: all\nMaintainer: txexec tests <tests@txexec.invalid>\nDescription: txexec wrap test package\n"), 0o644))
+	deb := filepath.Join(dir, pkg+"_"+version+".deb")
+	out, err := exec.Command("dpkg-deb", "--root-owner-group", "--build", root, deb).CombinedOutput()
+	require.NoError(t, err, "dpkg-deb: %s", out)
+	return deb
+}
+
+// TestWrapDpkgUpgrade: dpkg keeps working on a wrapped program. An upgrade
+// replaces the launcher with the package's new set-user-ID program (as it
+// replaces any file); txexec wrap --check, as dpkg's post-invoke hook,
+// wraps it again before dpkg returns; removing the package removes the
+// launcher, and the hook drops the wrap. Run it holding
+// /tmp/txexec-dpkg-tests.lock (dpkg's lock is machine-wide).
+func TestWrapDpkgUpgrade(t *testing.T) {
+	s := newWrapScene(t)
+	requireTools(t, "dpkg", "dpkg-deb")
+	const pkg = "txexec-test-wrap-prog"
+	if dpkgInstalled(t, pkg) {
+		require.NoError(t, exec.Command("dpkg", "--purge", pkg).Run())
+	}
+	purgeAtEnd(t, pkg)
+	v1 := buildC(t, s.root, "wrap_creds", "creds-v1")
+	v2 := buildC(t, s.root, "wrap_creds", "creds-v2", "-O0")
+	v2Bytes, err := os.ReadFile(v2)
+	require.NoError(t, err)
+	prog := filepath.Join("/usr/lib", pkg, "prog")
+	hook := "--post-invoke=" + s.txexec + " wrap --check --wrapped-dir=" + s.wrapped
+	dpkg := func(args ...string) result {
+		t.Helper()
+		got := run(t, native, command{Argv: append([]string{"dpkg", hook}, args...)})
+		require.Equal(t, 0, got.Status, got.Stdout+got.Stderr)
+		return got
+	}
+	asUser := func() result {
+		t.Helper()
+		got := run(t, native, command{Argv: append(append([]string{}, unprivileged...), prog)})
+		require.Equal(t, 0, got.Status, got.Stderr)
+		return got
+	}
+
+	dpkg("-i", buildSetIDDeb(t, pkg, "1.0", v1))
+	before := asUser()
+	got := s.wrap(t, prog)
+	require.Equal(t, 0, got.Status, got.Stderr)
+	assert.Equal(t, before.Stdout, asUser().Stdout)
+
+	got = dpkg("-i", buildSetIDDeb(t, pkg, "2.0", v2))
+	assert.Contains(t, got.Stdout, prog+": replaced by a new set-ID program (a package upgrade?); wrapped again\n")
+	got = s.txexecRoot(t, "wrap", "--list", "--wrapped-dir", s.wrapped)
+	require.Equal(t, 0, got.Status, got.Stderr)
+	assert.Equal(t, prog+"\t4755 0:0\t"+s.txexec+"\t--state-dir="+s.state+"\twrapped\n", got.Stdout)
+	moved := filepath.Join(s.wrapped, "usr-lib-txexec%2Dtest%2Dwrap%2Dprog-prog", "prog")
+	b, err := os.ReadFile(moved)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(v2Bytes, b), "version 2 moved aside")
+	assert.Equal(t, before.Stdout, asUser().Stdout)
+	log := s.txexecRoot(t, "log", "--state-dir", s.state)
+	require.Equal(t, 0, log.Status, log.Stderr)
+	newest, _, _ := strings.Cut(log.Stdout, "\n")
+	assert.Regexp(t, `^\d+ +applied .* status 0 +`+regexp.QuoteMeta(prog)+`$`, newest, "version 2 runs in a transaction")
+
+	// dpkg --verify sees the launcher, not the package's file.
+	verify, _ := exec.Command("dpkg", "--verify", pkg).CombinedOutput()
+	assert.Contains(t, string(verify), prog)
+
+	got = dpkg("-r", pkg)
+	assert.Contains(t, got.Stdout, prog+": gone; its wrap is dropped\n")
+	assert.NoFileExists(t, prog)
+	assert.NoDirExists(t, filepath.Dir(moved))
+}
