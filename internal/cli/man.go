@@ -13,13 +13,15 @@ var exitStatuses = []struct{ status, meaning string }{
 	{"70", "an internal error of txexec, or an unsupported call aborted a command that exited 0"},
 	{"127", "COMMAND not found or not executable"},
 	{"2", "a bad command line"},
-	{"1", "a subcommand refused for the transaction's id or state"},
+	{"1", "a subcommand refused for the transaction's id or state, or wrap or unwrap refused for a path"},
+	{"126", "the launcher of a wrapped set-ID program refused to run it (it says why)"},
 }
 
 var examples = []struct{ command, meaning string }{
 	{"txexec -- make install", "Commit what the install did if it succeeds, roll it back otherwise."},
 	{"txexec --on-exit=abort -- make check", "Run a test suite that leaves nothing behind."},
 	{"txexec --on-exit=keep -- ./upgrade.sh", "Keep the transaction prepared; look at it with txexec show ID --diff, then txexec commit ID or txexec abort ID."},
+	{"txexec wrap /usr/local/bin/report-tool", "Run the set-user-ID program report-tool in a transaction whoever starts it; txexec unwrap puts it back."},
 }
 
 // Man is the man page docs/txexec.1 (roff, man macros). It carries no date
