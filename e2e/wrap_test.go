@@ -289,6 +289,9 @@ func TestWrapCredentials(t *testing.T) {
 	s := newWrapScene(t)
 	creds := buildC(t, s.root, "wrap_creds", "creds")
 	caller := []string{"setpriv", "--reuid", "1000", "--regid", "1000", "--groups", "27,100"}
+	// Under no_new_privs the kernel ignores set-ID bits, the launcher's as
+	// the original's: the launcher runs the original as the kernel would.
+	nnpCaller := append(append([]string{}, caller...), "--no-new-privs")
 	for _, tc := range []struct {
 		name     string
 		mode     uint32
@@ -307,6 +310,9 @@ func TestWrapCredentials(t *testing.T) {
 			natively := run(t, native, command{Argv: append(append([]string{}, caller...), prog)})
 			require.Equal(t, 0, natively.Status, natively.Stderr)
 			t.Logf("native: %s", natively.Stdout)
+			nativelyNNP := run(t, native, command{Argv: append(append([]string{}, nnpCaller...), prog)})
+			require.Equal(t, 0, nativelyNNP.Status, nativelyNNP.Stderr)
+			require.Contains(t, nativelyNNP.Stdout, "uid=1000,1000,1000 gid=1000,1000,1000 ")
 
 			got := s.wrap(t, prog)
 			require.Equal(t, 0, got.Status, got.Stderr)
@@ -323,6 +329,10 @@ func TestWrapCredentials(t *testing.T) {
 			require.Equal(t, 0, log.Status, log.Stderr)
 			newest, _, _ := strings.Cut(log.Stdout, "\n")
 			assert.Regexp(t, `^\d+ +applied .* status 0 +`+regexp.QuoteMeta(prog)+`$`, newest, "it ran in a transaction")
+
+			wrappedNNP := run(t, native, command{Argv: append(append([]string{}, nnpCaller...), prog)})
+			require.Equal(t, 0, wrappedNNP.Status, wrappedNNP.Stderr)
+			assert.Equal(t, nativelyNNP.Stdout, wrappedNNP.Stdout, "under no_new_privs")
 
 			got = s.txexecRoot(t, "unwrap", prog)
 			require.Equal(t, 0, got.Status, got.Stderr)
