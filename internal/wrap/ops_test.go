@@ -1,0 +1,140 @@
+package wrap
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"txexec/internal/testenv"
+)
+
+// fakeScene is a root-owned directory (mode 0755) with a fake txexec and a
+// fake launcher template: Wrap copies bytes and never runs them.
+type fakeScene struct {
+	dir string
+	w   *Wrapper
+}
+
+func newFakeScene(t *testing.T) fakeScene {
+	testenv.NeedRoot(t, "wrap makes root-owned set-ID files")
+	dir := t.TempDir()
+	require.NoError(t, os.Chmod(dir, 0o755))
+	if err := SecurePath(dir, Directory); err != nil {
+		t.Skipf("the temporary directory is not one the launcher trusts: %v", err)
+	}
+	txexec := filepath.Join(dir, "txexec")
+	require.NoError(t, os.WriteFile(txexec, []byte("a txexec"), 0o755))
+	template := append(append([]byte("launcher code "), confMark...), make([]byte, confBlockSize)...)
+	return fakeScene{dir: dir, w: &Wrapper{Dir: filepath.Join(dir, "wrapped"), Txexec: txexec, Template: template,
+		Options: []string{"--on-exit=abort"}}}
+}
+
+// program makes a root-owned program of mode and group.
+func (s fakeScene) program(t *testing.T, name string, mode uint32, gid int) string {
+	p := filepath.Join(s.dir, name)
+	require.NoError(t, os.WriteFile(p, []byte("the program "+name), 0o700))
+	require.NoError(t, os.Chown(p, 0, gid))
+	require.NoError(t, unix.Chmod(p, mode))
+	return p
+}
+
+func TestWrapUnwrap(t *testing.T) {
+	s := newFakeScene(t)
+	p := s.program(t, "prog", 0o2750, 42)
+	old := []unix.Timespec{{Sec: 1000000000}, {Sec: 1000000001}}
+	require.NoError(t, unix.UtimesNano(p, old))
+
+	c, err := s.w.Wrap(p)
+	require.NoError(t, err)
+	assert.Equal(t, &Config{Path: p, Original: filepath.Join(s.w.Dir, ID(p), "prog"), Txexec: s.w.Txexec,
+		Mode: 0o2750, UID: 0, GID: 42, Options: []string{"--on-exit=abort"}}, c)
+	launched, err := Launched(p)
+	require.NoError(t, err)
+	assert.Equal(t, c, launched)
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(p, &st))
+	assert.Equal(t, uint32(0o4750), st.Mode&0o7777, "the launcher: set-user-ID, not set-group-ID")
+	assert.Equal(t, [2]uint32{0, 42}, [2]uint32{st.Uid, st.Gid})
+	require.NoError(t, unix.Stat(c.Original, &st))
+	assert.Equal(t, uint32(0o750), st.Mode&0o7777, "the original: no set-ID bit")
+	assert.Equal(t, [2]uint32{0, 42}, [2]uint32{st.Uid, st.Gid})
+	assert.Equal(t, old[1], st.Mtim)
+	require.NoError(t, SecurePath(c.ConfPath(), RegularFile))
+	require.NoError(t, SecurePath(c.Original, RegularFile))
+	assert.Equal(t, InPlace, StateOf(c))
+
+	_, err = s.w.Wrap(p)
+	assert.ErrorIs(t, err, ErrAlreadyWrapped)
+
+	cs, bad, err := List(s.w.Dir)
+	require.NoError(t, err)
+	assert.Empty(t, bad)
+	assert.Equal(t, []*Config{c}, cs)
+
+	_, err = Unwrap(p)
+	require.NoError(t, err)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	assert.Equal(t, "the program prog", string(b))
+	require.NoError(t, unix.Stat(p, &st))
+	assert.Equal(t, uint32(0o2750), st.Mode&0o7777)
+	assert.Equal(t, [2]uint32{0, 42}, [2]uint32{st.Uid, st.Gid})
+	assert.Equal(t, old[1], st.Mtim)
+	assert.NoDirExists(t, filepath.Dir(c.Original))
+	_, err = Unwrap(p)
+	assert.Error(t, err, "no longer wrapped")
+}
+
+func TestWrapRefuses(t *testing.T) {
+	s := newFakeScene(t)
+	plain := s.program(t, "plain", 0o755, 0)
+	groupWritable := s.program(t, "group-writable", 0o4775, 0)
+	linked := s.program(t, "linked", 0o4755, 0)
+	require.NoError(t, os.Link(linked, filepath.Join(s.dir, "linked2")))
+	capable := s.program(t, "capable", 0o755, 0)
+	// A version-2 security.capability: effective, cap_net_raw permitted.
+	capv2 := make([]byte, 20)
+	binary.LittleEndian.PutUint32(capv2[0:], 0x02000001)
+	binary.LittleEndian.PutUint32(capv2[4:], 1<<unix.CAP_NET_RAW)
+	require.NoError(t, unix.Setxattr(capable, capabilityXattr, capv2, 0))
+	require.NoError(t, unix.Chmod(capable, 0o4755)) // chmod keeps the capability
+	symlink := filepath.Join(s.dir, "symlink")
+	require.NoError(t, os.Symlink(linked, symlink))
+	launcher := s.program(t, "launcher", 0o4755, 0)
+	require.NoError(t, os.WriteFile(launcher, s.w.Template, 0o4755))
+
+	for _, tc := range []struct{ name, path, want string }{
+		{"not set-ID", plain, "neither set-user-ID nor set-group-ID: nothing to protect"},
+		{"writable by its group", groupWritable, "writable by others than its owner: fix its mode first"},
+		{"hard links", linked, "has 2 hard links: the other names would stay unprotected"},
+		{"file capabilities", capable, "has file capabilities, which wrap does not support (docs/semantics.md §7)"},
+		{"symlink", symlink, "a symlink: wrap the file it leads to"},
+		{"a launcher", launcher, ErrAlreadyWrapped.Error()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before, err := os.ReadFile(tc.path)
+			require.NoError(t, err)
+			_, err = s.w.Wrap(tc.path)
+			require.EqualError(t, err, tc.want)
+			after, err := os.ReadFile(tc.path)
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(before, after))
+		})
+	}
+	t.Run("an untrusted txexec", func(t *testing.T) {
+		p := s.program(t, "prog", 0o4755, 0)
+		require.NoError(t, os.Chmod(s.w.Txexec, 0o775))
+		defer os.Chmod(s.w.Txexec, 0o755)
+		_, err := s.w.Wrap(p)
+		require.ErrorContains(t, err, "txexec binary "+s.w.Txexec+": writable by others than root")
+		ents, err := os.ReadDir(s.w.Dir)
+		require.NoError(t, err)
+		assert.Empty(t, ents, "nothing left behind")
+	})
+}
