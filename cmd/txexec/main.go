@@ -55,13 +55,11 @@ func run(args []string) int {
 		fmt.Print(cli.Usage())
 		return 0
 	}
-	if len(args) > 0 {
-		switch args[0] {
-		case "wrap", "unwrap":
-			return cmdWrap(args[0], args[1:], os.Stdout, os.Stderr)
-		case wrappedRunWord:
-			return runWrapped(args[1:])
-		}
+	if len(args) > 0 && wrapSubcommands[args[0]] {
+		return cmdWrap(args[0], args[1:], os.Stdout, os.Stderr)
+	}
+	if len(args) > 0 && args[0] == wrappedRunWord {
+		return runWrapped(args[1:])
 	}
 	if status, ok := runSubcommand(args); ok {
 		return status

@@ -28,22 +28,36 @@ func TestVersionFromBuildInfo(t *testing.T) {
 }
 
 // TestSubcommandTable: the subcommands help and completion list are those
-// runSubcommand runs, each accepting the flags listed for it.
+// runSubcommand (or, for wrap and unwrap, cmdWrap) runs, each accepting the
+// flags listed for it: after its arguments, alone (wrap --list) or with a
+// value (--wrapped-dir=DIR).
 func TestSubcommandTable(t *testing.T) {
 	listed := map[string]bool{}
 	for _, c := range cli.Subcommands {
 		listed[c.Name] = true
-		assert.NotNil(t, subcommands[c.Name], c.Name)
+		parse := func(args ...string) error { _, err := parseSubcommand(args); return err }
+		if wrapSubcommands[c.Name] {
+			parse = func(args ...string) error { _, err := parseWrap(args[0], args[1:]); return err }
+		} else {
+			assert.NotNil(t, subcommands[c.Name], c.Name)
+		}
 		args := []string{c.Name}
 		if c.Args != "" {
 			args = append(args, "1")
 		}
-		for _, f := range append(c.Flags, "--state-dir=/s") {
-			_, err := parseSubcommand(append(args, f))
-			assert.NoError(t, err, "%s %s", c.Name, f)
+		flags := c.Flags
+		if c.Name != "unwrap" { // the launcher's configuration names the state directory
+			flags = append(flags, "--state-dir=/s")
+		}
+		for _, f := range flags {
+			ok := parse(append(args, f)...) == nil || parse(c.Name, f) == nil || parse(append(args, f+"=/s")...) == nil
+			assert.True(t, ok, "%s %s", c.Name, f)
 		}
 	}
 	for name := range subcommands {
+		assert.True(t, listed[name], "subcommand %s missing from cli.Subcommands", name)
+	}
+	for name := range wrapSubcommands {
 		assert.True(t, listed[name], "subcommand %s missing from cli.Subcommands", name)
 	}
 }

@@ -12,6 +12,10 @@ import (
 	"txexec/internal/wrap"
 )
 
+// wrapSubcommands are the subcommands cmdWrap runs (their command lines
+// are not parseSubcommand's: paths, and run options to record).
+var wrapSubcommands = map[string]bool{"wrap": true, "unwrap": true}
+
 // wrapRunOptions are the run options txexec wrap may record for a wrapped
 // program. --passthrough would remove the protection, --trace write as
 // root wherever it was told; --help and --version run nothing.
