@@ -343,6 +343,33 @@ func TestWrapCredentials(t *testing.T) {
 	}
 }
 
+// TestWrapRecordedOptions: the run options given to wrap decide a wrapped
+// program's transaction, and the caller's arguments reach the program as
+// they are, never txexec.
+func TestWrapRecordedOptions(t *testing.T) {
+	s := newWrapScene(t)
+	got := s.txexecRoot(t, "wrap", "--wrapped-dir="+s.wrapped, "--state-dir="+s.state, "--on-exit=abort", s.victim)
+	require.Equal(t, 0, got.Status, got.Stderr)
+	own := filepath.Join(s.user, "own")
+	require.NoError(t, os.WriteFile(own, []byte("mine\n"), 0o644))
+	require.NoError(t, os.Chown(own, 1000, 1000))
+
+	got = s.asUser(t, nil, s.victim, "append", own, "--on-exit=commit")
+	assert.Equal(t, 0, got.Status, "the program's own status")
+	assert.Equal(t, "checked\n", got.Stdout)
+	assert.Regexp(t, `^txexec: transaction \d+ aborted: --on-exit=abort\n$`, got.Stderr)
+	b, err := os.ReadFile(own)
+	require.NoError(t, err)
+	assert.Equal(t, "mine\n", string(b), "the append rolled back")
+	log := s.txexecRoot(t, "log", "--state-dir", s.state)
+	require.Equal(t, 0, log.Status, log.Stderr)
+	assert.Contains(t, log.Stdout, s.victim+" append "+own+" --on-exit=commit", "the argument went to the program")
+
+	got = s.txexecRoot(t, "wrap", "--list", "--wrapped-dir", s.wrapped)
+	require.Equal(t, 0, got.Status, got.Stderr)
+	assert.Equal(t, s.victim+"\t4755 0:0\t"+s.txexec+"\t--state-dir="+s.state+" --on-exit=abort\twrapped\n", got.Stdout)
+}
+
 // buildSetIDDeb makes version of package pkg holding one set-user-ID-root
 // program, /usr/lib/PKG/prog, a copy of bin.
 func buildSetIDDeb(t *testing.T, pkg, version, bin string) string {

@@ -38,7 +38,7 @@ func newFakeScene(t *testing.T) fakeScene {
 // program makes a root-owned program of mode and group.
 func (s fakeScene) program(t *testing.T, name string, mode uint32, gid int) string {
 	p := filepath.Join(s.dir, name)
-	require.NoError(t, os.WriteFile(p, []byte("the program "+name), 0o700))
+	require.NoError(t, os.WriteFile(p, []byte("\x7fELF, the program "+name), 0o700))
 	require.NoError(t, os.Chown(p, 0, gid))
 	require.NoError(t, unix.Chmod(p, mode))
 	return p
@@ -81,7 +81,7 @@ func TestWrapUnwrap(t *testing.T) {
 	require.NoError(t, err)
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
-	assert.Equal(t, "the program prog", string(b))
+	assert.Equal(t, "\x7fELF, the program prog", string(b))
 	require.NoError(t, unix.Stat(p, &st))
 	assert.Equal(t, uint32(0o2750), st.Mode&0o7777)
 	assert.Equal(t, [2]uint32{0, 42}, [2]uint32{st.Uid, st.Gid})
@@ -104,6 +104,8 @@ func TestWrapRefuses(t *testing.T) {
 	binary.LittleEndian.PutUint32(capv2[4:], 1<<unix.CAP_NET_RAW)
 	require.NoError(t, unix.Setxattr(capable, capabilityXattr, capv2, 0))
 	require.NoError(t, unix.Chmod(capable, 0o4755)) // chmod keeps the capability
+	script := s.program(t, "script", 0o4755, 0)
+	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho hello\n"), 0o4755))
 	symlink := filepath.Join(s.dir, "symlink")
 	require.NoError(t, os.Symlink(linked, symlink))
 	launcher := s.program(t, "launcher", 0o4755, 0)
@@ -115,6 +117,7 @@ func TestWrapRefuses(t *testing.T) {
 		{"hard links", linked, "has 2 hard links: the other names would stay unprotected"},
 		{"file capabilities", capable, "has file capabilities, which wrap does not support (docs/semantics.md §7)"},
 		{"symlink", symlink, "a symlink: wrap the file it leads to"},
+		{"a script", script, "not an ELF program: Linux ignores its set-ID bits, so there is nothing to protect"},
 		{"a launcher", launcher, ErrAlreadyWrapped.Error()},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

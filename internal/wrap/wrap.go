@@ -1,6 +1,7 @@
 package wrap
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -25,6 +26,9 @@ type Wrapper struct {
 
 // ErrAlreadyWrapped: the path already holds a launcher.
 var ErrAlreadyWrapped = errors.New("already wrapped (txexec unwrap it first to change how)")
+
+// elfMagic starts every ELF file.
+var elfMagic = []byte("\x7fELF")
 
 // capabilityXattr holds a file's capabilities.
 const capabilityXattr = "security.capability"
@@ -72,6 +76,12 @@ func (w *Wrapper) Wrap(path string) (*Config, error) {
 	}
 	if IsLauncher(image) {
 		return nil, ErrAlreadyWrapped
+	}
+	if !bytes.HasPrefix(image, elfMagic) {
+		// Linux honours set-ID bits on ELF programs only (a script's are
+		// ignored, binfmt_misc's depend on the handler): wrapped, it would
+		// gain privilege it does not have natively.
+		return nil, errors.New("not an ELF program: Linux ignores its set-ID bits, so there is nothing to protect")
 	}
 	if err := os.MkdirAll(w.Dir, 0o755); err != nil {
 		return nil, err
