@@ -256,6 +256,8 @@ int main(int argc, char **argv)
 
 	if (getresuid(&ruid, &euid, &suid) != 0 || getresgid(&rgid, &egid, &sgid) != 0)
 		refuse("read credentials: %s", strerror(errno));
+	if (euid == 0)
+		secure_path("configuration", conf_path);
 	conf = read_conf(conf_path);
 	txexec = conf_value(conf, "txexec");
 	original = conf_value(conf, "original");
@@ -270,7 +272,6 @@ int main(int argc, char **argv)
 		refuse("execute %s: %s", original, strerror(errno));
 	}
 
-	secure_path("configuration", conf_path);
 	secure_path("txexec binary", txexec);
 	secure_path("original", original);
 

@@ -69,6 +69,14 @@ func parseWrap(name string, args []string) (*wrapLine, error) {
 				}
 				val, args, hasVal = args[0], args[1:], true
 			}
+			if (opt == "state-dir" || opt == "exclude") && hasVal {
+				// The program runs in its caller's working directory.
+				abs, err := filepath.Abs(val)
+				if err != nil {
+					return nil, err
+				}
+				val = abs
+			}
 			w := "--" + opt
 			if hasVal {
 				w += "=" + val

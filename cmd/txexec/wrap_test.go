@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,6 +14,8 @@ import (
 )
 
 func TestParseWrap(t *testing.T) {
+	cwd, err := os.Getwd()
+	require.NoError(t, err)
 	for _, tc := range []struct {
 		name string
 		cmd  string
@@ -24,6 +28,8 @@ func TestParseWrap(t *testing.T) {
 			[]string{"--on-exit=abort", "--retry", "3", "--no-durable", "--wrapped-dir", "/w", "/usr/bin/a"},
 			&wrapLine{name: "wrap", dir: "/w", options: []string{"--on-exit=abort", "--retry=3", "--no-durable"}, paths: []string{"/usr/bin/a"}}},
 		{"list", "wrap", []string{"--list", "--wrapped-dir=/w"}, &wrapLine{name: "wrap", list: true, dir: "/w"}},
+		{"directories recorded absolute", "wrap", []string{"--state-dir=s", "--exclude", "/x/../y", "/usr/bin/a"},
+			&wrapLine{name: "wrap", dir: wrap.DefaultDir, options: []string{"--state-dir=" + filepath.Join(cwd, "s"), "--exclude=/y"}, paths: []string{"/usr/bin/a"}}},
 		{"check", "wrap", []string{"--check"}, &wrapLine{name: "wrap", check: true, dir: wrap.DefaultDir}},
 		{"a path after --", "unwrap", []string{"--", "-odd"}, &wrapLine{name: "unwrap", dir: wrap.DefaultDir, paths: []string{"-odd"}}},
 	} {
