@@ -391,8 +391,8 @@ func buildSetIDDeb(t *testing.T, pkg, version, bin string) string {
 
 // TestWrapDpkgUpgrade: dpkg keeps working on a wrapped program. An upgrade
 // replaces the launcher with the package's new set-user-ID program (as it
-// replaces any file); txexec wrap --check, as dpkg's post-invoke hook,
-// wraps it again before dpkg returns; removing the package removes the
+// replaces any file); txexec wrap --check, as dpkg's post-invoke hook
+// (the line scripts/deb.sh installs), wraps it again before dpkg returns; removing the package removes the
 // launcher, and the hook drops the wrap. Run it holding
 // /tmp/txexec-dpkg-tests.lock (dpkg's lock is machine-wide).
 func TestWrapDpkgUpgrade(t *testing.T) {
@@ -408,10 +408,14 @@ func TestWrapDpkgUpgrade(t *testing.T) {
 	v2Bytes, err := os.ReadFile(v2)
 	require.NoError(t, err)
 	prog := filepath.Join("/usr/lib", pkg, "prog")
-	hook := "--post-invoke=" + s.txexec + " wrap --check --wrapped-dir=" + s.wrapped
+	// The hook as the Debian package writes it (scripts/deb.sh), in a
+	// configuration file dpkg reads from $HOME instead of /etc/dpkg.
+	home := t.TempDir()
+	hook := "post-invoke=if [ -x " + s.txexec + " ]; then " + s.txexec + " wrap --check --wrapped-dir=" + s.wrapped + "; fi\n"
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".dpkg.cfg"), []byte(hook), 0o644))
 	dpkg := func(args ...string) result {
 		t.Helper()
-		got := run(t, native, command{Argv: append([]string{"dpkg", hook}, args...)})
+		got := run(t, native, command{Argv: append([]string{"dpkg"}, args...), Env: []string{"HOME=" + home}})
 		require.Equal(t, 0, got.Status, got.Stdout+got.Stderr)
 		return got
 	}

@@ -34,7 +34,13 @@ gzip -9n "$stage/usr/share/man/man1/txexec.1"
 mkdir -p "$stage/usr/share/doc/txexec"
 install -m 0644 "$top/README.md" "$stage/usr/share/doc/txexec/README.md"
 install -m 0644 "$top/docs/semantics.md" "$stage/usr/share/doc/txexec/semantics.md"
+# dpkg's hook: after every dpkg run, wrapped set-ID programs an upgrade
+# replaced are wrapped again (README, "Protecting set-user-ID programs").
+mkdir -p "$stage/etc/dpkg/dpkg.cfg.d"
+echo 'post-invoke=if [ -x /usr/bin/txexec ]; then /usr/bin/txexec wrap --check; fi' > "$stage/etc/dpkg/dpkg.cfg.d/txexec-wrap"
+chmod 0644 "$stage/etc/dpkg/dpkg.cfg.d/txexec-wrap"
 mkdir "$stage/DEBIAN"
+echo /etc/dpkg/dpkg.cfg.d/txexec-wrap > "$stage/DEBIAN/conffiles"
 size=$(du -sk --exclude=DEBIAN "$stage" | cut -f1)
 cat > "$stage/DEBIAN/control" <<CONTROL
 Package: txexec

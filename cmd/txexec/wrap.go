@@ -129,13 +129,13 @@ func cmdWrap(name string, args []string, out, errOut io.Writer) int {
 	if name == "unwrap" {
 		return unwrapPaths(l, out, errOut)
 	}
+	if l.check {
+		return wrapCheck(l, out, errOut)
+	}
 	w, err := newWrapper(l)
 	if err != nil {
 		fmt.Fprintf(errOut, "txexec: wrap: %v\n", err)
 		return exitRefused
-	}
-	if l.check {
-		return wrapCheck(w, l, out, errOut)
 	}
 	status := 0
 	for _, p := range l.paths {
@@ -227,7 +227,9 @@ func wrapList(l *wrapLine, out, errOut io.Writer) int {
 
 // wrapCheck finds wrapped paths that a package upgrade or removal changed,
 // wraps the new set-ID programs again and drops the wraps of those gone.
-func wrapCheck(w *wrap.Wrapper, l *wrapLine, out, errOut io.Writer) int {
+// It needs the launcher template only to wrap again: as dpkg's hook, with
+// nothing wrapped, it does nothing and cannot fail.
+func wrapCheck(l *wrapLine, out, errOut io.Writer) int {
 	cs, bad, err := wrap.List(l.dir)
 	if err != nil {
 		fmt.Fprintf(errOut, "txexec: wrap --check: %v\n", err)
@@ -242,7 +244,11 @@ func wrapCheck(w *wrap.Wrapper, l *wrapLine, out, errOut io.Writer) int {
 		switch wrap.StateOf(c) {
 		case wrap.InPlace:
 		case wrap.Replaced:
-			if _, err := w.Rewrap(c); err != nil {
+			w, err := newWrapper(l)
+			if err == nil {
+				_, err = w.Rewrap(c)
+			}
+			if err != nil {
 				fmt.Fprintf(errOut, "txexec: wrap --check: %s was replaced by a new set-ID program, which could not be wrapped: %v\n", c.Path, err)
 				status = exitRefused
 				continue
