@@ -260,6 +260,22 @@ func TestWrapSetuidProgram(t *testing.T) {
 		assert.Empty(t, got.Stdout, "nothing left to do")
 	})
 
+	t.Run("check: an older launcher is updated", func(t *testing.T) {
+		current, err := os.ReadFile(s.victim)
+		require.NoError(t, err)
+		// An older build: other bytes after the ELF image, which still runs.
+		require.NoError(t, os.WriteFile(s.victim, append(bytes.Clone(current), "an older launcher"...), 0o4755))
+		require.NoError(t, unix.Chmod(s.victim, 0o4755))
+		got := s.txexecRoot(t, "wrap", "--check", "--wrapped-dir", s.wrapped)
+		require.Equal(t, 0, got.Status, got.Stderr)
+		assert.Equal(t, s.victim+": its launcher updated to "+s.txexec+"'s\n", got.Stdout)
+		b, err := os.ReadFile(s.victim)
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(current, b))
+		require.NoError(t, unix.Stat(s.victim, &st))
+		assert.Equal(t, uint32(0o4755), st.Mode&0o7777)
+	})
+
 	t.Run("unwrap", func(t *testing.T) {
 		got := s.txexecRoot(t, "unwrap", s.victim)
 		require.Equal(t, 0, got.Status, got.Stderr)

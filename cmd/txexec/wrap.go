@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"txexec/internal/cli"
 	"txexec/internal/wrap"
 )
@@ -126,6 +128,10 @@ func cmdWrap(name string, args []string, out, errOut io.Writer) int {
 		fmt.Fprintf(errOut, "txexec: %s: only root can %s set-ID programs\n", name, name)
 		return exitRefused
 	}
+	// The directories wrap makes (the wrapped directory and those above
+	// it) must be searchable by every user, whatever root's umask: the
+	// files it makes get their modes explicitly.
+	unix.Umask(0o022)
 	if name == "unwrap" {
 		return unwrapPaths(l, out, errOut)
 	}
@@ -153,14 +159,20 @@ func cmdWrap(name string, args []string, out, errOut io.Writer) int {
 	return status
 }
 
+// ownExecutable is this txexec binary's canonical path.
+func ownExecutable() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	return filepath.EvalSymlinks(exe)
+}
+
 // newWrapper is a Wrapper that records this txexec binary and its
 // launcher template.
 func newWrapper(l *wrapLine) (*wrap.Wrapper, error) {
-	exe, err := os.Executable()
+	exe, err := ownExecutable()
 	if err != nil {
-		return nil, err
-	}
-	if exe, err = filepath.EvalSymlinks(exe); err != nil {
 		return nil, err
 	}
 	tmpl, err := wrap.FindTemplate(exe)
@@ -240,11 +252,40 @@ func wrapCheck(l *wrapLine, out, errOut io.Writer) int {
 		fmt.Fprintf(errOut, "txexec: wrap --check: %v\n", err)
 		status = exitRefused
 	}
+	var w *wrap.Wrapper // made at the first wrap that needs it
+	wrapper := func() (*wrap.Wrapper, error) {
+		var err error
+		if w == nil {
+			w, err = newWrapper(l)
+		}
+		return w, err
+	}
 	for _, c := range cs {
 		switch wrap.StateOf(c) {
 		case wrap.InPlace:
+			// A launcher made by an older build of this txexec is
+			// replaced by this build's (a launcher goes with the txexec
+			// its configuration names).
+			if exe, err := ownExecutable(); err != nil || exe != c.Txexec {
+				continue
+			}
+			w, err := wrapper()
+			var image []byte
+			if err == nil {
+				image, err = wrap.Configure(w.Template, c.ConfPath())
+			}
+			var updated bool
+			if err == nil {
+				updated, err = wrap.Refresh(c, image)
+			}
+			if err != nil {
+				fmt.Fprintf(errOut, "txexec: wrap --check: %s: cannot update its launcher: %v\n", c.Path, err)
+				status = exitRefused
+			} else if updated {
+				fmt.Fprintf(out, "%s: its launcher updated to %s's\n", c.Path, w.Txexec)
+			}
 		case wrap.Replaced:
-			w, err := newWrapper(l)
+			w, err := wrapper()
 			if err == nil {
 				_, err = w.Rewrap(c)
 			}

@@ -24,7 +24,10 @@ type fakeScene struct {
 func newFakeScene(t *testing.T) fakeScene {
 	testenv.NeedRoot(t, "wrap makes root-owned set-ID files")
 	dir := t.TempDir()
+	// Searchable by all, as a wrapped directory must be (t.TempDir makes
+	// it and its parent 0700).
 	require.NoError(t, os.Chmod(dir, 0o755))
+	require.NoError(t, os.Chmod(filepath.Dir(dir), 0o755))
 	if err := SecurePath(dir, Directory); err != nil {
 		t.Skipf("the temporary directory is not one the launcher trusts: %v", err)
 	}
@@ -140,4 +143,41 @@ func TestWrapRefuses(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, ents, "nothing left behind")
 	})
+}
+
+func TestRefresh(t *testing.T) {
+	s := newFakeScene(t)
+	p := s.program(t, "prog", 0o4750, 42)
+	c, err := s.w.Wrap(p)
+	require.NoError(t, err)
+	image, err := Configure(s.w.Template, c.ConfPath())
+	require.NoError(t, err)
+	updated, err := Refresh(c, image)
+	require.NoError(t, err)
+	assert.False(t, updated, "the same launcher")
+
+	newer, err := Configure(append(bytes.Clone(s.w.Template), " a newer launcher"...), c.ConfPath())
+	require.NoError(t, err)
+	updated, err = Refresh(c, newer)
+	require.NoError(t, err)
+	assert.True(t, updated)
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	assert.Equal(t, newer, b)
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(p, &st))
+	assert.Equal(t, uint32(0o4750), st.Mode&0o7777)
+	assert.Equal(t, [2]uint32{0, 42}, [2]uint32{st.Uid, st.Gid})
+	assert.Equal(t, InPlace, StateOf(c))
+}
+
+func TestWrapNeedsASearchableWrappedDirectory(t *testing.T) {
+	s := newFakeScene(t)
+	p := s.program(t, "prog", 0o2755, 42)
+	require.NoError(t, os.MkdirAll(s.w.Dir, 0o700))
+	_, err := s.w.Wrap(p)
+	require.ErrorContains(t, err, "is not searchable by every user (mode 0700)")
+	require.NoError(t, os.Chmod(s.w.Dir, 0o711))
+	_, err = s.w.Wrap(p)
+	require.NoError(t, err)
 }

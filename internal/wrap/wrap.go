@@ -89,6 +89,9 @@ func (w *Wrapper) Wrap(path string) (*Config, error) {
 	if err := SecurePath(w.Dir, Directory); err != nil {
 		return nil, fmt.Errorf("wrapped directory %w", err)
 	}
+	if err := searchable(w.Dir); err != nil {
+		return nil, fmt.Errorf("wrapped directory %w", err)
+	}
 	if err := SecurePath(w.Txexec, RegularFile); err != nil {
 		return nil, fmt.Errorf("txexec binary %w", err)
 	}
@@ -270,6 +273,42 @@ func StateOf(c *Config) State {
 		return NoLongerSetID
 	}
 	return Replaced
+}
+
+// searchable is nil if every user may search dir and the directories
+// above it: a wrapped program is executed with its caller's credentials
+// (an effective uid other than root's for a set-group-ID program).
+func searchable(dir string) error {
+	for d := dir; ; d = filepath.Dir(d) {
+		var st unix.Stat_t
+		if err := unix.Stat(d, &st); err != nil {
+			return err
+		}
+		if st.Mode&0o001 == 0 {
+			return fmt.Errorf("%s: %s is not searchable by every user (mode %04o)", dir, d, st.Mode&0o7777)
+		}
+		if d == "/" {
+			return nil
+		}
+	}
+}
+
+// Refresh replaces the launcher of c, in place (State InPlace), by image,
+// a newer launcher configured for it (Configure), keeping its owner, group
+// and mode; it says whether anything changed.
+func Refresh(c *Config, image []byte) (bool, error) {
+	current, err := os.ReadFile(c.Path)
+	if err != nil {
+		return false, err
+	}
+	if bytes.Equal(current, image) {
+		return false, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(c.Path, &st); err != nil {
+		return false, err
+	}
+	return true, replaceFile(c.Path, image, st.Uid, st.Gid, st.Mode&0o7777, []unix.Timespec{st.Atim, st.Mtim})
 }
 
 // Rewrap wraps again the new set-ID program at c.Path (State Replaced),
