@@ -181,3 +181,16 @@ func TestWrapNeedsASearchableWrappedDirectory(t *testing.T) {
 	_, err = s.w.Wrap(p)
 	require.NoError(t, err)
 }
+
+func TestWrapThroughASymlinkedWrappedDirectory(t *testing.T) {
+	s := newFakeScene(t)
+	target := filepath.Join(s.dir, "target")
+	require.NoError(t, os.Mkdir(target, 0o755))
+	require.NoError(t, os.Symlink(target, filepath.Join(s.dir, "alias")))
+	s.w.Dir = filepath.Join(s.dir, "alias")
+	p := s.program(t, "prog", 0o4755, 0)
+	c, err := s.w.Wrap(p)
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(target, ID(p), "prog"), c.Original, "recorded without the symlink")
+	require.NoError(t, SecurePath(c.ConfPath(), RegularFile))
+}

@@ -86,16 +86,21 @@ func (w *Wrapper) Wrap(path string) (*Config, error) {
 	if err := os.MkdirAll(w.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := SecurePath(w.Dir, Directory); err != nil {
+	// The launcher trusts no symlink on its paths.
+	dir, err := filepath.EvalSymlinks(w.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := SecurePath(dir, Directory); err != nil {
 		return nil, fmt.Errorf("wrapped directory %w", err)
 	}
-	if err := searchable(w.Dir); err != nil {
+	if err := searchable(dir); err != nil {
 		return nil, fmt.Errorf("wrapped directory %w", err)
 	}
 	if err := SecurePath(w.Txexec, RegularFile); err != nil {
 		return nil, fmt.Errorf("txexec binary %w", err)
 	}
-	entry := filepath.Join(w.Dir, ID(path))
+	entry := filepath.Join(dir, ID(path))
 	c := &Config{
 		Path: path, Original: filepath.Join(entry, filepath.Base(path)), Txexec: w.Txexec,
 		Mode: mode, UID: st.Uid, GID: st.Gid, Options: w.Options,
@@ -131,7 +136,7 @@ func (w *Wrapper) Wrap(path string) (*Config, error) {
 	if err := syncDir(entry); err != nil {
 		return nil, err
 	}
-	if err := syncDir(w.Dir); err != nil {
+	if err := syncDir(dir); err != nil {
 		return nil, err
 	}
 	// The launcher: root's, set-user-ID, with the original's permission
