@@ -124,15 +124,27 @@ type Process struct {
 	Parent int
 }
 
+// Binding is what the syscall layer attaches to a thread besides its
+// process: the transaction the thread began itself, or joined (xbegin,
+// docs/semantics.md §9). proc keeps it opaque and only passes it on.
+type Binding interface {
+	// Inherited is the binding of thread or process child, which the
+	// bound thread is creating (nil: none); it runs before the child does.
+	Inherited(child int) Binding
+}
+
 // Thread is one supervised task.
 type Thread struct {
 	Tid  int
 	Proc *Process
 
 	mu sync.Mutex
-	// fs can change: threads may unshare it.
+	// fs can change: threads may unshare it, and a thread that begins or
+	// ends a transaction of its own moves to another view's context.
 	// +checklocks:mu
 	fs *FS
+	// +checklocks:mu
+	binding Binding
 	// +checklocks:mu
 	cred *Cred
 	// +checklocks:mu
@@ -144,6 +156,33 @@ func (t *Thread) FS() *FS {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.fs
+}
+
+// SetFS gives the thread another file-system context and returns the one
+// it had, which the caller then owns: a thread that begins a transaction
+// of its own moves to a context whose handles are of that transaction's
+// view, and back when it ends. Other threads that shared the old context
+// keep it.
+func (t *Thread) SetFS(fs *FS) *FS {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.fs
+	t.fs = fs
+	return old
+}
+
+// Binding returns what the syscall layer attached to the thread (nil: none).
+func (t *Thread) Binding() Binding {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.binding
+}
+
+// SetBinding attaches b to the thread.
+func (t *Thread) SetBinding(b Binding) {
+	t.mu.Lock()
+	t.binding = b
+	t.mu.Unlock()
 }
 
 // Cred returns the thread's current credentials, re-reading them from the
@@ -224,6 +263,7 @@ func (tb *Table) Clone(parent, child int, flags uint64) {
 	}
 	pt.mu.Lock()
 	fs := pt.fs
+	binding := pt.binding
 	var cred *Cred
 	if pt.cred != nil && !pt.credDirty {
 		c := *pt.cred
@@ -234,6 +274,9 @@ func (tb *Table) Clone(parent, child int, flags uint64) {
 		fs = fs.clone()
 	}
 	t := &Thread{Tid: child, fs: fs, cred: cred, credDirty: cred == nil}
+	if binding != nil {
+		t.binding = binding.Inherited(child)
+	}
 	if flags&unix.CLONE_THREAD != 0 {
 		t.Proc = pt.Proc
 	} else {
@@ -290,6 +333,19 @@ func (tb *Table) Exited(tid int) {
 	if t.Proc.Tgid == tid {
 		delete(tb.procs, tid)
 	}
+}
+
+// Drop releases fs, a context set aside by SetFS, unless a thread of the
+// tree still uses it.
+func (tb *Table) Drop(fs *FS) {
+	tb.mu.Lock()
+	defer tb.mu.Unlock()
+	for _, o := range tb.threads {
+		if o.FS() == fs {
+			return
+		}
+	}
+	fs.release()
 }
 
 // goneOr turns the failure to read a thread's /proc entry into ESRCH when
