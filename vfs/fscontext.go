@@ -33,6 +33,21 @@ func (v *Tx) OpenDir(path string) (*Handle, error) {
 	return NewHandle(-1, r.node), nil
 }
 
+// DirPath implements View.
+func (v *Tx) DirPath(d *Handle) (string, error) {
+	if d.node == nil {
+		return v.host.DirPath(d)
+	}
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for n := d.node; n != v.root; n = n.parent {
+		if n.removed || n.parent == nil {
+			return "", unix.ENOENT
+		}
+	}
+	return d.node.viewPathLocked(), nil
+}
+
 // HandleOf implements View: a descriptor is known by the object it refers
 // to (docs/architecture.md §3); see nodeOfFDLocked.
 func (v *Tx) HandleOf(c *Caller, fd int) (*Handle, error) {

@@ -410,6 +410,18 @@ func (h *Host) Chroot(c *Caller, at *Handle, path string) (*Handle, error) {
 	return h.Chdir(c, at, path, 0)
 }
 
+// DirPath implements View.
+func (h *Host) DirPath(d *Handle) (string, error) {
+	if d.isRoot {
+		return "/", nil
+	}
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(d.fd))
+	if err != nil || !strings.HasPrefix(p, "/") || strings.HasSuffix(p, " (deleted)") {
+		return "", unix.ENOENT
+	}
+	return p, nil
+}
+
 // Getcwd implements View.
 func (h *Host) Getcwd(c *Caller) (string, error) {
 	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(c.Cwd.fd))

@@ -95,6 +95,11 @@ type View interface {
 	LockCopy(fd int, copyUp bool) (int, error)
 	// Cwd opens the directory the supervisor starts the command in.
 	OpenDir(path string) (*Handle, error)
+	// DirPath is the absolute path in this view, from the real root, of
+	// directory handle d (a cwd or root): how a thread's context moves
+	// to another view (OpenDir there) when it begins, pauses or ends a
+	// transaction of its own. ENOENT when d was removed.
+	DirPath(d *Handle) (string, error)
 
 	Open(c *Caller, at *Handle, path string, how OpenHow) (fd int, err error)
 	Stat(c *Caller, at *Handle, path string, flags int) (unix.Stat_t, error)
