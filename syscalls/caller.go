@@ -39,6 +39,9 @@ type Kernel struct {
 	// TreeLocks holds the tree's locks through descriptions that stay on
 	// unchanged host originals (nil: they have only the transaction's).
 	TreeLocks *TreeLocks
+	// Programs serves the transactions programs begin themselves (nil:
+	// the xbegin family answers ENOSYS).
+	Programs *Programs
 	// ExecLinks names programs for the kernel as they were executed (nil:
 	// by their host paths, so a program run through a symlink or a script
 	// gets the name of the file it resolves to).
@@ -59,6 +62,10 @@ const (
 
 // Handle implements interpose.Handler: dispatch by number.
 func (k *Kernel) Handle(c *interpose.Call) interpose.Reply {
+	k, err := k.serving(c.Tid)
+	if err != nil {
+		return interpose.Fail(err.(unix.Errno))
+	}
 	e := k.Table.Lookup(c.Nr)
 	if e == nil {
 		return interpose.Fail(unix.ENOSYS)

@@ -28,7 +28,10 @@ func (k *Kernel) Clone(parent, child int, flags uint64) { k.Procs.Clone(parent, 
 func (k *Kernel) Execed(tgid, formerTid int) { k.Procs.Execed(tgid, formerTid) }
 
 // Exited implements interpose.ProcessEvents.
-func (k *Kernel) Exited(tid int, ws unix.WaitStatus) { k.Procs.Exited(tid) }
+func (k *Kernel) Exited(tid int, ws unix.WaitStatus) {
+	k.Programs.exited(tid)
+	k.Procs.Exited(tid)
+}
 
 // Exec implements interpose.ProcessEvents: it plans an execve/execveat. The
 // path is resolved in the caller's view to a host file, which the kernel is
@@ -39,6 +42,10 @@ func (k *Kernel) Exited(tid int, ws unix.WaitStatus) { k.Procs.Exited(tid) }
 // executed by (as Linux passes it), and the interpreter itself is looked up
 // in the view.
 func (k *Kernel) Exec(req *interpose.ExecRequest) interpose.ExecPlan {
+	k, err := k.serving(req.Tid)
+	if err != nil {
+		return interpose.ExecPlan{Errno: unix.EIO}
+	}
 	plan, err := k.planExec(req)
 	name := "execve"
 	if req.Nr == unix.SYS_EXECVEAT {

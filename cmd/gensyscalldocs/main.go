@@ -29,7 +29,7 @@ func main() {
 }
 
 func run(out string) error {
-	t, err := syscalls.NewTable(syscalls.Entries())
+	t, err := syscalls.NewTable(syscalls.AllEntries())
 	if err != nil {
 		return err
 	}
