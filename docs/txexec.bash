@@ -79,7 +79,7 @@ _txexec() {
 	elif [[ " --on-exit --retry --unsupported --output --signals --exclude --state-dir " == *" $prev "* ]]; then
 		_txexec_value "$prev" "$cur"
 	elif [[ $cur == -* ]]; then
-		mapfile -t COMPREPLY < <(compgen -W '--on-exit= --retry --no-durable --unsupported= --output= --signals= --exclude --passthrough --trace --state-dir --version --help -h' -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W '--on-exit= --retry --no-durable --unsupported= --output= --signals= --exclude --passthrough --in-program --trace --state-dir --version --help -h' -- "$cur")
 		[[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
 	elif ((lead)); then
 		mapfile -t COMPREPLY < <(compgen -W 'log show commit abort recover wrap unwrap' -- "$cur"; compgen -c -- "$cur")

@@ -9,6 +9,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -162,7 +163,7 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	table, err := syscalls.NewTable(syscalls.Entries())
+	table, err := syscalls.NewTable(syscalls.AllEntries())
 	if err != nil {
 		return 0, err
 	}
@@ -214,6 +215,12 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 			return 0, err
 		}
 		defer done()
+		// The store is opened at the first xbegin: a program that never
+		// calls it runs without a state directory, as before.
+		lazy := &lazyManager{o: o, host: host}
+		programs := &syscalls.Programs{Manager: lazy.manager, Host: host, Signals: o.Signals}
+		k.EnablePrograms(programs)
+		defer lazy.close(programs)
 		a, err := newAttempt(o, 0 /* no transaction */)
 		if err != nil {
 			return 0, err
@@ -244,6 +251,9 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 			return 0, err
 		}
 		k.OnInternalError = t.View.Doom
+		// xbegin nests flat in the tree's transaction; xpause escapes to
+		// the host.
+		k.EnablePrograms(&syscalls.Programs{Host: host})
 		// Released once the transaction has ended: after the
 		// write-through of a commit, or the abort (strict two-phase
 		// locking; docs/semantics.md §6).
@@ -271,6 +281,12 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 		hooks.measureStaging(st.StagingDir(t.ID))
 		doomed := t.View.Doomed() != nil
 		outcome := txn.Settle(o.OnExit, status, doomed)
+		var xabort *syscalls.AbortedError
+		if doom := t.View.Doomed(); outcome == txn.Commit && errors.As(doom, &xabort) {
+			// The program asked for the abort (xabort inside the tree's
+			// transaction): not a failure of txexec's.
+			outcome = txn.Abort
+		}
 		if outcome == txn.Abort {
 			why := "--on-exit=abort"
 			if o.OnExit == txn.OnExitSuccess {
@@ -326,6 +342,38 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 		fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %v\n", t.ID, ce.Err)
 		a.dropped("aborted")
 		return exit, nil
+	}
+}
+
+// lazyManager opens the state directory for in-program transactions the
+// first time one begins (and finishes interrupted commits then).
+type lazyManager struct {
+	o    *cli.Run
+	host *vfs.Host
+	once sync.Once
+	m    *txn.Manager
+	err  error
+}
+
+func (l *lazyManager) manager() (*txn.Manager, error) {
+	l.once.Do(func() {
+		st, err := openStore(l.o)
+		if err != nil {
+			l.err = err
+			return
+		}
+		l.m = &txn.Manager{Store: st, Host: l.host, Durable: l.o.Durable, Excludes: l.o.Excludes, Outputs: vfs.OutputsOf(commandFDs())}
+	})
+	return l.m, l.err
+}
+
+// close aborts the in-program transactions the program left open, then
+// closes the store if it was opened.
+func (l *lazyManager) close(p *syscalls.Programs) {
+	p.Close()
+	l.once.Do(func() {})
+	if l.m != nil {
+		l.m.Store.Close()
 	}
 }
 

@@ -181,8 +181,18 @@ var Options = []Option{
 	{
 		Name: "passthrough",
 		Help: "interpose, but no transaction",
-		Doc:  "Supervise the command without a transaction: every call reaches the host (debugging, baselines).",
-		set:  func(r *Run, _ string) error { r.Passthrough = true; return nil },
+		Doc: "Supervise the command without a transaction: every call reaches the host (debugging, baselines), " +
+			"except those of a thread that began a transaction of its own (xbegin, include/txexec.h).",
+		set: func(r *Run, _ string) error { r.Passthrough = true; return nil },
+	},
+	{
+		Name: "in-program",
+		Help: "no transaction around the command: its threads begin their own",
+		Doc: "The same as --passthrough, named for its use: the program makes its own transactions with the " +
+			"in-program API (xbegin, xend, xabort, xpause, xresume; include/txexec.h, the Go package txexec/tx, " +
+			"python/txexec.py), one per thread that calls xbegin, while its other threads act on the host. " +
+			"--no-durable, --unsupported, --signals and --state-dir apply to those transactions.",
+		set: func(r *Run, _ string) error { r.Passthrough = true; return nil },
 	},
 	{
 		Name: "trace", Kind: OptionalValue, Arg: "FILE", Complete: CompleteFile,
