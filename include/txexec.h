@@ -113,8 +113,9 @@ static inline long xresume(void)
 /* Runs fn(arg) in a transaction until it commits: re-runs it after a
  * conflict, up to max_tries runs in all (0: no limit). Returns 0 once
  * committed; -1 with errno ECANCELED when fn returned non-zero (the
- * transaction is rolled back, fn is not re-run), EAGAIN when the tries ran
- * out, or xbegin's or xend's errno. */
+ * transaction is rolled back, fn is not re-run, unless the transaction had
+ * lost a conflict already, which is then likely why fn failed: it is
+ * re-run), EAGAIN when the tries ran out, or xbegin's or xend's errno. */
 static inline int xrun(int (*fn)(void *), void *arg, int max_tries)
 {
 	for (int attempt = 0; max_tries <= 0 || attempt < max_tries; attempt++) {
@@ -122,7 +123,9 @@ static inline int xrun(int (*fn)(void *), void *arg, int max_tries)
 			return -1;
 		if (fn(arg) != 0) {
 			xabort();
-			xend();
+			if (xend() < 0 && errno == EAGAIN)
+				continue; /* lost a conflict first: likely why fn failed
+				             (the view answers ESTALE once it has lost) */
 			errno = ECANCELED;
 			return -1;
 		}

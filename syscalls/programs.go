@@ -454,7 +454,8 @@ func (p *Programs) end(k *Kernel, c *interpose.Call) error {
 	case errors.As(err, &ce):
 		tx.router.Abort()
 		conflict = ce.Conflict
-		if !conflict {
+		var xa *AbortedError
+		if !conflict && !errors.As(ce.Err, &xa) {
 			k.Logf("txexec: transaction %d of pid %d aborted: %v", tx.t.ID, c.Tid, ce.Err)
 		}
 	default:

@@ -1,0 +1,180 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// inProgram runs the program supervised without a transaction of its own:
+// its threads begin theirs (include/txexec.h).
+const inProgram = passthrough
+
+// buildTxAPI compiles testdata/txapi.c against include/txexec.h.
+func buildTxAPI(t *testing.T, dir string) string {
+	t.Helper()
+	include, err := filepath.Abs(filepath.Join("..", "include"))
+	require.NoError(t, err)
+	return buildC(t, dir, "txapi", "txapi", "-I", include)
+}
+
+// TestProgramTxCounter: 4 threads × 50 read-modify-write increments of one
+// counter file, each in xrun, end at 200, while a reader outside txexec
+// only ever sees committed values (a whole number, never going back).
+func TestProgramTxCounter(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildTxAPI(t, dir)
+	counter := filepath.Join(dir, "counter")
+	require.NoError(t, os.WriteFile(counter, []byte("0\n"), 0o644))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var reads, bad atomic.Int64
+	var badValue atomic.Value
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		last := 0
+		for ctx.Err() == nil {
+			b, err := os.ReadFile(counter)
+			if err != nil {
+				bad.Add(1)
+				badValue.Store("read error: " + err.Error())
+				continue
+			}
+			n, err := strconv.Atoi(strings.TrimSuffix(string(b), "\n"))
+			if err != nil || n < last || n > 200 || !strings.HasSuffix(string(b), "\n") {
+				bad.Add(1)
+				badValue.Store(strconv.Quote(string(b)))
+				continue
+			}
+			last = n
+			reads.Add(1)
+		}
+	}()
+	r := run(t, inProgram, command{Argv: []string{bin, "counter", counter, "4", "50"}, Dir: dir})
+	cancel()
+	<-readerDone
+	require.Equal(t, 0, r.Status, "stderr: %s", r.Stderr)
+	b, err := os.ReadFile(counter)
+	require.NoError(t, err)
+	assert.Equal(t, "200\n", string(b))
+	assert.Zero(t, bad.Load(), "the outside reader saw a value never committed: %v", badValue.Load())
+	t.Logf("the outside reader read the counter %d times", reads.Load())
+}
+
+// TestProgramTxAbortAndPause: a transaction that writes 3 files and
+// xaborts leaves them byte-identical; the line written between xpause and
+// xresume survives. In-program, and inside a command-tree transaction
+// (xbegin nests flat, xpause escapes to the host, xabort aborts the tree's
+// transaction).
+func TestProgramTxAbortAndPause(t *testing.T) {
+	for _, m := range []mode{inProgram, transaction} {
+		t.Run(m.String(), func(t *testing.T) {
+			dir := t.TempDir()
+			bin := buildTxAPI(t, t.TempDir())
+			data := filepath.Join(dir, "data")
+			require.NoError(t, os.Mkdir(data, 0o755))
+			writeFiles(t, data, map[string]string{"a": "first\n", "b": "second\n", "c": "third\n"})
+			log := filepath.Join(dir, "log")
+			require.NoError(t, os.WriteFile(log, []byte("started\n"), 0o644))
+			before := snapshotTree(t, data, nil)
+
+			r := run(t, m, command{Argv: []string{bin, "abort", data, log}, Dir: dir})
+			require.Equal(t, 0, r.Status, "stderr: %s", r.Stderr)
+			assert.Equal(t, "xend=-1 ECANCELED\n", r.Stdout)
+			assert.Equal(t, before, snapshotTree(t, data, nil), "the host is byte-identical")
+			b, err := os.ReadFile(log)
+			require.NoError(t, err)
+			assert.Equal(t, "started\nlogged while paused\n", string(b))
+			if m == transaction {
+				assert.Contains(t, r.Stderr, "called xabort", "the tree's transaction says why it aborted")
+			}
+		})
+	}
+}
+
+// TestProgramTxIsolation: another thread of the same process sees the host
+// until the transaction commits.
+func TestProgramTxIsolation(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildTxAPI(t, dir)
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, []byte("original\n"), 0o644))
+	r := run(t, inProgram, command{Argv: []string{bin, "isolation", file}, Dir: dir})
+	require.Equal(t, 0, r.Status, "stderr: %s", r.Stderr)
+	assert.Equal(t, "before commit: original\nafter commit: written in the transaction\n", r.Stdout)
+}
+
+// TestProgramTxOrdered: TX_ORDERED commits follow the sequence numbers,
+// not the threads' timing.
+func TestProgramTxOrdered(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildTxAPI(t, dir)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "order"), nil, 0o644))
+	r := run(t, inProgram, command{Argv: []string{bin, "ordered", dir, "6"}, Dir: dir})
+	require.Equal(t, 0, r.Status, "stderr: %s", r.Stderr)
+	b, err := os.ReadFile(filepath.Join(dir, "order"))
+	require.NoError(t, err)
+	assert.Equal(t, "0\n1\n2\n3\n4\n5\n", string(b))
+}
+
+// TestProgramTxOutsideTxexec: without txexec the kernel answers ENOSYS,
+// and the Python wrapper says so clearly (the Go one: tx.TestOutsideTxexec).
+func TestProgramTxOutsideTxexec(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildTxAPI(t, dir)
+	r := run(t, native, command{Argv: []string{bin, "probe"}, Dir: dir})
+	assert.Equal(t, "ENOSYS\n", r.Stdout)
+	r = run(t, inProgram, command{Argv: []string{bin, "probe"}, Dir: dir})
+	assert.Equal(t, "ok\n", r.Stdout, "stderr: %s", r.Stderr)
+
+	requireTools(t, "python3")
+	r = run(t, native, pythonTxAPI(t, dir, "probe"))
+	require.Equal(t, 0, r.Status, "stderr: %s", r.Stderr)
+	assert.Equal(t, "NotSupervised: [Errno 38] txexec: xbegin: not running under txexec (xbegin: ENOSYS); start the program with txexec --in-program -- PROGRAM\n", r.Stdout)
+}
+
+// pythonTxAPI runs testdata/txapi.py with python/txexec.py importable.
+func pythonTxAPI(t *testing.T, dir string, args ...string) command {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("testdata", "txapi.py"))
+	require.NoError(t, err)
+	module, err := filepath.Abs(filepath.Join("..", "python"))
+	require.NoError(t, err)
+	return command{Argv: append([]string{"python3", script}, args...), Dir: dir, Env: []string{"PYTHONPATH=" + module}}
+}
+
+// TestProgramTxPython: the Python wrapper's retrying forms (attempts(),
+// run()) and its single attempt (transaction()) under txexec.
+func TestProgramTxPython(t *testing.T) {
+	requireTools(t, "python3")
+	dir := t.TempDir()
+	counter := filepath.Join(dir, "counter")
+	require.NoError(t, os.WriteFile(counter, []byte("0\n"), 0o644))
+	r := run(t, inProgram, pythonTxAPI(t, dir, "counter", counter, "4", "25"))
+	require.Equal(t, 0, r.Status, "stderr: %s", r.Stderr)
+	b, err := os.ReadFile(counter)
+	require.NoError(t, err)
+	assert.Equal(t, "100\n", string(b))
+
+	data := filepath.Join(dir, "data")
+	require.NoError(t, os.Mkdir(data, 0o755))
+	writeFiles(t, data, map[string]string{"a": "first\n"})
+	log := filepath.Join(dir, "log")
+	r = run(t, inProgram, pythonTxAPI(t, dir, "abort", data, log))
+	require.Equal(t, 0, r.Status, "stderr: %s", r.Stderr)
+	assert.Equal(t, "rolled back\n", r.Stdout)
+	b, err = os.ReadFile(filepath.Join(data, "a"))
+	require.NoError(t, err)
+	assert.Equal(t, "first\n", string(b))
+	b, err = os.ReadFile(log)
+	require.NoError(t, err)
+	assert.Equal(t, "logged while paused\n", string(b))
+}
