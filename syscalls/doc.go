@@ -9,7 +9,14 @@
 // filter tells apart from the registers. From that one list derive: the seccomp filter
 // (Table.Rules), the --trace formatting (trace.go), docs/syscalls.md
 // (docs.go, checked by a golden test) — never two tables kept in step by
-// hand.
+// hand. txexec's own calls, the in-program transaction API (txapi.go:
+// xbegin, xend, xabort, xpause, xresume), are rows of the same table
+// (PseudoEntries), numbered far above Linux's.
+//
+// The view a call is served by is chosen per thread (Kernel.serving): a
+// thread that began a transaction of its own, and what it created since,
+// is served by a copy of the Kernel with that transaction's view, locks
+// and signal router (programs.go); every other thread by the Kernel's own.
 //
 // A handler always runs in the same order: decode registers (accessors
 // named after C types) → copy pointer arguments in, once → Kernel.enter
@@ -24,4 +31,8 @@
 //
 // It must not contain SQL, file-system semantics (vfs decides those) or
 // notification mechanics (interpose).
+//
+// Lock order (programs.go): proc's Table.mu, then binding.mu, then
+// programTx.mu and proc's FS.mu and Thread.mu; Programs.mu is a leaf. No
+// lock is held across a commit, an abort or an ordered wait.
 package syscalls
