@@ -112,6 +112,21 @@ func TestProgramTxIsolation(t *testing.T) {
 	assert.Equal(t, "before commit: original\nafter commit: written in the transaction\n", r.Stdout)
 }
 
+// TestProgramTxExitInside: a process that exits inside its transaction
+// aborts it.
+func TestProgramTxExitInside(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildTxAPI(t, dir)
+	file := filepath.Join(dir, "file")
+	require.NoError(t, os.WriteFile(file, []byte("original\n"), 0o644))
+	r := run(t, inProgram, command{Argv: []string{bin, "exit", file}, Dir: dir})
+	assert.Equal(t, 3, r.Status, "the program's own status")
+	assert.Contains(t, r.Stderr, "exited inside its transaction")
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	assert.Equal(t, "original\n", string(b))
+}
+
 // TestProgramTxOrdered: TX_ORDERED commits follow the sequence numbers,
 // not the threads' timing.
 func TestProgramTxOrdered(t *testing.T) {

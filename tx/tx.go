@@ -1,15 +1,3 @@
-// Package tx is txexec's in-program transaction API for Go programs: the
-// calling goroutine's file-system changes between Begin and End are one
-// ACID transaction, served by the txexec supervisor the program runs under
-// (`txexec --in-program -- ./server`). It is include/txexec.h for Go;
-// docs/semantics.md §9 says what holds.
-//
-// A transaction belongs to an OS thread, as in TxOS, and a goroutine is
-// not one: Begin therefore locks the goroutine to its thread
-// (runtime.LockOSThread) until the transaction ends. Goroutines the
-// function starts run on other threads, outside the transaction.
-//
-// Without txexec, Begin fails with ErrNotSupervised.
 package tx
 
 import (

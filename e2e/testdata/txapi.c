@@ -6,6 +6,8 @@
  *                                    between xpause and xresume, then xabort
  *   txapi ordered DIR THREADS        TX_ORDERED: thread i appends i to DIR/order
  *                                    in sequence order, whatever the timing
+ *   txapi exit FILE                  writes FILE in a transaction, then the
+ *                                    process exits inside it (status 3)
  *   txapi isolation FILE             a thread writes FILE in a transaction; another
  *                                    thread of the process reads it before and after
  *                                    the commit
@@ -147,6 +149,14 @@ static int isolation(const char *path)
 
 int main(int argc, char **argv)
 {
+	if (argc == 3 && strcmp(argv[1], "exit") == 0) {
+		if (xbegin(0) < 0) {
+			perror("xbegin");
+			return 1;
+		}
+		write_file(argv[2], "written in the transaction\n", O_TRUNC);
+		_exit(3);
+	}
 	if (argc == 3 && strcmp(argv[1], "isolation") == 0)
 		return isolation(argv[2]);
 	if (argc >= 2 && strcmp(argv[1], "probe") == 0) {
