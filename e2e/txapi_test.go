@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -192,4 +194,36 @@ func TestProgramTxPython(t *testing.T) {
 	b, err = os.ReadFile(log)
 	require.NoError(t, err)
 	assert.Equal(t, "logged while paused\n", string(b))
+}
+
+// TestProgramTxMaildirExample: the example server (examples/maildir), one
+// transaction per request, under concurrent clients: every acknowledged
+// delivery is in its mailbox once, with index and summary in step.
+func TestProgramTxMaildirExample(t *testing.T) {
+	requireTools(t, "go")
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "maildir")
+	build := exec.Command("go", "build", "-o", bin, "./examples/maildir")
+	build.Dir = ".."
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build ./examples/maildir:\n%s", out)
+	mail, sock, acks := filepath.Join(dir, "mail"), filepath.Join(dir, "sock"), filepath.Join(dir, "acks")
+	require.NoError(t, os.Mkdir(mail, 0o755))
+
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	server := newCmd(ctx, t, inProgram, command{Argv: []string{bin, "serve", "-mode", "tx", "-dir", mail, "-socket", sock}, Dir: dir})
+	var serverErr bytes.Buffer
+	server.Stderr = &serverErr
+	require.NoError(t, server.Start())
+	waitFor(t, "the server's socket", func() bool {
+		st, err := os.Stat(sock)
+		return err == nil && st.Mode()&os.ModeSocket != 0
+	})
+	r := run(t, native, command{Argv: []string{bin, "drive", "-socket", sock, "-clients", "6", "-requests", "30", "-users", "4", "-out", acks}, Dir: dir})
+	require.Equal(t, 0, r.Status, "drive: %s", r.Stderr)
+	require.NoError(t, server.Wait(), "server: %s", serverErr.String())
+	r = run(t, native, command{Argv: []string{bin, "check", "-dir", mail, "-acks", acks}, Dir: dir})
+	assert.Equal(t, 0, r.Status, "check: %s", r.Stderr)
+	assert.Equal(t, "check: 4 mailboxes, 180 deliveries, all consistent\n", r.Stdout)
 }

@@ -35,10 +35,22 @@ static const char *errname(int e)
 	return strerror(e);
 }
 
-static void write_file(const char *path, const char *data, int flags)
+/* try_write_file writes data to path: 0, or -1 with errno. */
+static int try_write_file(const char *path, const char *data, int flags)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | flags, 0644);
-	if (fd < 0 || write(fd, data, strlen(data)) != (ssize_t)strlen(data) || close(fd) != 0) {
+	if (fd < 0)
+		return -1;
+	if (write(fd, data, strlen(data)) != (ssize_t)strlen(data)) {
+		close(fd);
+		return -1;
+	}
+	return close(fd);
+}
+
+static void write_file(const char *path, const char *data, int flags)
+{
+	if (try_write_file(path, data, flags) != 0) {
 		perror(path);
 		exit(1);
 	}
@@ -60,8 +72,9 @@ static int increment(void *arg)
 		return -1;
 	char out[64];
 	snprintf(out, sizeof out, "%ld\n", strtol(buf, NULL, 10) + 1);
-	write_file(counter_path, out, O_TRUNC);
-	return 0;
+	/* A transaction that lost a conflict answers ESTALE from then on:
+	 * failing lets xrun run it again. */
+	return try_write_file(counter_path, out, O_TRUNC);
 }
 
 static void *counter_thread(void *arg)
@@ -92,7 +105,7 @@ static void *ordered_thread(void *arg)
 		char path[4096], line[32];
 		snprintf(path, sizeof path, "%s/order", order_dir);
 		snprintf(line, sizeof line, "%ld\n", i);
-		write_file(path, line, O_APPEND);
+		(void)try_write_file(path, line, O_APPEND); /* ESTALE after a conflict: xend says EAGAIN */
 		if (xend() == 0)
 			return NULL;
 		if (errno != EAGAIN) {
