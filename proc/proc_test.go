@@ -27,3 +27,68 @@ func TestReadCredGoneOrInternal(t *testing.T) {
 	assert.False(t, errors.As(err, &e), "not an errno: %v", err)
 	assert.Contains(t, err.Error(), "too many open files")
 }
+
+// countedDir is a Dir that counts its references.
+type countedDir struct{ refs *int }
+
+func (d countedDir) Retain() Dir { *d.refs++; return d }
+func (d countedDir) Release()    { *d.refs-- }
+
+var _ Dir = countedDir{}
+
+// joining is a Binding whose threads pass it on unless it says not to.
+type joining struct {
+	name     string
+	children []int
+	stay     bool
+}
+
+func (j *joining) Inherited(child int) Binding {
+	j.children = append(j.children, child)
+	if j.stay {
+		return nil
+	}
+	return j
+}
+
+var _ Binding = (*joining)(nil)
+
+// TestBindingAndFSMoves: a thread's binding goes to the threads and
+// processes it creates (as its Inherited says), and a thread can move to
+// another context, the old one released only when no thread uses it.
+func TestBindingAndFSMoves(t *testing.T) {
+	var procRefs, txRefs int
+	procRefs, txRefs = 2, 2 // cwd and root
+	tb := NewTable()
+	root := tb.AddRoot(100, NewFS(countedDir{&procRefs}, countedDir{&procRefs}, 0o022))
+	tb.Clone(100, 101, unix.CLONE_VM|unix.CLONE_FS|unix.CLONE_THREAD)
+	assert.Nil(t, tb.Thread(101).Binding(), "no binding to inherit")
+
+	tx := &joining{name: "tx"}
+	worker := tb.Thread(101)
+	worker.SetBinding(tx)
+	outer := worker.SetFS(NewFS(countedDir{&txRefs}, countedDir{&txRefs}, 0o022))
+	assert.Same(t, root.FS(), outer, "the thread moved; its process keeps the context")
+
+	tb.Clone(101, 102, unix.CLONE_VM|unix.CLONE_FS|unix.CLONE_THREAD)
+	tb.Clone(101, 200, uint64(unix.SIGCHLD))
+	assert.Equal(t, []int{102, 200}, tx.children)
+	assert.Same(t, tx, tb.Thread(102).Binding())
+	assert.Same(t, tx, tb.Thread(200).Binding())
+	assert.Same(t, worker.FS(), tb.Thread(102).FS(), "CLONE_FS shares the moved context")
+	assert.Equal(t, 4, txRefs, "fork copied the moved context")
+
+	tx.stay = true
+	tb.Clone(101, 103, unix.CLONE_VM|unix.CLONE_FS|unix.CLONE_THREAD)
+	assert.Nil(t, tb.Thread(103).Binding(), "Inherited said no")
+
+	tb.Drop(outer)
+	assert.Equal(t, 2, procRefs, "the process's context is still used")
+	tb.Exited(102)
+	tb.Exited(103)
+	tb.Exited(200)
+	assert.Equal(t, 2, txRefs, "the forked copy is released with its process, the shared one kept")
+	inTx := worker.SetFS(outer)
+	tb.Drop(inTx)
+	assert.Equal(t, 0, txRefs, "the moved context is released once no thread uses it")
+}

@@ -632,12 +632,24 @@ func (p *Programs) exited(tid int) {
 	}
 	b.mu.Lock()
 	tx, began, aside := b.tx, b.began, b.aside
+	if tx != nil && began {
+		tx.goneOnce.Do(func() { close(tx.gone) })
+		tx.mu.Lock()
+		ended := tx.ended
+		tx.ended = true
+		tx.mu.Unlock()
+		if ended {
+			// Its xend is committing it, and puts the binding back.
+			b.mu.Unlock()
+			return
+		}
+	}
 	b.tx, b.aside = nil, nil
 	b.mu.Unlock()
 	if tx == nil {
 		if aside != nil {
 			// Paused in the command tree's transaction.
-			defer p.base.Procs.Drop(aside)
+			p.base.Procs.Drop(aside)
 		}
 		return
 	}
@@ -645,14 +657,6 @@ func (p *Programs) exited(tid int) {
 		tx.mu.Lock()
 		delete(tx.members, tid)
 		tx.mu.Unlock()
-		return
-	}
-	tx.goneOnce.Do(func() { close(tx.gone) })
-	tx.mu.Lock()
-	ended := tx.ended
-	tx.ended = true
-	tx.mu.Unlock()
-	if ended {
 		return
 	}
 	p.wg.Add(1)
