@@ -10,8 +10,9 @@
 // on a tmpfs mounted for the run (MountTmpfs) so that the numbers are the
 // cost of the system-call path and not of this machine's disk;
 // TXEXEC_BENCH_DIR chooses another
-// parent directory (for example one on ext4). BenchmarkCommit2000 and the
-// workloads (BenchmarkWorkload) work under /var/tmp instead: the disk file
+// parent directory (for example one on ext4). BenchmarkCommit2000, the
+// workloads (BenchmarkWorkload) and the example mail server
+// (BenchmarkInProgramServer) work under /var/tmp instead: the disk file
 // system is part of what they measure.
 package bench
 

@@ -2,7 +2,8 @@
 // -bench` on ./bench/...) into docs/performance.md: the per-call table in
 // the style of TxOS (SOSP'09) Table 4, the bare seccomp-notify floor
 // measured in the same run, the ratios against native and against the
-// floor, the workloads (whole programs) with the supervisor's memory and
+// floor, the example mail server with transactions begun by the program
+// against flock, the workloads (whole programs) with the supervisor's memory and
 // staging disk use, the targets of issue 7 and whether they are met, the
 // machine and the method, and the record of optimizations kept in
 // bench/history. Next to the Markdown file it draws the ratios as SVG bar

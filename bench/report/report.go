@@ -49,6 +49,7 @@ type report struct {
 	Floors                    [][]string
 	Blocked                   *blocked
 	Commit                    *commit
+	Server                    *server
 	Workloads                 *workloads
 	CallBudget                *callBudget
 	Targets                   targets
@@ -223,6 +224,7 @@ func newReport(r *Results, steps []Step, m Machine, now time.Time) report {
 		rep.Blocked = &blocked{CPU: v, Runs: n}
 	}
 	rep.Commit = newCommit(r)
+	rep.Server = newServer(r)
 
 	ws := r.Workloads()
 	rep.Workloads = newWorkloads(ws)
@@ -278,6 +280,46 @@ func newCommit(r *Results) *commit {
 	t, _, ok := r.Median("Commit2000/tx-durable", "ns/op")
 	c.Met = ok && t <= 2*native
 	return c
+}
+
+// server is BenchmarkInProgramServer's table: the example mail server's
+// deliveries per second in each configuration, against flock natively.
+type server struct {
+	Runs int
+	Rows [][]string
+}
+
+// serverRows are the configurations of BenchmarkInProgramServer
+// (bench.InProgramServerConfigs), in the order shown.
+var serverRows = []struct{ name, what string }{
+	{"flock-native", "flock per mailbox, native"},
+	{"flock-txexec", "flock per mailbox, under `txexec --in-program`"},
+	{"tx-nondurable", "one transaction per delivery, `txexec --in-program --no-durable`"},
+	{"tx-durable", "one transaction per delivery, `txexec --in-program` (durable)"},
+	{"flock-fsync-native", "flock per mailbox with fsyncs, native"},
+}
+
+// newServer is BenchmarkInProgramServer's table, nil if it did not run.
+func newServer(r *Results) *server {
+	base, n, ok := r.Median("InProgramServer/flock-native", "deliveries/s")
+	if !ok {
+		return nil
+	}
+	synced, _, hasSynced := r.Median("InProgramServer/flock-fsync-native", "deliveries/s")
+	sv := &server{Runs: n}
+	for _, row := range serverRows {
+		rate, _, ok := r.Median("InProgramServer/"+row.name, "deliveries/s")
+		if !ok {
+			continue
+		}
+		runs, _, _ := r.Median("InProgramServer/"+row.name, "runs/delivery")
+		toSynced := "–"
+		if hasSynced {
+			toSynced = fmt.Sprintf("%.2f", rate/synced)
+		}
+		sv.Rows = append(sv.Rows, []string{row.what, fmt.Sprintf("%.0f", rate), fmt.Sprintf("%.2f", rate/base), toSynced, fmt.Sprintf("%.2f", runs)})
+	}
+	return sv
 }
 
 func newTargets(r *Results, floorSync float64) targets {

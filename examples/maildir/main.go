@@ -11,7 +11,9 @@
 //
 // A delivery of message ID to USER writes USER/tmp/ID, renames it to
 // USER/new/ID (maildir), appends "ID SIZE" to USER/index and rewrites
-// USER/summary ("messages N\nbytes B\n"). The subcommands:
+// USER/summary ("messages N\nbytes B\n"). At the client's QUIT, the server
+// says how many deliveries it made in how many runs (tx mode re-runs a
+// delivery that lost a conflict). The subcommands:
 //
 //	maildir serve -mode tx|flock -dir DIR -socket PATH [-fsync]
 //	maildir drive -socket PATH -clients N -requests N -users N -out FILE
@@ -37,6 +39,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -70,6 +73,9 @@ type server struct {
 	dir   string
 	mode  string
 	fsync bool
+	// delivered counts the deliveries made, runs the runs of deliveries
+	// (more in tx mode: a delivery that lost a conflict runs again).
+	delivered, runs atomic.Int64
 }
 
 func serve(args []string) error {
@@ -120,6 +126,7 @@ func (s *server) conn(c net.Conn) {
 		f := strings.SplitN(strings.TrimSuffix(line, "\n"), " ", 4)
 		switch {
 		case len(f) == 1 && f[0] == "QUIT":
+			fmt.Printf("served %d deliveries in %d runs\n", s.delivered.Load(), s.runs.Load())
 			os.Exit(0)
 		case len(f) == 4 && f[0] == "DELIVER":
 			if err := s.deliver(f[1], f[2], f[3]+"\n"); err != nil {
@@ -142,7 +149,14 @@ func (s *server) deliver(user, id, body string) error {
 	}
 	box := filepath.Join(s.dir, user)
 	if s.mode == "tx" {
-		return tx.Run(func() error { return s.deliverIn(box, id, body) })
+		err := tx.Run(func() error {
+			s.runs.Add(1)
+			return s.deliverIn(box, id, body)
+		})
+		if err == nil {
+			s.delivered.Add(1)
+		}
+		return err
 	}
 	if err := os.MkdirAll(box, 0o755); err != nil {
 		return err
@@ -155,7 +169,12 @@ func (s *server) deliver(user, id, body string) error {
 	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
 		return err
 	}
-	return s.deliverIn(box, id, body)
+	s.runs.Add(1)
+	if err := s.deliverIn(box, id, body); err != nil {
+		return err
+	}
+	s.delivered.Add(1)
+	return nil
 }
 
 // deliverIn makes the delivery's changes: the message, its index line and
