@@ -129,6 +129,33 @@ func TestProgramTxExitInside(t *testing.T) {
 	assert.Equal(t, "original\n", string(b))
 }
 
+// TestProgramTxUnsupported: a call without transactional meaning dooms
+// the transaction (xend: ECANCELED, rolled back), or with
+// TX_ERROR_UNSUPPORTED fails alone with ENOTSUP while the transaction
+// commits.
+func TestProgramTxUnsupported(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildTxAPI(t, dir)
+	for _, tc := range []struct {
+		name, flags, stdout, file string
+	}{
+		{"dooms", "0", "io_uring_setup=-1 ENOTSUP\nxend=-1 ECANCELED\n", "original\n"},
+		{"TX_ERROR_UNSUPPORTED", "2", "io_uring_setup=-1 ENOTSUP\nxend=0 \n", "written in the transaction\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, "file")
+			require.NoError(t, os.WriteFile(file, []byte("original\n"), 0o644))
+			r := run(t, inProgram, command{Argv: []string{bin, "unsupported", tc.flags, file}, Dir: dir})
+			require.Equal(t, 0, r.Status, "stderr: %s", r.Stderr)
+			assert.Equal(t, tc.stdout, r.Stdout)
+			assert.Contains(t, r.Stderr, "io_uring_setup", "txexec names the call")
+			b, err := os.ReadFile(file)
+			require.NoError(t, err)
+			assert.Equal(t, tc.file, string(b))
+		})
+	}
+}
+
 // TestProgramTxOrdered: TX_ORDERED commits follow the sequence numbers,
 // not the threads' timing.
 func TestProgramTxOrdered(t *testing.T) {

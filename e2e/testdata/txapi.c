@@ -8,6 +8,9 @@
  *                                    in sequence order, whatever the timing
  *   txapi exit FILE                  writes FILE in a transaction, then the
  *                                    process exits inside it (status 3)
+ *   txapi unsupported FLAGS FILE     writes FILE, then calls io_uring_setup (no
+ *                                    transactional meaning) in a transaction
+ *                                    begun with FLAGS
  *   txapi isolation FILE             a thread writes FILE in a transaction; another
  *                                    thread of the process reads it before and after
  *                                    the commit
@@ -18,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "txexec.h"
@@ -31,6 +35,7 @@ static const char *errname(int e)
 	case EINVAL: return "EINVAL";
 	case EBUSY: return "EBUSY";
 	case EIO: return "EIO";
+	case ENOTSUP: return "ENOTSUP";
 	}
 	return strerror(e);
 }
@@ -169,6 +174,19 @@ int main(int argc, char **argv)
 		}
 		write_file(argv[2], "written in the transaction\n", O_TRUNC);
 		_exit(3);
+	}
+	if (argc == 4 && strcmp(argv[1], "unsupported") == 0) {
+		if (xbegin((unsigned)atoi(argv[2])) < 0) {
+			perror("xbegin");
+			return 1;
+		}
+		write_file(argv[3], "written in the transaction\n", O_TRUNC);
+		char params[120] = {0}; /* struct io_uring_params */
+		long r = syscall(SYS_io_uring_setup, 1, params);
+		printf("io_uring_setup=%ld %s\n", r, r < 0 ? errname(errno) : "");
+		r = xend();
+		printf("xend=%ld %s\n", r, r < 0 ? errname(errno) : "");
+		return 0;
 	}
 	if (argc == 3 && strcmp(argv[1], "isolation") == 0)
 		return isolation(argv[2]);
