@@ -36,6 +36,7 @@ func TestParse(t *testing.T) {
 		{"signals", []string{"--signals=immediate", "x"}, with(func(r *Run) { r.Signals = signals.Immediate; r.Argv = []string{"x"} })},
 		{"excludes repeat", []string{"--exclude", "/a", "--exclude=/b", "x"}, with(func(r *Run) { r.Excludes = []string{"/a", "/b"}; r.Argv = []string{"x"} })},
 		{"passthrough", []string{"--passthrough", "x"}, with(func(r *Run) { r.Passthrough = true; r.Argv = []string{"x"} })},
+		{"in-program, an alias of passthrough", []string{"--in-program", "x"}, with(func(r *Run) { r.Passthrough = true; r.Argv = []string{"x"} })},
 		{"trace to stderr", []string{"--trace", "x"}, with(func(r *Run) { r.Trace = true; r.Argv = []string{"x"} })},
 		{"trace to a file", []string{"--trace=/t", "x"}, with(func(r *Run) { r.Trace, r.TraceFile = true, "/t"; r.Argv = []string{"x"} })},
 		{"state-dir", []string{"--state-dir", "/s", "x"}, with(func(r *Run) { r.StateDir = "/s"; r.Argv = []string{"x"} })},
