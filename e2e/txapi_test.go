@@ -71,6 +71,34 @@ func TestProgramTxCounter(t *testing.T) {
 	t.Logf("the outside reader read the counter %d times", reads.Load())
 }
 
+// TestProgramTxTwoSupervisors: the in-program transactions of two txexec
+// processes sharing a state directory validate against each other as
+// those of one do: 2 programs × 2 threads × 25 increments end at 100.
+func TestProgramTxTwoSupervisors(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildTxAPI(t, dir)
+	counter := filepath.Join(dir, "counter")
+	require.NoError(t, os.WriteFile(counter, []byte("0\n"), 0o644))
+	state := "TXEXEC_STATE_DIR=" + t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), commandTimeout)
+	defer cancel()
+	var cmds []*exec.Cmd
+	var outs []*bytes.Buffer
+	for range 2 {
+		cmd := newCmd(ctx, t, inProgram, command{Argv: []string{bin, "counter", counter, "2", "25"}, Dir: dir, Env: []string{state}})
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		require.NoError(t, cmd.Start())
+		cmds, outs = append(cmds, cmd), append(outs, &out)
+	}
+	for i, cmd := range cmds {
+		assert.NoError(t, cmd.Wait(), "%s", outs[i])
+	}
+	b, err := os.ReadFile(counter)
+	require.NoError(t, err)
+	assert.Equal(t, "100\n", string(b))
+}
+
 // TestProgramTxAbortAndPause: a transaction that writes 3 files and
 // xaborts leaves them byte-identical; the line written between xpause and
 // xresume survives. In-program, and inside a command-tree transaction
