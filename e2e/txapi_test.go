@@ -177,6 +177,9 @@ func TestProgramTxUnsupported(t *testing.T) {
 			require.Equal(t, 0, r.Status, "stderr: %s", r.Stderr)
 			assert.Equal(t, tc.stdout, r.Stdout)
 			assert.Contains(t, r.Stderr, "io_uring_setup", "txexec names the call")
+			if tc.flags == "2" {
+				assert.Contains(t, r.Stderr, "(TX_ERROR_UNSUPPORTED)", "and why it fails")
+			}
 			b, err := os.ReadFile(file)
 			require.NoError(t, err)
 			assert.Equal(t, tc.file, string(b))

@@ -27,6 +27,9 @@ type Kernel struct {
 	Trace *Tracer
 	// Unsupported is the --unsupported policy.
 	Unsupported Policy
+	// UnsupportedBy names what set Unsupported in messages, when it is not
+	// --unsupported (xbegin's TX_ERROR_UNSUPPORTED).
+	UnsupportedBy string
 	// OnInternalError is called when a handler fails in a way that is not
 	// an errno (the transaction must abort).
 	OnInternalError func(err error)
@@ -254,7 +257,11 @@ func (k *Kernel) refuse(c *interpose.Call, e *UnsupportedError, canRun bool) int
 	case PolicyError:
 		// Said, as under the other policies: a program that only
 		// reports "Operation not supported" does not say which call.
-		k.Logf("txexec: %s; it fails with ENOTSUP (--unsupported=error)", e.what())
+		by := "--unsupported=error"
+		if k.UnsupportedBy != "" {
+			by = k.UnsupportedBy
+		}
+		k.Logf("txexec: %s; it fails with ENOTSUP (%s)", e.what(), by)
 		return interpose.Fail(unix.ENOTSUP)
 	}
 	if k.OnInternalError != nil {

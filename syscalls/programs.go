@@ -310,7 +310,7 @@ func (p *Programs) start(tid int, th *proc.Thread, flags uint32, seq uint64) (*p
 	k.View = t.View
 	k.OnInternalError = t.View.Doom
 	if flags&TxErrorUnsupported != 0 {
-		k.Unsupported = PolicyError
+		k.Unsupported, k.UnsupportedBy = PolicyError, "TX_ERROR_UNSUPPORTED"
 	}
 	hostLocks, treeLocks := hostlock.NewTable(), NewTreeLocks()
 	k.HostLocks, k.TreeLocks = hostLocks, treeLocks
