@@ -2,7 +2,9 @@
 // gcc, git, tar, C fixtures with threads that fork and race, a Go binary) run
 // natively first and then under bin/txexec, with --passthrough and as a
 // transaction, and their stdout, stderr, exit status and resulting file tree
-// compared (docs/architecture.md §8).
+// compared (docs/architecture.md §8). The in-program API's tests
+// (txapi_test.go) compile testdata/txapi.c against include/txexec.h, run
+// testdata/txapi.py with python/txexec.py, and build examples/maildir.
 //
 // TestMain builds txexec once from ./cmd/txexec into a temporary directory
 // (or uses $TXEXEC_BIN). Fixtures under testdata/ are compiled at test time
