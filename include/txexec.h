@@ -64,8 +64,8 @@ static inline long txexec_syscall2_(long nr, long a0, long a1)
  * open, or inside txexec's command-tree transaction). Returns the attempt
  * number: 0, or how many conflicts this thread's transactions lost in a
  * row. -1 with errno ENOSYS when no txexec supervises the program, EINVAL
- * for unknown flags or between xpause and xresume, EIO when the store
- * cannot be opened. */
+ * for unknown flags or between xpause and xresume, ENOENT when the thread's
+ * working directory was removed, EIO when the store cannot be opened. */
 static inline long xbegin(unsigned flags)
 {
 	return txexec_syscall2_(TXEXEC_SYS_XBEGIN, (long)flags, 0);
