@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -188,16 +189,25 @@ func TestProgramTxUnsupported(t *testing.T) {
 }
 
 // TestProgramTxOrdered: TX_ORDERED commits follow the sequence numbers,
-// not the threads' timing.
+// not the threads' timing (the later numbers start first), also with more
+// threads waiting for their turn than interpose.DefaultMaxWorkers.
 func TestProgramTxOrdered(t *testing.T) {
 	dir := t.TempDir()
 	bin := buildTxAPI(t, dir)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "order"), nil, 0o644))
-	r := run(t, inProgram, command{Argv: []string{bin, "ordered", dir, "6"}, Dir: dir})
-	require.Equal(t, 0, r.Status, "stderr: %s", r.Stderr)
-	b, err := os.ReadFile(filepath.Join(dir, "order"))
-	require.NoError(t, err)
-	assert.Equal(t, "0\n1\n2\n3\n4\n5\n", string(b))
+	for _, n := range []int{6, 100} {
+		t.Run(strconv.Itoa(n), func(t *testing.T) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "order"), nil, 0o644))
+			r := run(t, inProgram, command{Argv: []string{bin, "ordered", dir, strconv.Itoa(n)}, Dir: dir})
+			require.Equal(t, 0, r.Status, "stderr: %s", r.Stderr)
+			b, err := os.ReadFile(filepath.Join(dir, "order"))
+			require.NoError(t, err)
+			var want strings.Builder
+			for i := range n {
+				fmt.Fprintf(&want, "%d\n", i)
+			}
+			assert.Equal(t, want.String(), string(b))
+		})
+	}
 }
 
 // TestProgramTxOutsideTxexec: without txexec the kernel answers ENOSYS,

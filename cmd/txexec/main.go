@@ -48,6 +48,11 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
+// programsMaxWorkers bounds the notification workers of a supervisor that
+// serves in-program transactions (interpose.DefaultMaxWorkers otherwise):
+// workers are started only while all are busy.
+const programsMaxWorkers = 1024
+
 // gcPercent is txexec's GOGC unless the environment sets one.
 const gcPercent = 50
 
@@ -468,6 +473,12 @@ func supervise(k *syscalls.Kernel, cmd command, argv []string, a *runEffects) (i
 	}
 	if k.Trace != nil {
 		cfg.OnReply = k.Trace.Replied
+	}
+	if k.Programs != nil && k.Programs.Manager != nil {
+		// Every thread waiting in xend (for an ordered predecessor or the
+		// commit lock) holds a notification worker: room for a server's
+		// threads, so that the predecessor still finds one.
+		cfg.MaxWorkers = programsMaxWorkers
 	}
 	a.attach(k, &cfg)
 	fs := proc.NewFS(cwd, root, uint32(umask))

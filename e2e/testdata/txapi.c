@@ -95,13 +95,14 @@ static void *counter_thread(void *arg)
 }
 
 static const char *order_dir;
+static long ordered_n;
 
 static void *ordered_thread(void *arg)
 {
 	long i = (long)arg;
 	/* The later numbers start first: the order is the commits', not the
 	 * threads'. */
-	usleep((unsigned)(1000 * (8 - i)));
+	usleep((unsigned)(1000 * (ordered_n - i)));
 	for (;;) {
 		if (xbegin_ordered(0, (unsigned long)i) < 0) {
 			fprintf(stderr, "xbegin_ordered: %s\n", errname(errno));
@@ -235,11 +236,13 @@ int main(int argc, char **argv)
 	}
 	if (argc == 4 && strcmp(argv[1], "ordered") == 0) {
 		order_dir = argv[2];
-		int threads = atoi(argv[3]);
-		pthread_t t[8];
-		for (long i = 0; i < threads && i < 8; i++)
+		ordered_n = atol(argv[3]);
+		if (ordered_n > 256)
+			ordered_n = 256;
+		pthread_t t[256];
+		for (long i = 0; i < ordered_n; i++)
 			pthread_create(&t[i], NULL, ordered_thread, (void *)i);
-		for (int i = 0; i < threads && i < 8; i++)
+		for (long i = 0; i < ordered_n; i++)
 			pthread_join(t[i], NULL);
 		return 0;
 	}
