@@ -86,7 +86,6 @@ type programTx struct {
 	// k is the supervisor's kernel with this transaction's view, locks and
 	// signal router: what serves its threads.
 	k      *Kernel
-	owner  int
 	flags  uint32
 	seq    uint64
 	router *signals.Router
@@ -107,7 +106,6 @@ type programTx struct {
 
 // binding is a thread's state in the API, attached to its proc.Thread.
 type binding struct {
-	p  *Programs
 	mu sync.Mutex
 	// tx is the in-program transaction the thread is in (nil: the
 	// supervisor's own view).
@@ -150,9 +148,9 @@ func (b *binding) Inherited(child int) proc.Binding {
 			return nil
 		}
 		tx.members[child] = true
-		return &binding{p: b.p, tx: tx}
+		return &binding{tx: tx}
 	case b.tx == nil && (b.paused || b.outside):
-		return &binding{p: b.p, outside: true}
+		return &binding{outside: true}
 	}
 	return nil
 }
@@ -214,7 +212,7 @@ func (p *Programs) bindingOf(tid int) (*proc.Thread, *binding, error) {
 	}
 	b, _ := th.Binding().(*binding)
 	if b == nil {
-		b = &binding{p: p}
+		b = &binding{}
 		th.SetBinding(b)
 	}
 	return th, b, nil
@@ -305,7 +303,7 @@ func (p *Programs) start(tid int, th *proc.Thread, flags uint32, seq uint64) (*p
 		t.Abort(err.Error())
 		return nil, nil, unix.ENOENT
 	}
-	tx := &programTx{t: t, owner: tid, flags: flags, seq: seq, gone: make(chan struct{}), members: map[int]bool{}}
+	tx := &programTx{t: t, flags: flags, seq: seq, gone: make(chan struct{}), members: map[int]bool{}}
 	k := *p.base
 	k.View = t.View
 	k.OnInternalError = t.View.Doom
