@@ -188,6 +188,35 @@ func TestProgramTxUnsupported(t *testing.T) {
 	}
 }
 
+// TestProgramTxNonDurable: a durable xend fsyncs the staged file before
+// its commit point, so a disk that fails that fsync makes it fail with EIO
+// and leaves the host as it was; with TX_NONDURABLE nothing is fsynced and
+// the same transaction commits.
+func TestProgramTxNonDurable(t *testing.T) {
+	dir := t.TempDir()
+	bin := buildTxAPI(t, dir)
+	for _, tc := range []struct {
+		name, flags, stdout, file string
+	}{
+		{"durable", "0", "xend=-1 EIO\n", "original\n"},
+		{"TX_NONDURABLE", "1", "xend=0 \n", "written in the transaction\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(dir, "file")
+			require.NoError(t, os.WriteFile(file, []byte("original\n"), 0o644))
+			r := run(t, inProgram, command{
+				Argv: []string{bin, "commit", tc.flags, file}, Dir: dir,
+				Env: []string{"TXEXEC_FAIL_FSYNC=/staging/"},
+			})
+			require.Equal(t, 0, r.Status, "stderr: %s", r.Stderr)
+			assert.Equal(t, tc.stdout, r.Stdout, "stderr: %s", r.Stderr)
+			b, err := os.ReadFile(file)
+			require.NoError(t, err)
+			assert.Equal(t, tc.file, string(b))
+		})
+	}
+}
+
 // TestProgramTxOrdered: TX_ORDERED commits follow the sequence numbers,
 // not the threads' timing (the later numbers start first), also with more
 // threads waiting for their turn than interpose.DefaultMaxWorkers.

@@ -189,6 +189,16 @@ int main(int argc, char **argv)
 		printf("xend=%ld %s\n", r, r < 0 ? errname(errno) : "");
 		return 0;
 	}
+	if (argc == 4 && strcmp(argv[1], "commit") == 0) {
+		if (xbegin((unsigned)atoi(argv[2])) < 0) {
+			perror("xbegin");
+			return 1;
+		}
+		write_file(argv[3], "written in the transaction\n", O_TRUNC);
+		long r = xend();
+		printf("xend=%ld %s\n", r, r < 0 ? errname(errno) : "");
+		return 0;
+	}
 	if (argc == 3 && strcmp(argv[1], "isolation") == 0)
 		return isolation(argv[2]);
 	if (argc >= 2 && strcmp(argv[1], "probe") == 0) {
