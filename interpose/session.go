@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"txexec/internal/procfs"
 )
 
 // Handler answers intercepted calls. Handle runs on a notification worker;
@@ -65,6 +67,10 @@ type Config struct {
 	OnCommandExit func(ws unix.WaitStatus, live []int)
 	// Logf reports diagnostics (to stderr by default).
 	Logf func(format string, args ...any)
+	// PidNamespace runs the tree in a new pid namespace, under an init
+	// process of txexec's own (pidns.go), so that the command is pid 2
+	// and its pids repeat from run to run. It needs CAP_SYS_ADMIN.
+	PidNamespace bool
 	// Profiled says a CPU profile of the supervisor is being taken: the
 	// workers then let SIGPROF through (the profiler's per-thread timer
 	// signal), and block every signal around each ADDFD wait instead (see
@@ -80,13 +86,15 @@ const (
 
 // Session is one command tree running under the supervisor.
 type Session struct {
-	cfg    Config
-	pid    int
-	tr     *tracer
-	lst    *listener
-	done   chan struct{}
-	status unix.WaitStatus
-	err    error
+	cfg Config
+	pid int
+	// initPid is the pid namespace's init (PidNamespace), 0 without one.
+	initPid int
+	tr      *tracer
+	lst     *listener
+	done    chan struct{}
+	status  unix.WaitStatus
+	err     error
 }
 
 // ExitStatus converts a wait status into a shell-style exit status: the
@@ -180,6 +188,12 @@ func (s *Session) tracerThread(filter func() ([]unix.SockFilter, error), started
 	started <- nil
 	s.status = s.tr.run(s.pid)
 	s.lst.stop()
+	if s.initPid != 0 {
+		// It exits once its last child has; the wait loop may have
+		// reaped it already (ECHILD).
+		var ws unix.WaitStatus
+		unix.Wait4(s.initPid, &ws, 0, nil)
+	}
 }
 
 // startStub starts the stub and hands it the program filter returns,
@@ -222,14 +236,21 @@ func (s *Session) startStub(filter func() ([]unix.SockFilter, error)) error {
 		files = append(files, envFile.Fd())
 		env = []string{fmt.Sprintf("%s=%d", stubEnvFDEnv, sockFD+1), stubCredEnv + "=" + s.cfg.Cred.encode()}
 	}
+	env = append(env, StubEnv+"=1", fmt.Sprintf("%s=%o", stubUmaskEnv, s.cfg.Umask),
+		fmt.Sprintf("%s=%d", stubSockEnv, sockFD))
+	// The tree dies with us: the stub by Pdeathsig until it is traced,
+	// then every tracee by PTRACE_O_EXITKILL.
+	sys := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if s.cfg.PidNamespace {
+		env = append(env, stubPidNSEnv+"=1")
+		sys.Cloneflags = unix.CLONE_NEWPID
+		if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
+			theirs.Close()
+			return fmt.Errorf("control socket: %w", err)
+		}
+	}
 	pid, _, err := syscall.StartProcess(exe, append([]string{"txexec", s.cfg.Path}, s.cfg.Argv...), &syscall.ProcAttr{
-		Dir: s.cfg.Dir,
-		Env: append(env, StubEnv+"=1", fmt.Sprintf("%s=%o", stubUmaskEnv, s.cfg.Umask),
-			fmt.Sprintf("%s=%d", stubSockEnv, sockFD)),
-		Files: files,
-		// The tree dies with us: the stub by Pdeathsig until it is
-		// traced, then every tracee by PTRACE_O_EXITKILL.
-		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+		Dir: s.cfg.Dir, Env: env, Files: files, Sys: sys,
 	})
 	theirs.Close()
 	if err != nil {
@@ -251,20 +272,48 @@ func (s *Session) startStub(filter func() ([]unix.SockFilter, error)) error {
 		return fail(fmt.Errorf("send filter to stub: %w", err))
 	}
 	buf := make([]byte, 4)
-	oob := make([]byte, unix.CmsgSpace(4))
+	oob := make([]byte, unix.CmsgSpace(4)+unix.CmsgSpace(unix.SizeofUcred))
 	n, oobn, _, _, err := unix.Recvmsg(fds[0], buf, oob, unix.MSG_CMSG_CLOEXEC)
 	if err != nil || n != 4 {
 		return fail(fmt.Errorf("stub did not start (see its message above)"))
 	}
 	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
+	if err != nil {
 		return fail(fmt.Errorf("stub sent no listener"))
 	}
-	rights, err := unix.ParseUnixRights(&msgs[0])
+	var rights []int
+	var cred *unix.Ucred
+	for i := range msgs {
+		switch msgs[i].Header.Type {
+		case unix.SCM_RIGHTS:
+			rights, err = unix.ParseUnixRights(&msgs[i])
+		case unix.SCM_CREDENTIALS:
+			cred, err = unix.ParseUnixCredentials(&msgs[i])
+		}
+		if err != nil {
+			break
+		}
+	}
 	if err != nil || len(rights) != 1 {
 		return fail(fmt.Errorf("stub sent no listener"))
 	}
 	tid := int(binary.NativeEndian.Uint32(buf))
+	if s.cfg.PidNamespace {
+		// The stub's own id is its namespace's; the kernel translated
+		// the one in its credentials into ours.
+		if cred == nil {
+			unix.Close(rights[0])
+			return fail(fmt.Errorf("stub in the pid namespace sent no credentials"))
+		}
+		s.initPid, tid = s.pid, int(cred.Pid)
+		st, err := procfs.Status(tid)
+		tgid, err2 := st.Int("Tgid")
+		if err != nil || err2 != nil {
+			unix.Close(rights[0])
+			return fail(fmt.Errorf("find the stub in the pid namespace: %v", errors.Join(err, err2)))
+		}
+		s.pid = tgid
+	}
 	if err := s.tr.seize(tid); err != nil {
 		unix.Close(rights[0])
 		return fail(err)

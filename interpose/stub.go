@@ -62,7 +62,12 @@ func RunStubIfRequested() {
 		return
 	}
 	runtime.LockOSThread()
-	err := stubMain()
+	var err error
+	if os.Getenv(stubPidNSEnv) == "1" {
+		err = pidNSInit()
+	} else {
+		err = stubMain()
+	}
 	fmt.Fprintf(os.Stderr, "txexec: %v\n", err)
 	os.Exit(127)
 }
@@ -105,19 +110,33 @@ func stubMain() error {
 	if err := setNoNewPrivsIfNeeded(); err != nil {
 		return err
 	}
+	// In a pid namespace the command's children must get the same pids
+	// whatever number of threads this stub's runtime made: the last pid
+	// is set again just before the exec, through a descriptor opened now,
+	// while an open is still the kernel's and not the view's.
+	lastPidFD := -1
+	if os.Getenv(stubInNSEnv) == "1" {
+		if lastPidFD, err = unix.Open(nsLastPid, unix.O_WRONLY|unix.O_CLOEXEC, 0); err != nil {
+			return fmt.Errorf("stub: open %s: %w", nsLastPid, err)
+		}
+	}
 	lfd, err := loadFilter(prog)
 	if err != nil {
 		return fmt.Errorf("stub: install seccomp filter: %w", err)
 	}
-	var tid [4]byte
-	binary.NativeEndian.PutUint32(tid[:], uint32(unix.Gettid()))
-	if err := unix.Sendmsg(stubSockFD, tid[:], unix.UnixRights(lfd), nil, 0); err != nil {
+	if err := sendListener(stubSockFD, lfd); err != nil {
 		return fmt.Errorf("stub: send listener: %w", err)
 	}
 	unix.Close(lfd)
 	var ack [1]byte
 	if n, err := sock.Read(ack[:]); err != nil || n != 1 {
 		return fmt.Errorf("stub: supervisor went away")
+	}
+	if lastPidFD >= 0 {
+		if err := setLastPid(lastPidFD, commandPid); err != nil {
+			return err
+		}
+		unix.Close(lastPidFD)
 	}
 	env, cred, err := stubEnvAndCred()
 	if err != nil {
@@ -191,3 +210,5 @@ func hasEffectiveCap(c int) bool {
 	}
 	return data[c/32].Effective&(1<<(c%32)) != 0
 }
+
+func putUint32(b []byte, v uint32) { binary.NativeEndian.PutUint32(b, v) }

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"txexec/determ"
 	"txexec/hostlock"
 	"txexec/interpose"
 	"txexec/proc"
@@ -49,6 +50,14 @@ type Kernel struct {
 	// by their host paths, so a program run through a symlink or a script
 	// gets the name of the file it resolves to).
 	ExecLinks *ExecLinks
+	// Determ is the deterministic environment of a --deterministic run
+	// (nil otherwise), whose calls the table then routes to the
+	// supervisor (WithDeterminism).
+	Determ *determ.Env
+	// PidNamespace says the tree runs in a pid namespace of its own,
+	// which holds none but the transaction's processes: a pid a process
+	// names is of its namespace, and only reaches the tree.
+	PidNamespace bool
 }
 
 // Policy is what happens to a call without transactional meaning.

@@ -22,15 +22,37 @@ const (
 var _ interpose.ProcessEvents = (*Kernel)(nil)
 
 // Clone implements interpose.ProcessEvents.
-func (k *Kernel) Clone(parent, child int, flags uint64) { k.Procs.Clone(parent, child, flags) }
+func (k *Kernel) Clone(parent, child int, flags uint64) {
+	k.Procs.Clone(parent, child, flags)
+	if k.Determ != nil {
+		k.Determ.Clone(parent, child)
+	}
+}
 
 // Execed implements interpose.ProcessEvents.
-func (k *Kernel) Execed(tgid, formerTid int) { k.Procs.Execed(tgid, formerTid) }
+func (k *Kernel) Execed(tgid, formerTid int) {
+	k.Procs.Execed(tgid, formerTid)
+	if k.Determ != nil {
+		k.Determ.Execed(tgid, formerTid)
+		// The new image must read the clock through system calls, and
+		// its C library's stack-protector and pointer-guard values
+		// (AT_RANDOM) come from its seeded stream.
+		var random [16]byte
+		k.Determ.Random(tgid, random[:])
+		if err := interpose.DeterminizeAuxv(tgid, random); err != nil {
+			k.Logf("txexec: killed pid %d: cannot hide the vDSO from it (--deterministic): %v", tgid, err)
+			unix.Kill(tgid, unix.SIGKILL)
+		}
+	}
+}
 
 // Exited implements interpose.ProcessEvents.
 func (k *Kernel) Exited(tid int, ws unix.WaitStatus) {
 	k.Programs.exited(tid)
 	k.Procs.Exited(tid)
+	if k.Determ != nil {
+		k.Determ.Exited(tid)
+	}
 }
 
 // Exec implements interpose.ProcessEvents: it plans an execve/execveat. The

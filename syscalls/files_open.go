@@ -120,5 +120,10 @@ func openat(k *Kernel, c *interpose.Call, dirfd int32, pathAddr uintptr, how vfs
 	if err != nil {
 		return k.reply(c, 0, err)
 	}
+	if k.Determ != nil {
+		if fd, err = k.determinedFile(c.Tid, fd, int(how.Flags)); err != nil {
+			return k.reply(c, 0, err)
+		}
+	}
 	return interpose.InstallFD(fd, how.Flags&unix.O_CLOEXEC != 0)
 }

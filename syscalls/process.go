@@ -35,7 +35,7 @@ func (k *Kernel) member(id int) bool {
 // of the transaction, refused (EPERM) into any other.
 func ProcessVmWritev(k *Kernel, c *interpose.Call) interpose.Reply {
 	pid := int(c.Args[0].Int())
-	if !k.inTransaction() || k.member(pid) {
+	if !k.inTransaction() || k.PidNamespace || k.member(pid) {
 		return interpose.Continue() // decided on the register alone
 	}
 	if _, err := (signals.ProcTasks{}).Task(pid); err != nil {

@@ -21,6 +21,11 @@ import (
 func Kill(k *Kernel, c *interpose.Call) interpose.Reply {
 	pid := int(c.Args[0].Int())
 	sig := int(c.Args[1].Int())
+	if k.PidNamespace && pid != 0 {
+		// Any pid or group it can name is in the namespace (the
+		// caller's own group, pid 0, may hold outsiders: txexec's).
+		return interpose.Continue()
+	}
 	t := signals.Target{Scope: signals.ScopeProcess, ID: pid}
 	switch {
 	case pid == math.MinInt32:
@@ -92,7 +97,7 @@ const noSigInfo = ^uintptr(0)
 // sendSignal is the frame of the kill family except pidfd_send_signal.
 func (k *Kernel) sendSignal(c *interpose.Call, call string, t signals.Target, sig int, infoAddr uintptr) interpose.Reply {
 	r := k.Signals
-	if r == nil || r.Policy == signals.Immediate {
+	if r == nil || r.Policy == signals.Immediate || k.PidNamespace && t.Scope == signals.ScopeThread {
 		return interpose.Continue()
 	}
 	th := k.Procs.Thread(c.Tid)

@@ -84,7 +84,13 @@ func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (
 					}
 				}
 			case n.staged != "":
-				err = unix.Statx(n.area.fd, n.staged, unix.AT_SYMLINK_NOFOLLOW, m, &stx)
+				if err = unix.Statx(n.area.fd, n.staged, unix.AT_SYMLINK_NOFOLLOW, m, &stx); err == nil && v.StampTimes {
+					sst := statOfStatx(&stx)
+					if err = v.stampLocked(n, &sst); err == nil {
+						stx.Atime = unix.StatxTimestamp{Sec: sst.Atim.Sec, Nsec: uint32(sst.Atim.Nsec)}
+						stx.Mtime = unix.StatxTimestamp{Sec: sst.Mtim.Sec, Nsec: uint32(sst.Mtim.Nsec)}
+					}
+				}
 			case n.hostFd >= 0:
 				err = unix.Statx(n.hostFd, "", unix.AT_EMPTY_PATH, m, &stx)
 			case n.hostParent != nil:
@@ -317,6 +323,15 @@ func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, f
 			if ts != nil {
 				times = []unix.Timespec{ts[0], ts[1]}
 			}
+			if v.StampTimes {
+				// "Now" is the view's clock, not the host kernel's.
+				now := v.now()
+				for i := range times {
+					if times[i].Nsec == unix.UTIME_NOW {
+						times[i] = now
+					}
+				}
+			}
 			if times[1].Nsec == unix.UTIME_OMIT && n.changed != nil {
 				// The view's modification time (of a directory's
 				// entries, of a FIFO's last writer) is not the backing
@@ -330,6 +345,7 @@ func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, f
 			// Explicit times replace the view's change time (of a
 			// directory's entries, of a FIFO's last writer).
 			n.changed = nil
+			v.sawTimesLocked(n)
 			return nil
 		})
 }

@@ -69,6 +69,9 @@ func (v *Tx) listLocked(n *Node) (ents []Dirent, dot, dotdot uint64, err error) 
 		if err != nil {
 			return nil, 0, 0, err
 		}
+		if v.SortedListings {
+			host = sortedByName(host)
+		}
 		for i, e := range host {
 			e.Off = uint64(i + 1)
 			switch e.Name {
@@ -117,6 +120,29 @@ func (v *Tx) listLocked(n *Node) (ents []Dirent, dot, dotdot uint64, err error) 
 		ents = append(ents, e)
 	}
 	return ents, dot, dotdot, nil
+}
+
+// sortedByName returns a copy of a host listing with "." and ".." first
+// and the other entries by name (byte order), for Tx.SortedListings.
+func sortedByName(ents []Dirent) []Dirent {
+	out := append([]Dirent(nil), ents...)
+	rank := func(name string) int {
+		switch name {
+		case ".":
+			return 0
+		case "..":
+			return 1
+		}
+		return 2
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		ri, rj := rank(out[i].Name), rank(out[j].Name)
+		if ri != rj {
+			return ri < rj
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
 }
 
 func dtype(t uint32) uint8 {

@@ -96,6 +96,10 @@ type Node struct {
 	// Linux moves the ctime then: the view's ctime while later than the
 	// backing object's own (a later write of a staged copy moves that).
 	ctime *unix.Timespec
+	// stamped is the mtime a staged object had when the view last set or
+	// saw set its times (Tx.StampTimes): a different mtime is the host
+	// kernel's, from a write through a descriptor.
+	stamped *unix.Timespec
 
 	// hostList caches a host directory's entries, as first read (the
 	// transaction's snapshot; validation checks it is still so).

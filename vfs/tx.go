@@ -58,6 +58,12 @@ type Tx struct {
 	// Now is the clock for directory times (tests and deterministic runs
 	// replace it).
 	Now func() time.Time
+	// SortedListings lists host directories by name instead of in the
+	// host's order (deterministic runs; see Listing).
+	SortedListings bool
+	// StampTimes gives staged objects the times of Now instead of the
+	// host kernel's (deterministic runs; see stampLocked).
+	StampTimes bool
 
 	mu sync.Mutex
 	// Everything below is guarded by mu.

@@ -31,6 +31,9 @@ func (v *Tx) Journal() []store.RedoOp {
 func (v *Tx) CommitJournal() ([]store.RedoOp, error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
+	if err := v.stampAllLocked(); err != nil {
+		return nil, err
+	}
 	flags, err := v.deferFlagsLocked()
 	if err != nil {
 		return nil, err

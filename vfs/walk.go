@@ -331,7 +331,9 @@ func (v *Tx) statAsLocked(n *Node, g granules) (unix.Stat_t, error) {
 			}
 		}
 	case n.staged != "":
-		err = unix.Fstatat(n.area.fd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW)
+		if err = unix.Fstatat(n.area.fd, n.staged, &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+			err = v.stampLocked(n, &st)
+		}
 	default:
 		st, err = v.hostStatLocked(n)
 	}

@@ -168,7 +168,13 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	table, err := syscalls.NewTable(syscalls.AllEntries())
+	entries := syscalls.AllEntries()
+	if o.Deterministic {
+		// Only now are the time and random calls trapped: without the
+		// option they cost nothing (docs/semantics.md §10).
+		entries = syscalls.WithDeterminism(entries)
+	}
+	table, err := syscalls.NewTable(entries)
 	if err != nil {
 		return 0, err
 	}
@@ -259,6 +265,10 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 		// xbegin nests flat in the tree's transaction; xpause escapes to
 		// the host.
 		k.EnablePrograms(&syscalls.Programs{Host: host})
+		if o.Deterministic {
+			k.Determ = determinize(t.View, o.Seed)
+			k.PidNamespace = true
+		}
 		// Released once the transaction has ended: after the
 		// write-through of a commit, or the abort (strict two-phase
 		// locking; docs/semantics.md §6).
@@ -470,6 +480,8 @@ func supervise(k *syscalls.Kernel, cmd command, argv []string, a *runEffects) (i
 		Events:   k,
 		Logf:     k.Logf,
 		OnStop:   interpose.StopAs,
+		// Pids that repeat from run to run (docs/semantics.md §10).
+		PidNamespace: k.PidNamespace,
 	}
 	if k.Trace != nil {
 		cfg.OnReply = k.Trace.Replied
@@ -527,6 +539,9 @@ func (r *rootRegistrar) Exec(req *interpose.ExecRequest) interpose.ExecPlan {
 	if !r.done {
 		r.done = true
 		r.Procs.AddRoot(req.Tid, r.fs)
+		if r.Determ != nil {
+			r.Determ.Root(req.Tid)
+		}
 	}
 	return r.Kernel.Exec(req)
 }

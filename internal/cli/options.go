@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"txexec/determ"
 	"txexec/signals"
 	"txexec/syscalls"
 	"txexec/txn"
@@ -52,9 +53,17 @@ type Run struct {
 	Trace       bool
 	TraceFile   string // "": stderr
 	StateDir    string // "": $TXEXEC_STATE_DIR or the default
-	Help        bool   // --help: print Usage, run nothing
-	Version     bool   // --version: print the version, run nothing
-	Argv        []string
+	// Deterministic runs the command in the deterministic environment
+	// with Seed (--deterministic[=SEED]).
+	Deterministic bool
+	Seed          uint64
+	// Repeat runs it that many times and compares the outcomes (0: once,
+	// as usual); VarySeed gives each run the next seed.
+	Repeat   int
+	VarySeed bool
+	Help     bool // --help: print Usage, run nothing
+	Version  bool // --version: print the version, run nothing
+	Argv     []string
 }
 
 // Defaults is a Run before any option.
@@ -201,6 +210,48 @@ var Options = []Option{
 		set:  func(r *Run, v string) error { r.Trace, r.TraceFile = true, v; return nil },
 	},
 	{
+		Name: "deterministic", Kind: OptionalValue, Arg: "SEED", Default: "off; SEED 0 when given alone",
+		Help: "virtual time, seeded randomness, fixed names",
+		Doc: "Run the command deterministically: a virtual clock that starts at 2000-01-01 and moves 1 ms per read " +
+			"(sleeps return at once), random bytes (getrandom, /dev/urandom, AT_RANDOM) from streams seeded by SEED " +
+			"and each process's place in the tree, a pid namespace, the host name txexec, 4 CPUs, host directories " +
+			"listed by name, and times of changed files from the virtual clock. Same SEED and inputs, same outputs; " +
+			"docs/semantics.md §10 lists what is not determinized. Needs root (CAP_SYS_ADMIN) for the pid namespace.",
+		set: func(r *Run, v string) error {
+			r.Deterministic = true
+			if v == "" {
+				return nil
+			}
+			seed, err := determ.ParseSeed(v)
+			if err != nil {
+				return fmt.Errorf("--deterministic=%s: %w", v, err)
+			}
+			r.Seed = seed
+			return nil
+		},
+	},
+	{
+		Name: "repeat", Kind: RequiredValue, Arg: "N",
+		Help: "with --deterministic: run N times, compare the outcomes",
+		Doc: "With --deterministic: run the command N times, each in a transaction that is aborted, and report whether " +
+			"the exit status, stdout, stderr and changes (paths and contents) of every run agree with the first's; " +
+			"exit status 0 if they do, 1 if not. The first run's output is shown.",
+		set: func(r *Run, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return fmt.Errorf("--repeat %s: expected a count of at least 1", v)
+			}
+			r.Repeat = n
+			return nil
+		},
+	},
+	{
+		Name: "vary-seed",
+		Help: "with --repeat: run i gets SEED+i",
+		Doc:  "With --repeat: give each run the next seed (SEED, SEED+1, ...) instead of the same one.",
+		set:  func(r *Run, _ string) error { r.VarySeed = true; return nil },
+	},
+	{
 		Name: "state-dir", Kind: RequiredValue, Arg: "DIR", Env: StateDirEnv, Complete: CompleteDir,
 		Default: "/var/lib/txexec for root, $XDG_STATE_HOME/txexec (~/.local/state/txexec) otherwise",
 		Help:    "store and staging area",
@@ -295,9 +346,27 @@ func Parse(args []string) (*Run, error) {
 			return nil, &UsageError{err.Error()}
 		}
 	}
+	if err := checkCombinations(&r); err != nil {
+		return nil, err
+	}
 	if len(args) == 0 && !r.Help && !r.Version {
 		return nil, Usagef("no command given (usage: txexec [options] -- COMMAND [ARG...])")
 	}
 	r.Argv = args
 	return &r, nil
+}
+
+// checkCombinations refuses options that need another, or exclude it.
+func checkCombinations(r *Run) error {
+	switch {
+	case r.Repeat > 0 && !r.Deterministic:
+		return Usagef("--repeat needs --deterministic")
+	case r.VarySeed && r.Repeat == 0:
+		return Usagef("--vary-seed needs --repeat")
+	case r.Deterministic && r.Passthrough:
+		return Usagef("--deterministic needs a transaction; it cannot be combined with --passthrough")
+	case r.Repeat > 0 && r.OnExit != txn.OnExitSuccess:
+		return Usagef("--repeat aborts every run; it cannot be combined with --on-exit")
+	}
+	return nil
 }
