@@ -71,6 +71,10 @@ type Config struct {
 	// process of txexec's own (pidns.go), so that the command is pid 2
 	// and its pids repeat from run to run. It needs CAP_SYS_ADMIN.
 	PidNamespace bool
+	// FixedAddresses turns address-space layout randomization off for the
+	// tree (personality ADDR_NO_RANDOMIZE), so that addresses — which
+	// programs hash, print and mix into temporary names — repeat.
+	FixedAddresses bool
 	// Profiled says a CPU profile of the supervisor is being taken: the
 	// workers then let SIGPROF through (the profiler's per-thread timer
 	// signal), and block every signal around each ADDFD wait instead (see
@@ -241,6 +245,9 @@ func (s *Session) startStub(filter func() ([]unix.SockFilter, error)) error {
 	// The tree dies with us: the stub by Pdeathsig until it is traced,
 	// then every tracee by PTRACE_O_EXITKILL.
 	sys := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if s.cfg.FixedAddresses {
+		env = append(env, stubFixedAddressesEnv+"=1")
+	}
 	if s.cfg.PidNamespace {
 		env = append(env, stubPidNSEnv+"=1")
 		sys.Cloneflags = unix.CLONE_NEWPID

@@ -19,6 +19,13 @@ const StubEnv = "_TXEXEC_STUB"
 // stubUmaskEnv carries the command's umask to the stub.
 const stubUmaskEnv = "_TXEXEC_UMASK"
 
+// stubFixedAddressesEnv asks the stub to turn address-space layout
+// randomization off (Config.FixedAddresses).
+const stubFixedAddressesEnv = "_TXEXEC_FIXED_ADDRESSES"
+
+// addrNoRandomize is ADDR_NO_RANDOMIZE (include/uapi/linux/personality.h).
+const addrNoRandomize = 0x0040000
+
 // stubSockEnv carries the number of the stub's control socket descriptor,
 // the first above the descriptors the command inherits.
 const stubSockEnv = "_TXEXEC_SOCK"
@@ -137,6 +144,18 @@ func stubMain() error {
 			return err
 		}
 		unix.Close(lastPidFD)
+	}
+	if os.Getenv(stubFixedAddressesEnv) == "1" {
+		os.Unsetenv(stubFixedAddressesEnv)
+		// Inherited through fork and exec, like the filter (but dropped
+		// by the exec of a set-user-ID program, PER_CLEAR_ON_SETID).
+		cur, _, e := unix.RawSyscall(unix.SYS_PERSONALITY, 0xffffffff, 0, 0) // query
+		if e == 0 {
+			_, _, e = unix.RawSyscall(unix.SYS_PERSONALITY, cur|addrNoRandomize, 0, 0)
+		}
+		if e != 0 {
+			return fmt.Errorf("stub: turn address randomization off: %w", e)
+		}
 	}
 	env, cred, err := stubEnvAndCred()
 	if err != nil {

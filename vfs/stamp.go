@@ -1,6 +1,12 @@
 package vfs
 
-import "golang.org/x/sys/unix"
+import (
+	"sort"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/store"
+)
 
 // Times of staged objects in a deterministic run (Tx.StampTimes). The
 // host kernel stamps a staged file with its own clock when a process
@@ -93,4 +99,41 @@ func (v *Tx) stampAllLocked() error {
 		}
 	}
 	return nil
+}
+
+// newDirTimesLocked returns, with StampTimes, the ops that give each
+// directory the transaction created its view times once the write-through
+// has placed its entries in it (each placement moves a directory's mtime
+// on the host), sorted by path. Host directories keep the host kernel's
+// times (docs/semantics.md §10).
+//
+// Preconditions: v.mu held; stampAllLocked has run.
+func (v *Tx) newDirTimesLocked() []store.RedoOp {
+	if !v.StampTimes {
+		return nil
+	}
+	var ops []store.RedoOp
+	seen := map[*Node]bool{}
+	for _, n := range v.nodes {
+		if seen[n] || !n.isDir() || n.staged == "" || n.keepsIdentity() || n.removed {
+			continue
+		}
+		at := n.changed // the last change of its entries, which the view shows
+		if at == nil {
+			at = n.stamped
+		}
+		if at == nil {
+			continue
+		}
+		seen[n] = true
+		p, ok := v.placeLocked(n)
+		if !ok || p.path == "" {
+			continue
+		}
+		t := store.Timespec{Sec: at.Sec, Nsec: at.Nsec}
+		ops = append(ops, store.RedoOp{Kind: store.OpSetattr, Path: p.path, Ino: n.replayIno,
+			Attrs: store.AttrAtime | store.AttrMtime, Atime: t, Mtime: t})
+	}
+	sort.Slice(ops, func(i, j int) bool { return ops[i].Path < ops[j].Path })
+	return ops
 }

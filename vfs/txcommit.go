@@ -38,7 +38,7 @@ func (v *Tx) CommitJournal() ([]store.RedoOp, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(v.fullJournalLocked(), flags...), nil
+	return append(append(v.fullJournalLocked(), v.newDirTimesLocked()...), flags...), nil
 }
 
 // deferredFlags are the inode flags deferFlagsLocked moves to the end of

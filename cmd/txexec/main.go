@@ -481,7 +481,8 @@ func supervise(k *syscalls.Kernel, cmd command, argv []string, a *runEffects) (i
 		Logf:     k.Logf,
 		OnStop:   interpose.StopAs,
 		// Pids that repeat from run to run (docs/semantics.md §10).
-		PidNamespace: k.PidNamespace,
+		PidNamespace:   k.PidNamespace,
+		FixedAddresses: k.Determ != nil,
 	}
 	if k.Trace != nil {
 		cfg.OnReply = k.Trace.Replied
