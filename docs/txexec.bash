@@ -53,7 +53,7 @@ _txexec() {
 		--)
 			_txexec_command $((i + 1))
 			return ;;
-		--on-exit|--retry|--unsupported|--output|--signals|--exclude|--state-dir)
+		--on-exit|--retry|--unsupported|--output|--signals|--exclude|--repeat|--state-dir)
 			[[ $word == --state-dir ]] || lead=0
 			if [[ ${COMP_WORDS[i+1]} == = ]]; then ((i += 2)); else ((i++)); fi ;;
 		-*)
@@ -76,10 +76,10 @@ _txexec() {
 	elif [[ $cur == --*=* ]]; then
 		_txexec_value "${cur%%=*}" "${cur#*=}"
 		COMPREPLY=("${COMPREPLY[@]/#/${cur%%=*}=}")
-	elif [[ " --on-exit --retry --unsupported --output --signals --exclude --state-dir " == *" $prev "* ]]; then
+	elif [[ " --on-exit --retry --unsupported --output --signals --exclude --repeat --state-dir " == *" $prev "* ]]; then
 		_txexec_value "$prev" "$cur"
 	elif [[ $cur == -* ]]; then
-		mapfile -t COMPREPLY < <(compgen -W '--on-exit= --retry --no-durable --unsupported= --output= --signals= --exclude --passthrough --in-program --trace --state-dir --version --help -h' -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W '--on-exit= --retry --no-durable --unsupported= --output= --signals= --exclude --passthrough --in-program --trace --deterministic --repeat --vary-seed --state-dir --version --help -h' -- "$cur")
 		[[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
 	elif ((lead)); then
 		mapfile -t COMPREPLY < <(compgen -W 'log show commit abort recover wrap unwrap' -- "$cur"; compgen -c -- "$cur")

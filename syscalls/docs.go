@@ -74,6 +74,13 @@ func Markdown(t *Table) string {
 			fmt.Fprintf(&b, "| %d | %#x | %s | %s |\n", e.Nr, e.Nr, e.Name, mdCell(strings.TrimPrefix(e.Note, "txexec's own call: ")))
 		}
 	}
+	b.WriteString("\n## Under --deterministic\n\n")
+	b.WriteString("A run with `--deterministic` replaces these rows of the table above (`WithDeterminism`);\n")
+	b.WriteString("without the option the kernel runs them (docs/semantics.md §10).\n\n")
+	b.WriteString("| nr | name | support | note |\n|---:|---|---|---|\n")
+	for _, e := range DeterministicEntries() {
+		fmt.Fprintf(&b, "| %d | %s | %s | %s |\n", e.Nr, e.Name, supportCell(e.Support, e.Errno), mdCell(e.Note))
+	}
 	return b.String()
 }
 

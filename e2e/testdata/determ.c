@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -65,6 +66,11 @@ int main(int argc, char **argv) {
 	fprintf(out, "\nurandom");
 	for (size_t i = 0; i < sizeof buf; i++)
 		fprintf(out, " %02x", buf[i]);
+	const unsigned char *at_random = (const unsigned char *)getauxval(AT_RANDOM);
+	fprintf(out, "\nAT_RANDOM");
+	for (int i = 0; i < 16; i++)
+		fprintf(out, " %02x", at_random[i]);
+	fprintf(out, "\nvDSO %s", getauxval(AT_SYSINFO_EHDR) ? "visible" : "hidden");
 	srandom((unsigned)buf[0] << 8 | buf[1]);
 	fprintf(out, "\nrandom() %ld\n", random());
 
