@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -12,6 +13,10 @@ import (
 // stubPidNSEnv marks a stub started as the init of a new pid namespace
 // (Config.PidNamespace).
 const stubPidNSEnv = "_TXEXEC_PIDNS"
+
+// stubExecEnv carries Config.StubExec to the init of a pid namespace, for
+// the stub it starts; one argument a line.
+const stubExecEnv = "_TXEXEC_STUB_EXEC"
 
 // stubInNSEnv marks the stub that init starts: the one that installs the
 // filter and executes the command, as pid 2 of the namespace.
@@ -31,7 +36,7 @@ func pidNSInit() error {
 	os.Unsetenv(stubPidNSEnv)
 	files := []uintptr{0, 1, 2}
 	files = append(files, InheritedFDs()...)
-	exe, err := os.Executable()
+	exe, err := ownExecutable()
 	if err != nil {
 		return fmt.Errorf("pid namespace init: find own executable: %w", err)
 	}
@@ -40,7 +45,12 @@ func pidNSInit() error {
 	if err := setLastPid(-1, commandPid-1); err != nil {
 		return err
 	}
-	child, _, err := syscall.StartProcess(exe, os.Args, &syscall.ProcAttr{
+	argv := os.Args
+	if stubExec := os.Getenv(stubExecEnv); stubExec != "" {
+		prefix := strings.Split(stubExec, "\n")
+		exe, argv = prefix[0], append(prefix, os.Args[1:]...)
+	}
+	child, _, err := syscall.StartProcess(exe, argv, &syscall.ProcAttr{
 		Env: append(os.Environ(), stubInNSEnv+"=1"), Files: files,
 		Sys: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -75,6 +76,11 @@ type Config struct {
 	// tree (personality ADDR_NO_RANDOMIZE), so that addresses — which
 	// programs hash, print and mix into temporary names — repeat.
 	FixedAddresses bool
+	// StubExec, when set, starts the stub instead of txexec's own file:
+	// a program and the arguments that precede the stub's own (a dynamic
+	// loader, its options and txexec's file), where txexec's file and
+	// libraries are not where its loader looks (a replay's root).
+	StubExec []string
 	// Profiled says a CPU profile of the supervisor is being taken: the
 	// workers then let SIGPROF through (the profiler's per-thread timer
 	// signal), and block every signal around each ADDFD wait instead (see
@@ -210,7 +216,7 @@ func (s *Session) startStub(filter func() ([]unix.SockFilter, error)) error {
 	ours := os.NewFile(uintptr(fds[0]), "txexec-control")
 	theirs := os.NewFile(uintptr(fds[1]), "txexec-control-stub")
 	defer ours.Close()
-	exe, err := os.Executable()
+	exe, err := ownExecutable()
 	if err != nil {
 		return fmt.Errorf("find own executable: %w", err)
 	}
@@ -256,7 +262,13 @@ func (s *Session) startStub(filter func() ([]unix.SockFilter, error)) error {
 			return fmt.Errorf("control socket: %w", err)
 		}
 	}
-	pid, _, err := syscall.StartProcess(exe, append([]string{"txexec", s.cfg.Path}, s.cfg.Argv...), &syscall.ProcAttr{
+	argv := append([]string{"txexec", s.cfg.Path}, s.cfg.Argv...)
+	if len(s.cfg.StubExec) > 0 {
+		exe = s.cfg.StubExec[0]
+		argv = append(append([]string(nil), s.cfg.StubExec...), argv[1:]...)
+		env = append(env, stubExecEnv+"="+strings.Join(s.cfg.StubExec, "\n"))
+	}
+	pid, _, err := syscall.StartProcess(exe, argv, &syscall.ProcAttr{
 		Dir: s.cfg.Dir, Env: env, Files: files, Sys: sys,
 	})
 	theirs.Close()

@@ -89,6 +89,7 @@ func RunStubIfRequested() {
 //     resolves the command in the transaction's view.
 func stubMain() error {
 	os.Unsetenv(StubEnv)
+	os.Unsetenv(stubExecEnv)
 	if m, err := strconv.ParseUint(os.Getenv(stubUmaskEnv), 8, 32); err == nil {
 		// The supervisor runs with umask 0 (it applies the caller's
 		// itself); the command gets the one txexec was started with.
@@ -231,3 +232,18 @@ func hasEffectiveCap(c int) bool {
 }
 
 func putUint32(b []byte, v uint32) { binary.NativeEndian.PutUint32(b, v) }
+
+// ownExecutable is the file the stub is started from: txexec's own path,
+// or, where that path does not lead to it (a replay's root, which txexec
+// entered after it started), /proc/self/exe, which does.
+func ownExecutable() (string, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	var here, self unix.Stat_t
+	if unix.Stat(exe, &here) != nil || unix.Stat("/proc/self/exe", &self) != nil || here.Dev != self.Dev || here.Ino != self.Ino {
+		return "/proc/self/exe", nil
+	}
+	return exe, nil
+}

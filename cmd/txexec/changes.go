@@ -195,18 +195,7 @@ func describeRename(r *replay, op store.RedoOp) {
 // from the host path once written through (when it is still the inode the
 // op placed).
 func describeOps(ops []store.RedoOp, reads []store.ReadRecord, recorded bool, areas []string) (lines []string, diffs []fileDiff) {
-	r := &replay{existed: map[string]bool{}, recorded: recorded, areas: areas, content: map[string]string{}}
-	for _, rec := range reads {
-		r.existed[rec.Path] = rec.Exists
-	}
-	for _, op := range ops {
-		if describe, ok := describeOp[op.Kind]; ok {
-			describe(r, op)
-		} else {
-			// A kind this txexec does not know (a newer one's log).
-			r.add("%s %s", op.Kind, op.Path)
-		}
-	}
+	r := replayOps(ops, reads, recorded, areas)
 	// The diffs: per path, what held it before against what holds it at
 	// the end, where either is a regular file the transaction wrote (a
 	// staged one) or removed. Contents that merely moved to another path
@@ -228,6 +217,23 @@ func describeOps(ops []store.RedoOp, reads []store.ReadRecord, recorded bool, ar
 		diffs = append(diffs, fileDiff{path: p, oldFile: old, newFile: cur})
 	}
 	return r.lines, diffs
+}
+
+// replayOps follows ops in order (see describeOps).
+func replayOps(ops []store.RedoOp, reads []store.ReadRecord, recorded bool, areas []string) *replay {
+	r := &replay{existed: map[string]bool{}, recorded: recorded, areas: areas, content: map[string]string{}}
+	for _, rec := range reads {
+		r.existed[rec.Path] = rec.Exists
+	}
+	for _, op := range ops {
+		if describe, ok := describeOp[op.Kind]; ok {
+			describe(r, op)
+		} else {
+			// A kind this txexec does not know (a newer one's log).
+			r.add("%s %s", op.Kind, op.Path)
+		}
+	}
+	return r
 }
 
 // isRegular reports whether p is "" (absent) or a regular file.

@@ -36,8 +36,17 @@ const (
 // (-ldflags "-X main.version=..." from git describe); see versionString.
 var version string
 
+// changesFile is where a child run writes its changes ($_TXEXEC_CHANGES_FILE).
+var changesFile string
+
 func main() {
 	interpose.RunStubIfRequested()
+	changesFile = os.Getenv(changesEnv)
+	os.Unsetenv(changesEnv)
+	if err := enterReplayRootIfAsked(); err != nil {
+		fmt.Fprintf(os.Stderr, "txexec: replay: %v\n", err)
+		os.Exit(exitInternal)
+	}
 	if os.Getenv("GOGC") == "" {
 		// The supervisor's heap is mostly the view's nodes and read set,
 		// which live until the commit: collecting at 1.5× the live heap
@@ -82,6 +91,10 @@ func run(args []string) int {
 	case o.Version:
 		fmt.Printf("txexec %s\n", versionString())
 		return 0
+	case o.Repeat > 0:
+		return repeatRuns(o)
+	case o.Record:
+		return recordRun(o)
 	}
 	path, err := lookCommand(o.Argv[0])
 	if err != nil {
@@ -326,6 +339,9 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 		statusErr := st.SetCommandStatus(t.ID, status)
 		if outcome == txn.Keep {
 			err = keep(t)
+			if err == nil && changesFile != "" {
+				err = writeChanges(st, t.ID, changesFile)
+			}
 		} else {
 			err = t.Commit()
 		}
@@ -483,6 +499,7 @@ func supervise(k *syscalls.Kernel, cmd command, argv []string, a *runEffects) (i
 		// Pids that repeat from run to run (docs/semantics.md §10).
 		PidNamespace:   k.PidNamespace,
 		FixedAddresses: k.Determ != nil,
+		StubExec:       stubExec,
 	}
 	if k.Trace != nil {
 		cfg.OnReply = k.Trace.Replied

@@ -27,6 +27,8 @@ var subcommands = map[string]func(c *subcommand) int{
 	"commit":  cmdCommit,
 	"abort":   cmdAbort,
 	"recover": cmdRecover,
+	"replay":  cmdReplay,
+	"export":  cmdExport,
 }
 
 // subcommand is a parsed subcommand line: txexec NAME [ID] [flags].
@@ -34,7 +36,9 @@ type subcommand struct {
 	name   string
 	id     int64
 	json   bool      // log --json
-	diff   bool      // show --diff
+	diff   bool      // show --diff, replay --diff
+	file   string    // replay FILE: an exported recording
+	output string    // export -o FILE
 	opts   cli.Run   // Durable and StateDir
 	out    io.Writer // results (log, show, recover)
 	errOut io.Writer // "txexec: " messages
@@ -66,15 +70,34 @@ func runSubcommand(args []string) (status int, ok bool) {
 // parseSubcommand parses "NAME [ID] [--json|--diff|--no-durable|--state-dir DIR]".
 func parseSubcommand(args []string) (*subcommand, error) {
 	c := &subcommand{name: args[0], opts: cli.Run{Durable: true}}
-	needID := c.name == "show" || c.name == "commit" || c.name == "abort"
+	needID := c.name == "show" || c.name == "commit" || c.name == "abort" || c.name == "export"
 	haveID := false
+	what := "transaction"
+	if c.name == "replay" || c.name == "export" {
+		what = "recording"
+	}
 	for rest := args[1:]; len(rest) > 0; rest = rest[1:] {
 		a := rest[0]
 		switch {
 		case a == "--json" && c.name == "log":
 			c.json = true
-		case a == "--diff" && c.name == "show":
+		case a == "--diff" && (c.name == "show" || c.name == "replay"):
 			c.diff = true
+		case (a == "-o" || a == "--output") && c.name == "export":
+			if len(rest) < 2 {
+				return nil, cli.Usagef("export: %s needs a file", a)
+			}
+			c.output, rest = rest[1], rest[1:]
+		case c.name == "replay" && !haveID && c.file == "" && !strings.HasPrefix(a, "-"):
+			// A recording's id, or a file that export wrote: a number
+			// is an id unless a file of that name exists.
+			if id, err := strconv.ParseInt(a, 10, 64); err == nil && id > 0 {
+				if _, statErr := os.Stat(a); statErr != nil {
+					c.id, haveID = id, true
+					continue
+				}
+			}
+			c.file = a
 		case a == "--no-durable" && (c.name == "commit" || c.name == "recover"):
 			c.opts.Durable = false
 		case a == "--state-dir" || strings.HasPrefix(a, "--state-dir="):
@@ -90,7 +113,7 @@ func parseSubcommand(args []string) (*subcommand, error) {
 		case needID && !haveID:
 			id, err := strconv.ParseInt(a, 10, 64)
 			if err != nil || id <= 0 {
-				return nil, cli.Usagef("%s: %q is not a transaction id", c.name, a)
+				return nil, cli.Usagef("%s: %q is not a %s id", c.name, a, what)
 			}
 			c.id, haveID = id, true
 		default:
@@ -98,7 +121,13 @@ func parseSubcommand(args []string) (*subcommand, error) {
 		}
 	}
 	if needID && !haveID {
-		return nil, cli.Usagef("%s: which transaction? (usage: txexec %s ID)", c.name, c.name)
+		return nil, cli.Usagef("%s: which %s? (usage: txexec %s ID)", c.name, what, c.name)
+	}
+	switch {
+	case c.name == "replay" && !haveID && c.file == "":
+		return nil, cli.Usagef("replay: which recording? (usage: txexec replay ID|FILE)")
+	case c.name == "export" && c.output == "":
+		return nil, cli.Usagef("export: where to? (usage: txexec export ID -o FILE)")
 	}
 	return c, nil
 }

@@ -61,6 +61,8 @@ type Run struct {
 	// as usual); VarySeed gives each run the next seed.
 	Repeat   int
 	VarySeed bool
+	// Record keeps what the run read and produced (--record).
+	Record bool
 	Help     bool // --help: print Usage, run nothing
 	Version  bool // --version: print the version, run nothing
 	Argv     []string
@@ -246,6 +248,15 @@ var Options = []Option{
 		},
 	},
 	{
+		Name: "record",
+		Help: "keep what the run read and produced, for txexec replay",
+		Doc: "Run deterministically (--deterministic, SEED 0 unless given) and record the command, its environment, " +
+			"cwd and seed, the contents of every host file it read (blobs in the state directory, shared between " +
+			"recordings) and its outcome: exit status, stdout, stderr and changes. The transaction then ends as " +
+			"--on-exit says. stdout and stderr reach the terminal through txexec, as pipes. txexec replay ID runs it again.",
+		set: func(r *Run, _ string) error { r.Record, r.Deterministic = true, true; return nil },
+	},
+	{
 		Name: "vary-seed",
 		Help: "with --repeat: run i gets SEED+i",
 		Doc:  "With --repeat: give each run the next seed (SEED, SEED+1, ...) instead of the same one.",
@@ -367,6 +378,10 @@ func checkCombinations(r *Run) error {
 		return Usagef("--deterministic needs a transaction; it cannot be combined with --passthrough")
 	case r.Repeat > 0 && r.OnExit != txn.OnExitSuccess:
 		return Usagef("--repeat aborts every run; it cannot be combined with --on-exit")
+	case r.Repeat > 0 && r.Record:
+		return Usagef("--repeat and --record cannot be combined")
+	case (r.Repeat > 0 || r.Record) && r.Output == OutputDefer:
+		return Usagef("--output=defer cannot be combined with --repeat or --record, which capture the output")
 	}
 	return nil
 }
