@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -117,4 +119,120 @@ func sha256Of(t *testing.T, path string) string {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	return fmt.Sprintf("%x", sha256.Sum256(b))
+}
+
+// recordedRun is the recording id in the stderr of a --record run.
+var recordedRun = regexp.MustCompile(`txexec: recorded run (\d+) \(transaction \d+\)`)
+
+func recordingID(t *testing.T, stderr string) string {
+	t.Helper()
+	m := recordedRun.FindStringSubmatch(stderr)
+	require.NotNil(t, m, "no recording in:\n%s", stderr)
+	return m[1]
+}
+
+// TestRecordReplay: a recorded run, replayed after the host changed what
+// it read, repeats its outcome (it reads the recorded in.txt) and changes
+// nothing on the host; a live run now differs. replay --diff shows what
+// differs in a run that read something live (/proc, which replays bind).
+func TestRecordReplay(t *testing.T) {
+	testenv.NeedRoot(t, "--deterministic makes a pid namespace, replay a mount namespace")
+	requireTools(t, "sh", "cat", "sort", "date")
+	dir, state := t.TempDir(), t.TempDir()
+	env := []string{"TXEXEC_STATE_DIR=" + state}
+	writeFiles(t, dir, map[string]string{"in.txt": "pear\napple\nfig\n"})
+	script := []string{"sh", "-c", "cat in.txt | sort > out.txt; date"}
+	rec := run(t, transaction, command{Argv: script, Dir: dir, Env: env, TxArgs: []string{"--record"}})
+	require.Equal(t, 0, rec.Status, rec.Stderr)
+	assert.Equal(t, "Sat Jan  1 00:00:00 UTC 2000\n", rec.Stdout)
+	id := recordingID(t, rec.Stderr)
+	recorded, err := os.ReadFile(filepath.Join(dir, "out.txt"))
+	require.NoError(t, err, "the recorded run commits as usual")
+	assert.Equal(t, "apple\nfig\npear\n", string(recorded))
+
+	writeFiles(t, dir, map[string]string{"in.txt": "zebra\nyak\n"})
+	require.NoError(t, os.Remove(filepath.Join(dir, "out.txt")))
+	before := snapshotTree(t, dir, nil)
+	rep := run(t, native, command{Argv: []string{txexecBin, "replay", id}, Dir: t.TempDir(), Env: env})
+	assert.Equal(t, 0, rep.Status, "stdout:\n%s\nstderr:\n%s", rep.Stdout, rep.Stderr)
+	assert.Equal(t, "replay of recording "+id+": identical: exit status 0, stdout, stderr and 2 changes\n", rep.Stdout)
+	assert.Equal(t, before, snapshotTree(t, dir, nil), "a replay changes nothing on the host")
+
+	live := run(t, transaction, command{Argv: script, Dir: dir, Env: env, TxArgs: []string{"--deterministic"}})
+	require.Equal(t, 0, live.Status, live.Stderr)
+	now, err := os.ReadFile(filepath.Join(dir, "out.txt"))
+	require.NoError(t, err)
+	assert.NotEqual(t, string(recorded), string(now), "a live run reads the new in.txt")
+
+	t.Run("diff", func(t *testing.T) {
+		rec := run(t, transaction, command{Argv: []string{"cat", "/proc/uptime"}, Dir: dir, Env: env, TxArgs: []string{"--record"}})
+		require.Equal(t, 0, rec.Status, rec.Stderr)
+		id := recordingID(t, rec.Stderr)
+		rep := run(t, native, command{Argv: []string{txexecBin, "replay", id, "--diff"}, Env: env})
+		assert.Equal(t, 1, rep.Status, rep.Stderr)
+		assert.Contains(t, rep.Stdout, "replay of recording "+id+": differs in stdout\n--- recorded stdout\n+++ replayed stdout\n@@ -1 +1 @@\n-"+rec.Stdout)
+	})
+	t.Run("unknown", func(t *testing.T) {
+		rep := run(t, native, command{Argv: []string{txexecBin, "replay", "999"}, Env: env})
+		assert.Equal(t, 1, rep.Status)
+		assert.Equal(t, "txexec: no recording 999\n", rep.Stderr)
+	})
+}
+
+// TestExportReplayElsewhere: an exported recording replays identically
+// from another directory, with another state directory; a file that is
+// not one is refused.
+func TestExportReplayElsewhere(t *testing.T) {
+	testenv.NeedRoot(t, "--deterministic makes a pid namespace, replay a mount namespace")
+	requireTools(t, "sh", "cat", "sort", "date")
+	dir, state := t.TempDir(), t.TempDir()
+	env := []string{"TXEXEC_STATE_DIR=" + state}
+	writeFiles(t, dir, map[string]string{"in.txt": "3\n1\n2\n", "sub/x": "x"})
+	rec := run(t, transaction, command{Argv: []string{"sh", "-c", "cat in.txt | sort > out.txt; ls; date; head -c 8 /dev/urandom | od -An -tx1"},
+		Dir: dir, Env: env, TxArgs: []string{"--record=" /* no value */}})
+	require.Equal(t, 2, rec.Status, "--record takes no value")
+	rec = run(t, transaction, command{Argv: []string{"sh", "-c", "cat in.txt | sort > out.txt; ls; date; head -c 8 /dev/urandom | od -An -tx1"},
+		Dir: dir, Env: env, TxArgs: []string{"--record", "--deterministic=42"}})
+	require.Equal(t, 0, rec.Status, rec.Stderr)
+	id := recordingID(t, rec.Stderr)
+	file := filepath.Join(t.TempDir(), "rec.tar")
+	exp := run(t, native, command{Argv: []string{txexecBin, "export", id, "-o", file}, Env: env})
+	require.Equal(t, 0, exp.Status, exp.Stderr)
+	require.NoError(t, os.RemoveAll(dir), "the recorded tree is gone")
+
+	elsewhere := []string{"TXEXEC_STATE_DIR=" + t.TempDir()}
+	rep := run(t, native, command{Argv: []string{txexecBin, "replay", file}, Dir: t.TempDir(), Env: elsewhere})
+	assert.Equal(t, 0, rep.Status, "stdout:\n%s\nstderr:\n%s", rep.Stdout, rep.Stderr)
+	assert.Equal(t, "replay of "+file+": identical: exit status 0, stdout, stderr and 2 changes\n", rep.Stdout)
+
+	bogus := filepath.Join(t.TempDir(), "bogus")
+	require.NoError(t, os.WriteFile(bogus, []byte("not a recording"), 0o644))
+	rep = run(t, native, command{Argv: []string{txexecBin, "replay", bogus}, Env: elsewhere})
+	assert.Equal(t, exitInternalStatus, rep.Status)
+	assert.Equal(t, "txexec: "+bogus+": not an exported txexec recording\n", rep.Stderr)
+}
+
+// exitInternalStatus is txexec's exit status for an internal error.
+const exitInternalStatus = 70
+
+// TestRepeat: --repeat reports agreement for a deterministic command and
+// commits nothing; --vary-seed makes runs that read randomness differ.
+func TestRepeat(t *testing.T) {
+	testenv.NeedRoot(t, "--deterministic makes a pid namespace")
+	requireTools(t, "sh", "od", "head", "date")
+	dir := t.TempDir()
+	script := []string{"sh", "-c", "date; head -c 4 /dev/urandom | od -An -tx1; echo $$ > made"}
+	r := run(t, transaction, command{Argv: script, Dir: dir, TxArgs: []string{"--deterministic=9", "--repeat", "3"}})
+	assert.Equal(t, 0, r.Status, r.Stderr)
+	assert.Equal(t, "txexec: the 3 runs agree: exit status 0, stdout, stderr and 2 changes\n", r.Stderr)
+	assert.Equal(t, 2, strings.Count(r.Stdout, "\n"), "the first run's output only:\n%s", r.Stdout)
+	assert.NoFileExists(t, filepath.Join(dir, "made"), "--repeat commits nothing")
+
+	r = run(t, transaction, command{Argv: script, Dir: dir, TxArgs: []string{"--deterministic=9", "--repeat", "2", "--vary-seed"}})
+	assert.Equal(t, 1, r.Status, r.Stderr)
+	assert.Equal(t, "txexec: run 2 of 2 (seed 10) differs from run 1 in stdout\n", r.Stderr)
+
+	r = run(t, transaction, command{Argv: []string{"true"}, TxArgs: []string{"--repeat", "2"}})
+	assert.Equal(t, 2, r.Status)
+	assert.Equal(t, "txexec: --repeat needs --deterministic\n", r.Stderr)
 }

@@ -62,10 +62,10 @@ type Run struct {
 	Repeat   int
 	VarySeed bool
 	// Record keeps what the run read and produced (--record).
-	Record bool
-	Help     bool // --help: print Usage, run nothing
-	Version  bool // --version: print the version, run nothing
-	Argv     []string
+	Record  bool
+	Help    bool // --help: print Usage, run nothing
+	Version bool // --version: print the version, run nothing
+	Argv    []string
 }
 
 // Defaults is a Run before any option.
