@@ -37,6 +37,8 @@ _txexec_subcommand() {
 	commit) flags+=' --no-durable' ;;
 	recover) flags+=' --no-durable' ;;
 	wrap) flags+=' --list --check --wrapped-dir' ;;
+	replay) flags+=' --diff' ;;
+	export) flags+=' -o' ;;
 	esac
 	[[ $cur == -* ]] && mapfile -t COMPREPLY < <(compgen -W "$flags" -- "$cur")
 }
@@ -60,7 +62,7 @@ _txexec() {
 			[[ $word == --state-dir=* ]] || lead=0
 			[[ ${COMP_WORDS[i+1]} == = ]] && ((i += 2)) ;;
 		*)
-			if ((lead)) && [[ " log show commit abort recover wrap unwrap " == *" $word "* ]]; then
+			if ((lead)) && [[ " log show commit abort recover wrap unwrap replay export " == *" $word "* ]]; then
 				_txexec_subcommand "$word"
 			else
 				_txexec_command "$i"
@@ -79,10 +81,10 @@ _txexec() {
 	elif [[ " --on-exit --retry --unsupported --output --signals --exclude --repeat --state-dir " == *" $prev "* ]]; then
 		_txexec_value "$prev" "$cur"
 	elif [[ $cur == -* ]]; then
-		mapfile -t COMPREPLY < <(compgen -W '--on-exit= --retry --no-durable --unsupported= --output= --signals= --exclude --passthrough --in-program --trace --deterministic --repeat --vary-seed --state-dir --version --help -h' -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W '--on-exit= --retry --no-durable --unsupported= --output= --signals= --exclude --passthrough --in-program --trace --deterministic --repeat --record --vary-seed --state-dir --version --help -h' -- "$cur")
 		[[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
 	elif ((lead)); then
-		mapfile -t COMPREPLY < <(compgen -W 'log show commit abort recover wrap unwrap' -- "$cur"; compgen -c -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W 'log show commit abort recover wrap unwrap replay export' -- "$cur"; compgen -c -- "$cur")
 	else
 		_txexec_command "$COMP_CWORD"
 	fi

@@ -208,7 +208,7 @@ func stubEnvAndCred() ([]string, *Cred, error) {
 // asking for it, and says so once: its setuid programs silently run
 // unprivileged.
 func setNoNewPrivsIfNeeded() error {
-	if !hasEffectiveCap(unix.CAP_SYS_ADMIN) {
+	if !HasEffectiveCap(unix.CAP_SYS_ADMIN) {
 		if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 			return fmt.Errorf("stub: set no_new_privs: %w", err)
 		}
@@ -220,9 +220,9 @@ func setNoNewPrivsIfNeeded() error {
 	return nil
 }
 
-// hasEffectiveCap reports whether this thread has capability c in its
+// HasEffectiveCap reports whether this thread has capability c in its
 // effective set (in its own user namespace, where the kernel checks it).
-func hasEffectiveCap(c int) bool {
+func HasEffectiveCap(c int) bool {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {

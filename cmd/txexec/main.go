@@ -91,6 +91,9 @@ func run(args []string) int {
 	case o.Version:
 		fmt.Printf("txexec %s\n", versionString())
 		return 0
+	case o.Deterministic && !interpose.HasEffectiveCap(unix.CAP_SYS_ADMIN):
+		fmt.Fprintln(os.Stderr, "txexec: --deterministic runs the command in a pid namespace of its own, which needs CAP_SYS_ADMIN: run txexec as root")
+		return exitUsage
 	case o.Repeat > 0:
 		return repeatRuns(o)
 	case o.Record:

@@ -127,7 +127,7 @@ func parseSubcommand(args []string) (*subcommand, error) {
 	case c.name == "replay" && !haveID && c.file == "":
 		return nil, cli.Usagef("replay: which recording? (usage: txexec replay ID|FILE)")
 	case c.name == "export" && c.output == "":
-		return nil, cli.Usagef("export: where to? (usage: txexec export ID -o FILE)")
+		c.output = fmt.Sprintf("recording-%d.tar", c.id)
 	}
 	return c, nil
 }

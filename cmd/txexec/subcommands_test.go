@@ -39,6 +39,15 @@ func TestParseSubcommand(t *testing.T) {
 		{args: []string{"log", "--diff"}, wantErr: "log: unknown option --diff (see txexec --help)"},
 		{args: []string{"commit", "1", "--json"}, wantErr: "commit: unknown option --json (see txexec --help)"},
 		{args: []string{"recover", "--state-dir"}, wantErr: "recover: option --state-dir needs a value"},
+		{args: []string{"replay", "4", "--diff"}, want: subcommand{name: "replay", id: 4, diff: true, opts: durable}},
+		{args: []string{"replay", "/no/such/rec.tar"}, want: subcommand{name: "replay", file: "/no/such/rec.tar", opts: durable}},
+		{args: []string{"replay"}, wantErr: "replay: which recording? (usage: txexec replay ID|FILE)"},
+		{args: []string{"replay", "1", "2"}, wantErr: `replay: unexpected argument "2"`},
+		{args: []string{"export", "2", "-o", "/r.tar"}, want: subcommand{name: "export", id: 2, output: "/r.tar", opts: durable}},
+		{args: []string{"export", "2"}, want: subcommand{name: "export", id: 2, output: "recording-2.tar", opts: durable}},
+		{args: []string{"export", "-o", "/r.tar"}, wantErr: "export: which recording? (usage: txexec export ID)"},
+		{args: []string{"export", "x", "-o", "f"}, wantErr: `export: "x" is not a recording id`},
+		{args: []string{"export", "2", "-o"}, wantErr: "export: -o needs a file"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

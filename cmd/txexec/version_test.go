@@ -2,6 +2,7 @@ package main
 
 import (
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -50,7 +51,8 @@ func TestSubcommandTable(t *testing.T) {
 			flags = append(flags, "--state-dir=/s")
 		}
 		for _, f := range flags {
-			ok := parse(append(args, f)...) == nil || parse(c.Name, f) == nil || parse(append(args, f+"=/s")...) == nil
+			words := strings.Fields(f) // "-o FILE": two words
+			ok := parse(append(args, words...)...) == nil || parse(append([]string{c.Name}, words...)...) == nil || parse(append(args, f+"=/s")...) == nil
 			assert.True(t, ok, "%s %s", c.Name, f)
 		}
 	}

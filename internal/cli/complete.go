@@ -84,7 +84,11 @@ func BashCompletion() string {
 	w("\tcase $1 in")
 	for i := range Subcommands {
 		if c := &Subcommands[i]; len(c.Flags) > 0 {
-			w("\t%s) flags+=' %s' ;;", c.Name, strings.Join(c.Flags, " "))
+			var names []string
+			for _, f := range c.Flags {
+				names = append(names, strings.Fields(f)[0]) // "-o FILE": the flag, not its value
+			}
+			w("\t%s) flags+=' %s' ;;", c.Name, strings.Join(names, " "))
 		}
 	}
 	w("\tesac")

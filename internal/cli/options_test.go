@@ -45,6 +45,16 @@ func TestParse(t *testing.T) {
 		{"version", []string{"--version"}, with(func(r *Run) { r.Version = true; r.Argv = []string{} })},
 		{"a one-dash word is the command", []string{"-x"}, with(func(r *Run) { r.Argv = []string{"-x"} })},
 		{"-- then an option-like command", []string{"--", "--help"}, with(func(r *Run) { r.Argv = []string{"--help"} })},
+		{"deterministic", []string{"--deterministic", "x"}, with(func(r *Run) { r.Deterministic = true; r.Argv = []string{"x"} })},
+		{"deterministic with a seed", []string{"--deterministic=42", "x"}, with(func(r *Run) { r.Deterministic, r.Seed = true, 42; r.Argv = []string{"x"} })},
+		{"repeat", []string{"--deterministic", "--repeat", "3", "--vary-seed", "x"}, with(func(r *Run) {
+			r.Deterministic, r.Repeat, r.VarySeed = true, 3, true
+			r.Argv = []string{"x"}
+		})},
+		{"record is deterministic", []string{"--record", "--deterministic=7", "x"}, with(func(r *Run) {
+			r.Record, r.Deterministic, r.Seed = true, true, 7
+			r.Argv = []string{"x"}
+		})},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := Parse(tc.args)
@@ -71,6 +81,15 @@ func TestParseErrors(t *testing.T) {
 		{[]string{"--frobnicate", "x"}, "unknown option --frobnicate (see txexec --help)"},
 		{[]string{"--no-durable"}, "no command given (usage: txexec [options] -- COMMAND [ARG...])"},
 		{[]string{"--"}, "no command given (usage: txexec [options] -- COMMAND [ARG...])"},
+		{[]string{"--deterministic=x", "y"}, `--deterministic=x: seed "x": expected a decimal number below 2^64`},
+		{[]string{"--deterministic", "--repeat", "0", "y"}, "--repeat 0: expected a count of at least 1"},
+		{[]string{"--repeat", "2", "y"}, "--repeat needs --deterministic"},
+		{[]string{"--deterministic", "--vary-seed", "y"}, "--vary-seed needs --repeat"},
+		{[]string{"--deterministic", "--passthrough", "y"}, "--deterministic needs a transaction; it cannot be combined with --passthrough"},
+		{[]string{"--record", "--passthrough", "y"}, "--deterministic needs a transaction; it cannot be combined with --passthrough"},
+		{[]string{"--deterministic", "--repeat", "2", "--on-exit=commit", "y"}, "--repeat aborts every run; it cannot be combined with --on-exit"},
+		{[]string{"--record", "--repeat", "2", "y"}, "--repeat and --record cannot be combined"},
+		{[]string{"--record", "--output=defer", "y"}, "--output=defer cannot be combined with --repeat or --record, which capture the output"},
 	} {
 		_, err := Parse(tc.args)
 		require.Error(t, err, tc.args)
