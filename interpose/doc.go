@@ -10,7 +10,11 @@
 // raw seccomp(2) so that SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV can be set); the
 // notification worker pool; Call, Arg, Memory and Reply; the ptrace tracer
 // thread (fork/vfork/clone/exec events, group-stops, signal re-injection,
-// execve path rewriting and its re-check at PTRACE_EVENT_EXEC).
+// execve path rewriting and its re-check at PTRACE_EVENT_EXEC); for
+// deterministic runs, the pid namespace and its init (pidns.go: the stub
+// re-executed as pid 1, which starts the real stub with a fixed pid and
+// reaps), address randomization off, and the rewrite of a new image's
+// auxiliary vector (auxv.go: the vDSO hidden, AT_RANDOM replaced).
 //
 // It must not know about transactions, files or the meaning of any system
 // call beyond execve's register layout: what to do with a call is decided by

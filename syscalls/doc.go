@@ -18,6 +18,12 @@
 // is served by a copy of the Kernel with that transaction's view, locks
 // and signal router (programs.go); every other thread by the Kernel's own.
 //
+// A deterministic run replaces a few rows with those of
+// DeterministicEntries (determ.go: the clocks, sleeps, getrandom, uname,
+// sched_getaffinity, served from a determ.Env), and its opens of the
+// random devices and CPU lists return descriptors of the environment's
+// (determ_files.go).
+//
 // A handler always runs in the same order: decode registers (accessors
 // named after C types) → copy pointer arguments in, once → Kernel.enter
 // (the notification is still valid, the caller's credentials and cwd, the

@@ -29,8 +29,13 @@
 //     the transaction changed. Every other copied-up object shows its
 //     staged object, whose link count is kept equal to the view's.
 //   - Directory listings of the view are always served by Listing, in the
-//     host's order with stable per-name cookies (passthrough directories
-//     excepted). Host listings leave staging areas out (isAreaName).
+//     host's order (by name with SortedListings, in deterministic runs)
+//     with stable per-name cookies (passthrough directories excepted).
+//     Host listings leave staging areas out (isAreaName).
+//   - With StampTimes (deterministic runs), a staged object's atime and
+//     mtime are the view's clock's: set on the object when a stat through
+//     the view, or the commit, finds them moved by the host kernel
+//     (stamp.go).
 //   - The journal names host paths as they are at that point of the
 //     replay; every op carries the inode it expects there (replayIno).
 //     Objects that keep their identity at commit (directories, hard-linked
