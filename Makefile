@@ -46,7 +46,7 @@ $(LAUNCHER): launcher/launcher.c
 	$(CC) $(LAUNCHER_CFLAGS) -o $@ $<
 
 # Packages whose locks carry checklocks annotations (+checklocks:mu).
-CHECKLOCKS_PKGS := ./proc ./interpose
+CHECKLOCKS_PKGS := ./proc ./interpose ./determ
 
 vet: deps
 	$(GO) vet $(PKGS)

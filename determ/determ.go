@@ -60,6 +60,11 @@ func ParseSeed(s string) (uint64, error) {
 	return n, nil
 }
 
+// newTaskLocked registers thread tid at place, with its stream.
+//
+// Preconditions: e.mu held.
+//
+// +checklocks:e.mu
 func (e *Env) newTaskLocked(tid int, place string) *task {
 	h := sha256.New()
 	var b [8]byte
