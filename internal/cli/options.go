@@ -233,6 +233,15 @@ var Options = []Option{
 		},
 	},
 	{
+		Name: "record",
+		Help: "keep what the run read and produced, for txexec replay",
+		Doc: "Run deterministically (--deterministic, SEED 0 unless given) and record the command, its environment, " +
+			"cwd and seed, the contents of every host file it read (blobs in the state directory, shared between " +
+			"recordings) and its outcome: exit status, stdout, stderr and changes. The transaction then ends as " +
+			"--on-exit says. stdout and stderr reach the terminal through txexec, as pipes. txexec replay ID runs it again.",
+		set: func(r *Run, _ string) error { r.Record, r.Deterministic = true, true; return nil },
+	},
+	{
 		Name: "repeat", Kind: RequiredValue, Arg: "N",
 		Help: "with --deterministic: run N times, compare the outcomes",
 		Doc: "With --deterministic: run the command N times, each in a transaction that is aborted, and report whether " +
@@ -246,15 +255,6 @@ var Options = []Option{
 			r.Repeat = n
 			return nil
 		},
-	},
-	{
-		Name: "record",
-		Help: "keep what the run read and produced, for txexec replay",
-		Doc: "Run deterministically (--deterministic, SEED 0 unless given) and record the command, its environment, " +
-			"cwd and seed, the contents of every host file it read (blobs in the state directory, shared between " +
-			"recordings) and its outcome: exit status, stdout, stderr and changes. The transaction then ends as " +
-			"--on-exit says. stdout and stderr reach the terminal through txexec, as pipes. txexec replay ID runs it again.",
-		set: func(r *Run, _ string) error { r.Record, r.Deterministic = true, true; return nil },
 	},
 	{
 		Name: "vary-seed",
