@@ -96,7 +96,7 @@ func TestDeterministicRunsRepeat(t *testing.T) {
 	out1, tree1 := runSeed("7")
 	t.Logf("first run:\n%s", out1)
 	for _, want := range []string{
-		"date Sat Jan  1 00:00:00 UTC 2000", "pid 101 ppid 100", "hostname txexec nprocs 4", "vDSO hidden",
+		"date Sat Jan  1 00:00:00 UTC 2000", "pid 101 ppid 100", "hostname txexec nprocs 4", "vDSO hidden", ": consistent\n",
 		"listing hostdir: . .. alpha bravo charlie delta echo foxtrot golf hotel",
 		"listdir hostdir ['alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel']",
 	} {

@@ -35,6 +35,8 @@ func DeterministicEntries() []Entry {
 			"the node name is txexec and the domain name (none); the rest is the host's", ArgPtr),
 		partial(unix.SYS_SCHED_GETAFFINITY, "sched_getaffinity", SchedGetaffinity,
 			"CPUs 0–3, whatever the pid", ArgInt, ArgUint, ArgPtr),
+		partial(unix.SYS_FSTAT, "fstat", Fstat,
+			"served as fstatat(fd, \"\", AT_EMPTY_PATH), as glibc spells fstat, so that it shows the view's virtual inode numbers and times", ArgFD, ArgPtr),
 	}
 }
 
@@ -200,6 +202,15 @@ func ClockNanosleep(k *Kernel, c *interpose.Call) interpose.Reply {
 		k.Determ.Sleep(time.Duration(ts.Nano()))
 	}
 	return interpose.Return(0)
+}
+
+// Fstat implements fstat(2) as fstatat(fd, NULL, AT_EMPTY_PATH), which
+// the view serves (the kernel serves fstat itself outside deterministic
+// runs).
+func Fstat(k *Kernel, c *interpose.Call) interpose.Reply {
+	fd := c.Args[0].Int()
+	statAddr := c.Args[1].Pointer()
+	return newfstatat(k, c, fd, 0 /* NULL path */, statAddr, unix.AT_EMPTY_PATH)
 }
 
 // getrandom's flags (include/uapi/linux/random.h).

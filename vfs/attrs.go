@@ -14,7 +14,11 @@ func (v *Tx) Stat(c *Caller, at *Handle, path string, flags int) (unix.Stat_t, e
 			if t.node == nil {
 				return unix.Stat_t{}, unix.ENOENT
 			}
-			return v.statAsLocked(t.node, statGranules(at, path, flags, t.node))
+			st, err := v.statAsLocked(t.node, statGranules(at, path, flags, t.node))
+			if err == nil && v.VirtualInodes {
+				st.Ino = v.inoLocked(t.node)
+			}
+			return st, err
 		})
 }
 
@@ -108,6 +112,9 @@ func (v *Tx) Statx(c *Caller, at *Handle, path string, flags int, mask uint32) (
 			// The view's link count, times and directory size, as Stat.
 			v.viewAttrsLocked(n, &st, statGranules(at, path, flags, n))
 			stx.Nlink = uint32(st.Nlink)
+			if v.VirtualInodes {
+				stx.Ino = v.inoLocked(n)
+			}
 			stx.Size, stx.Blocks = uint64(st.Size), uint64(st.Blocks)
 			stx.Mtime = unix.StatxTimestamp{Sec: st.Mtim.Sec, Nsec: uint32(st.Mtim.Nsec)}
 			stx.Ctime = unix.StatxTimestamp{Sec: st.Ctim.Sec, Nsec: uint32(st.Ctim.Nsec)}

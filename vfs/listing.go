@@ -44,10 +44,10 @@ func (v *Tx) Listing(c *Caller, dir *Handle) ([]Dirent, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
-	self := n.viewIno()
+	self := v.inoLocked(n)
 	parent := self
 	if n.parent != nil {
-		parent = n.parent.viewIno()
+		parent = v.inoLocked(n.parent)
 	}
 	out := append(ents, Dirent{Off: dot, Name: ".", Ino: self, Type: unix.DT_DIR},
 		Dirent{Off: dotdot, Name: "..", Ino: parent, Type: unix.DT_DIR})
@@ -83,7 +83,9 @@ func (v *Tx) listLocked(n *Node) (ents []Dirent, dot, dotdot uint64, err error) 
 				continue
 			}
 			if k := v.nodes[FileID{Dev: n.host.Dev, Ino: e.Ino}]; k != nil {
-				e.Ino = k.viewIno()
+				e.Ino = v.inoLocked(k)
+			} else if v.VirtualInodes {
+				e.Ino = v.virtualInoLocked(FileID{Dev: n.host.Dev, Ino: e.Ino})
 			}
 			byName[e.Name] = e
 		}
@@ -95,7 +97,7 @@ func (v *Tx) listLocked(n *Node) (ents []Dirent, dot, dotdot uint64, err error) 
 			delete(byName, name)
 			continue
 		}
-		d := Dirent{Name: name, Ino: e.viewIno(), Type: dtype(e.typ)}
+		d := Dirent{Name: name, Ino: v.inoLocked(e), Type: dtype(e.typ)}
 		if old, ok := byName[name]; ok {
 			d.Off = old.Off // recreated: the host name's place
 		} else if off, ok := n.cookies[name]; ok {

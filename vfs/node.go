@@ -100,6 +100,9 @@ type Node struct {
 	// saw set its times (Tx.StampTimes): a different mtime is the host
 	// kernel's, from a write through a descriptor.
 	stamped *unix.Timespec
+	// vino is the virtual inode number of an object the transaction
+	// created (Tx.VirtualInodes); host originals have theirs in Tx.vinos.
+	vino uint64
 
 	// hostList caches a host directory's entries, as first read (the
 	// transaction's snapshot; validation checks it is still so).

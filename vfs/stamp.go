@@ -137,3 +137,43 @@ func (v *Tx) newDirTimesLocked() []store.RedoOp {
 	sort.Slice(ops, func(i, j int) bool { return ops[i].Path < ops[j].Path })
 	return ops
 }
+
+// firstVirtualIno is the first virtual inode number.
+const firstVirtualIno = 100000
+
+// inoLocked is the inode number the view shows for n: its viewIno, or
+// with VirtualInodes a number given at n's first showing, kept for the
+// run. A host original keeps its number when it is staged (its node's
+// host identity does not change), unlike viewIno's; hard links, one node,
+// share it. stat, statx, fstat (trapped in deterministic runs and served
+// as fstatat) and getdents all show it.
+//
+// Preconditions: v.mu held.
+func (v *Tx) inoLocked(n *Node) uint64 {
+	if !v.VirtualInodes {
+		return n.viewIno()
+	}
+	if n.host != (FileID{}) {
+		return v.virtualInoLocked(n.host)
+	}
+	if n.vino == 0 {
+		v.vinoN++
+		n.vino = firstVirtualIno + v.vinoN
+	}
+	return n.vino
+}
+
+// virtualInoLocked is the virtual inode number of host original id.
+//
+// Preconditions: v.mu held.
+func (v *Tx) virtualInoLocked(id FileID) uint64 {
+	if ino, ok := v.vinos[id]; ok {
+		return ino
+	}
+	if v.vinos == nil {
+		v.vinos = map[FileID]uint64{}
+	}
+	v.vinoN++
+	v.vinos[id] = firstVirtualIno + v.vinoN
+	return v.vinos[id]
+}

@@ -91,3 +91,36 @@ func TestStampTimes(t *testing.T) {
 	require.NoError(t, err)
 	assert.Less(t, st.Mtim.Sec, int64(946684800+100), "the commit stamps what nothing stat'ed")
 }
+
+// TestVirtualInodes: with VirtualInodes, stat and the listing agree on
+// numbers given in the order of first showing; a host file keeps its
+// number when it is staged, and a hard link shares it.
+func TestVirtualInodes(t *testing.T) {
+	e := newEnv(t, func(dir string) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "host"), []byte("h"), 0o644))
+	})
+	e.v.VirtualInodes = true
+	ino := func(path string) uint64 {
+		t.Helper()
+		st, err := e.v.Stat(e.c, e.c.Cwd, path, 0)
+		require.NoError(t, err)
+		return st.Ino
+	}
+	host := ino("host")
+	assert.Greater(t, host, uint64(firstVirtualIno))
+	e.create("new", "n", 0o644)
+	assert.Equal(t, host+1, ino("new"), "the next number")
+	e.appendTo("host", "staged now")
+	assert.Equal(t, host, ino("host"), "a staged host file keeps its number")
+	e.must(e.v.Link(e.c, e.c.Cwd, "new", e.c.Cwd, "alias", 0), "link")
+	assert.Equal(t, ino("new"), ino("alias"))
+	ents, err := e.listing(".")
+	require.NoError(t, err)
+	for _, d := range ents {
+		assert.Equal(t, ino(d.Name), d.Ino, "d_ino of %s", d.Name)
+	}
+	var stx unix.Statx_t
+	stx, err = e.v.Statx(e.c, e.c.Cwd, "host", 0, unix.STATX_INO)
+	require.NoError(t, err)
+	assert.Equal(t, host, stx.Ino)
+}

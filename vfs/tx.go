@@ -64,12 +64,20 @@ type Tx struct {
 	// StampTimes gives staged objects the times of Now instead of the
 	// host kernel's (deterministic runs; see stampLocked).
 	StampTimes bool
+	// VirtualInodes numbers the view's objects in the order it first
+	// shows them, instead of showing the host's inode numbers
+	// (deterministic runs; see inoLocked).
+	VirtualInodes bool
 
 	mu sync.Mutex
 	// Everything below is guarded by mu.
 	root *Node
 	// nodes maps host originals and staged objects to their node.
-	nodes   map[FileID]*Node
+	nodes map[FileID]*Node
+	// vinos are the virtual inode numbers given so far (VirtualInodes),
+	// by host original; vinoN counts them.
+	vinos   map[FileID]uint64
+	vinoN   uint64
 	journal []store.RedoOp
 	reads   map[string]readRecord
 	// gen counts the changes that can alter a listing of the view: an

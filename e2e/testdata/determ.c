@@ -12,6 +12,7 @@
 #include <sys/auxv.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,6 +110,23 @@ int main(int argc, char **argv) {
 	printf("c-values.txt mtime %ld.%09ld\n", (long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 	stat(tmpl, &st);
 	printf("%s mtime %ld.%09ld\n", tmpl, (long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+	// One inode number whichever way it is asked: stat by name, the
+	// fstat system call itself (glibc spells fstat as fstatat), getdents.
+	struct stat byname, byfd;
+	stat(tmpl, &byname);
+	int ifd = open(tmpl, O_RDONLY);
+	syscall(SYS_fstat, ifd, &byfd);
+	close(ifd);
+	unsigned long dino = 0;
+	DIR *d = opendir(".");
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL)
+		if (strcmp(e->d_name, tmpl) == 0)
+			dino = e->d_ino;
+	closedir(d);
+	printf("inode of %s: stat %lu fstat %lu getdents %lu: %s\n", tmpl, (unsigned long)byname.st_ino,
+	       (unsigned long)byfd.st_ino, dino,
+	       byname.st_ino == byfd.st_ino && byfd.st_ino == dino ? "consistent" : "INCONSISTENT");
 	FILE *in = fopen("c-values.txt", "r");
 	while (fgets(line, sizeof line, in))
 		fputs(line, stdout);

@@ -29,5 +29,5 @@ with open("py-values.txt", "w") as out:
     out.write("\n".join(lines) + "\n")
 for p in ("py-values.txt", name, named.name):
     st = os.stat(p)
-    lines.append("%s mtime %d" % (os.path.basename(p), st.st_mtime_ns))
+    lines.append("%s mtime %d ino %d" % (os.path.basename(p), st.st_mtime_ns, st.st_ino))
 print("\n".join(lines))
