@@ -124,6 +124,10 @@ func stubMain() error {
 	// while an open is still the kernel's and not the view's.
 	lastPidFD := -1
 	if os.Getenv(stubInNSEnv) == "1" {
+		if pid := os.Getpid(); pid != commandPid {
+			// Said, not let pass: every pid of the run would differ.
+			return fmt.Errorf("stub: the command would be pid %d of its namespace, not %d (txexec's init made a thread at that instant); run it again", pid, commandPid)
+		}
 		if lastPidFD, err = unix.Open(nsLastPid, unix.O_WRONLY|unix.O_CLOEXEC, 0); err != nil {
 			return fmt.Errorf("stub: open %s: %w", nsLastPid, err)
 		}
