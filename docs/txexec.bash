@@ -37,7 +37,7 @@ _txexec_subcommand() {
 	commit) flags+=' --no-durable' ;;
 	recover) flags+=' --no-durable' ;;
 	wrap) flags+=' --list --check --wrapped-dir' ;;
-	replay) flags+=' --diff' ;;
+	replay) flags+=' --diff --commit' ;;
 	export) flags+=' -o' ;;
 	esac
 	[[ $cur == -* ]] && mapfile -t COMPREPLY < <(compgen -W "$flags" -- "$cur")

@@ -236,3 +236,33 @@ func TestRepeat(t *testing.T) {
 	assert.Equal(t, 2, r.Status)
 	assert.Equal(t, "txexec: --repeat needs --deterministic\n", r.Stderr)
 }
+
+// TestReplayCommit: replay --commit runs the recording on the host when
+// the host still holds what it read, and commits when the outcome is the
+// recorded one; once the host has changed it runs nothing.
+func TestReplayCommit(t *testing.T) {
+	testenv.NeedRoot(t, "--deterministic makes a pid namespace")
+	requireTools(t, "sh", "cat", "sort", "date")
+	dir, state := t.TempDir(), t.TempDir()
+	env := []string{"TXEXEC_STATE_DIR=" + state}
+	writeFiles(t, dir, map[string]string{"in.txt": "3\n1\n2\n"})
+	rec := run(t, transaction, command{Argv: []string{"sh", "-c", "cat in.txt | sort > out.txt; date"}, Dir: dir, Env: env,
+		TxArgs: []string{"--record", "--on-exit=abort"}})
+	require.Equal(t, 0, rec.Status, rec.Stderr)
+	id := recordingID(t, rec.Stderr)
+	assert.NoFileExists(t, filepath.Join(dir, "out.txt"), "recorded, and aborted")
+
+	rep := run(t, native, command{Argv: []string{txexecBin, "replay", id, "--commit"}, Env: env})
+	require.Equal(t, 0, rep.Status, rep.Stderr)
+	assert.Regexp(t, `^replay of recording `+id+`: identical: exit status 0, stdout, stderr and 2 changes; transaction \d+ committed\n$`, rep.Stdout)
+	b, err := os.ReadFile(filepath.Join(dir, "out.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "1\n2\n3\n", string(b))
+
+	writeFiles(t, dir, map[string]string{"in.txt": "changed\n"})
+	before := snapshotTree(t, dir, nil)
+	rep = run(t, native, command{Argv: []string{txexecBin, "replay", id, "--commit"}, Env: env})
+	assert.Equal(t, 75, rep.Status)
+	assert.Contains(t, rep.Stderr, "txexec: replay --commit: the host no longer holds what the run read: ")
+	assert.Equal(t, before, snapshotTree(t, dir, nil))
+}

@@ -1,8 +1,11 @@
 package record
 
 import (
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -241,3 +244,80 @@ func listing(dir string) ([]Entry, error) {
 	}
 	return out, nil
 }
+
+// MismatchError says a host path no longer holds what a recording read.
+type MismatchError struct {
+	Path string
+	What string
+}
+
+func (e *MismatchError) Error() string { return fmt.Sprintf("%s: %s", e.Path, e.What) }
+
+// Matches checks that the host holds what m recorded, path by path:
+// absence, type, contents (by hash), size, symlink targets, listings;
+// modes and owners. The first difference is a MismatchError.
+func Matches(m *Manifest) error {
+	for _, f := range m.Files {
+		var st unix.Stat_t
+		err := unix.Lstat(f.Path, &st)
+		if f.Type == TypeAbsent {
+			if err == nil {
+				return &MismatchError{f.Path, "exists, and was absent"}
+			}
+			continue
+		}
+		if err != nil {
+			return &MismatchError{f.Path, "is absent"}
+		}
+		now, err := (&capture{blobs: hashOnly{}, files: map[string]*File{}}).stat(f.Path, &st, f.Blob != "")
+		if err != nil {
+			return &MismatchError{f.Path, "cannot be read"}
+		}
+		switch {
+		case now.Type != f.Type:
+			return &MismatchError{f.Path, fmt.Sprintf("is a %s, and was a %s", now.Type, f.Type)}
+		case now.Blob != f.Blob || f.Type == TypeFile && now.Size != f.Size:
+			return &MismatchError{f.Path, "has other contents"}
+		case now.Target != f.Target:
+			return &MismatchError{f.Path, "leads elsewhere"}
+		case now.Mode != f.Mode || now.UID != f.UID || now.GID != f.GID:
+			return &MismatchError{f.Path, "has another mode or owner"}
+		}
+		if f.Listing != nil {
+			l, err := listing(f.Path)
+			if err != nil || !sameNames(l, f.Listing) {
+				return &MismatchError{f.Path, "lists other entries"}
+			}
+		}
+	}
+	return nil
+}
+
+func sameNames(a, b []Entry) bool {
+	names := map[string]string{}
+	for _, e := range a {
+		names[e.Name] = e.Type
+	}
+	if len(a) != len(b) {
+		return false
+	}
+	for _, e := range b {
+		if t, ok := names[e.Name]; !ok || t != e.Type {
+			return false
+		}
+	}
+	return true
+}
+
+// hashOnly hashes what it is given and keeps nothing.
+type hashOnly struct{}
+
+func (hashOnly) Put(r io.Reader) (string, error) {
+	h := sha256.New()
+	if _, err := io.Copy(h, r); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func (hashOnly) Open(string) (io.ReadCloser, error) { return nil, os.ErrNotExist }

@@ -135,3 +135,37 @@ func TestExportImport(t *testing.T) {
 	_, _, err = Import(bytes.NewReader(damaged), t.TempDir())
 	assert.ErrorContains(t, err, "does not hold what its name says")
 }
+
+// TestMatches: the host matches what Capture recorded until a recorded
+// file's contents, a path found absent or a listing changes.
+func TestMatches(t *testing.T) {
+	dir := t.TempDir()
+	f := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(f, []byte("one"), 0o644))
+	other := t.TempDir() // not listed: an absent path there is told by itself
+	reads := []store.ReadRecord{readOf(t, dir, false, true), readOf(t, f, true, false), readOf(t, filepath.Join(other, "absent"), false, false)}
+	files, err := Capture(reads, Dir(t.TempDir()))
+	require.NoError(t, err)
+	m := &Manifest{Files: files}
+	require.NoError(t, Matches(m))
+
+	for _, tc := range []struct {
+		name, path string
+		change     func()
+		undo       func()
+	}{
+		{"contents", f, func() { os.WriteFile(f, []byte("two"), 0o644) }, func() { os.WriteFile(f, []byte("one"), 0o644) }},
+		{"mode", f, func() { os.Chmod(f, 0o600) }, func() { os.Chmod(f, 0o644) }},
+		{"absent", filepath.Join(other, "absent"), func() { os.WriteFile(filepath.Join(other, "absent"), nil, 0o644) }, func() { os.Remove(filepath.Join(other, "absent")) }},
+		{"listing", dir, func() { os.WriteFile(filepath.Join(dir, "new"), nil, 0o644) }, func() { os.Remove(filepath.Join(dir, "new")) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.change()
+			defer tc.undo()
+			var me *MismatchError
+			require.ErrorAs(t, Matches(m), &me)
+			assert.Equal(t, tc.path, me.Path)
+		})
+	}
+	require.NoError(t, Matches(m))
+}

@@ -424,6 +424,9 @@ func cmdReplay(c *subcommand) int {
 		fmt.Fprintf(c.errOut, "txexec: %v\n", err)
 		return exitInternal
 	}
+	if c.commit {
+		return c.replayOnHost(m, blobs)
+	}
 	root := filepath.Join(tmp, "root")
 	if err := os.Mkdir(root, 0o755); err != nil {
 		fmt.Fprintf(c.errOut, "txexec: %v\n", err)
@@ -451,22 +454,32 @@ func cmdReplay(c *subcommand) int {
 		fmt.Fprintf(c.errOut, "txexec: %v\n", err)
 		return exitInternal
 	}
+	same, status := c.compareReplay(m, blobs, runOutcome{status: res.status, stdout: res.stdout, stderr: res.stderr, changes: lines})
+	if same {
+		fmt.Fprintln(c.out)
+	}
+	return status
+}
+
+// compareReplay compares a replay's outcome with m's, says so (without
+// the final newline when they agree, which the caller may extend) and
+// returns whether they agree and the exit status that says it.
+func (c *subcommand) compareReplay(m *record.Manifest, blobs record.Blobs, replayed runOutcome) (bool, int) {
 	stdout, err1 := record.ReadBlob(blobs, m.Outcome.Stdout)
 	stderr, err2 := record.ReadBlob(blobs, m.Outcome.Stderr)
 	if err := errors.Join(err1, err2); err != nil {
 		fmt.Fprintf(c.errOut, "txexec: %v\n", err)
-		return exitInternal
+		return false, exitInternal
 	}
 	recorded := runOutcome{status: m.Outcome.Status, stdout: stdout, stderr: stderr, changes: m.Outcome.Changes}
-	replayed := runOutcome{status: res.status, stdout: res.stdout, stderr: res.stderr, changes: lines}
 	name := c.file
 	if name == "" {
 		name = fmt.Sprintf("recording %d", c.id)
 	}
 	d := firstDifferences(recorded, replayed)
 	if len(d) == 0 {
-		fmt.Fprintf(c.out, "replay of %s: identical: exit status %d, stdout, stderr and %d changes\n", name, recorded.status, len(recorded.changes))
-		return 0
+		fmt.Fprintf(c.out, "replay of %s: identical: exit status %d, stdout, stderr and %d changes", name, recorded.status, len(recorded.changes))
+		return true, 0
 	}
 	fmt.Fprintf(c.out, "replay of %s: differs in %s\n", name, strings.Join(d, ", "))
 	if c.diff {
@@ -477,7 +490,73 @@ func cmdReplay(c *subcommand) int {
 		writeOutcomeDiff(c.out, "stderr", splitLines(recorded.stderr), splitLines(replayed.stderr))
 		writeOutcomeDiff(c.out, "changes", recorded.changes, replayed.changes)
 	}
-	return 1
+	return false, 1
+}
+
+// replayOnHost is replay --commit: when the host still holds everything
+// the recording read, the recorded command runs on the host, as a
+// deterministic run with the recorded environment, cwd and seed; its
+// transaction commits if the outcome is the recorded one, and is aborted
+// otherwise.
+func (c *subcommand) replayOnHost(m *record.Manifest, blobs record.Blobs) int {
+	if err := record.Matches(m); err != nil {
+		fmt.Fprintf(c.errOut, "txexec: replay --commit: the host no longer holds what the run read: %v; nothing was run\n", err)
+		return exitConflict
+	}
+	st, status := c.open()
+	if st == nil {
+		return status
+	}
+	defer st.Close()
+	tmp, err := os.MkdirTemp("", "txexec-replay-")
+	if err != nil {
+		fmt.Fprintf(c.errOut, "txexec: %v\n", err)
+		return exitInternal
+	}
+	defer os.RemoveAll(tmp)
+	changes := filepath.Join(tmp, "changes")
+	opts := cli.Defaults()
+	opts.Durable = c.opts.Durable
+	env := append(append([]string(nil), m.Env...), changesEnv+"="+changes)
+	res, err := runChild(childSpec{args: childArgs(&opts, m.Seed, st.Dir(), m.Argv), env: env, dir: m.Cwd})
+	if err != nil {
+		fmt.Fprintf(c.errOut, "txexec: %v\n", err)
+		return exitInternal
+	}
+	if res.kept == 0 {
+		fmt.Fprintf(c.errOut, "txexec: the replay ended without a transaction to compare (exit status %d):\n%s", res.status, res.stderr)
+		return exitInternal
+	}
+	lines, err := readChanges(changes)
+	if err != nil {
+		fmt.Fprintf(c.errOut, "txexec: %v\n", err)
+		return exitInternal
+	}
+	mgr := &txn.Manager{Store: st, Durable: c.opts.Durable}
+	same, status := c.compareReplay(m, blobs, runOutcome{status: res.status, stdout: res.stdout, stderr: res.stderr, changes: lines})
+	if !same {
+		if err := mgr.AbortKept(res.kept, "replay --commit: the outcome is not the recorded one"); err != nil {
+			fmt.Fprintf(c.errOut, "txexec: %v\n", err)
+			return exitInternal
+		}
+		fmt.Fprintf(c.errOut, "txexec: transaction %d aborted: the outcome is not the recorded one\n", res.kept)
+		return status
+	}
+	if err := mgr.CommitKept(res.kept); err != nil {
+		fmt.Fprintln(c.out)
+		var ce *txn.CommitError
+		if errors.As(err, &ce) {
+			fmt.Fprintf(c.errOut, "txexec: transaction %d aborted: %v\n", res.kept, ce.Err)
+			if ce.Conflict {
+				return exitConflict
+			}
+			return exitInternal
+		}
+		fmt.Fprintf(c.errOut, "txexec: %v\n", err)
+		return exitInternal
+	}
+	fmt.Fprintf(c.out, "; transaction %d committed\n", res.kept)
+	return 0
 }
 
 // writeOutcomeDiff writes a unified diff of one part of two outcomes,

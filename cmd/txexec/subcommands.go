@@ -38,6 +38,7 @@ type subcommand struct {
 	json   bool      // log --json
 	diff   bool      // show --diff, replay --diff
 	file   string    // replay FILE: an exported recording
+	commit bool      // replay --commit
 	output string    // export -o FILE
 	opts   cli.Run   // Durable and StateDir
 	out    io.Writer // results (log, show, recover)
@@ -83,6 +84,8 @@ func parseSubcommand(args []string) (*subcommand, error) {
 			c.json = true
 		case a == "--diff" && (c.name == "show" || c.name == "replay"):
 			c.diff = true
+		case a == "--commit" && c.name == "replay":
+			c.commit = true
 		case (a == "-o" || a == "--output") && c.name == "export":
 			if len(rest) < 2 {
 				return nil, cli.Usagef("export: %s needs a file", a)

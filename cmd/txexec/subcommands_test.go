@@ -40,6 +40,8 @@ func TestParseSubcommand(t *testing.T) {
 		{args: []string{"commit", "1", "--json"}, wantErr: "commit: unknown option --json (see txexec --help)"},
 		{args: []string{"recover", "--state-dir"}, wantErr: "recover: option --state-dir needs a value"},
 		{args: []string{"replay", "4", "--diff"}, want: subcommand{name: "replay", id: 4, diff: true, opts: durable}},
+		{args: []string{"replay", "--commit", "4"}, want: subcommand{name: "replay", id: 4, commit: true, opts: durable}},
+		{args: []string{"show", "4", "--commit"}, wantErr: "show: unknown option --commit (see txexec --help)"},
 		{args: []string{"replay", "/no/such/rec.tar"}, want: subcommand{name: "replay", file: "/no/such/rec.tar", opts: durable}},
 		{args: []string{"replay"}, wantErr: "replay: which recording? (usage: txexec replay ID|FILE)"},
 		{args: []string{"replay", "1", "2"}, wantErr: `replay: unexpected argument "2"`},

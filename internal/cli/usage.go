@@ -24,7 +24,7 @@ var Subcommands = []Subcommand{
 	{Name: "wrap", Args: "PATH...", Flags: []string{"--list", "--check", "--wrapped-dir"},
 		Help: "protect set-ID programs: whoever runs one, it runs in a transaction"},
 	{Name: "unwrap", Args: "PATH...", Help: "put wrapped programs back as they were"},
-	{Name: "replay", Args: "ID|FILE", Flags: []string{"--diff"}, Help: "run a recording (--record) again from what it read; compare"},
+	{Name: "replay", Args: "ID|FILE", Flags: []string{"--diff", "--commit"}, Help: "run a recording (--record) again from what it read; compare"},
 	{Name: "export", Args: "ID", Flags: []string{"-o FILE"}, Help: "write a recording to one file (recording-ID.tar), for replay FILE"},
 }
 
