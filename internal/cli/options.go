@@ -375,7 +375,7 @@ func checkCombinations(r *Run) error {
 	case r.VarySeed && r.Repeat == 0:
 		return Usagef("--vary-seed needs --repeat")
 	case r.Deterministic && r.Passthrough:
-		return Usagef("--deterministic needs a transaction; it cannot be combined with --passthrough")
+		return Usagef("--deterministic needs a transaction around the command; it cannot be combined with --passthrough or --in-program")
 	case r.Repeat > 0 && r.OnExit != txn.OnExitSuccess:
 		return Usagef("--repeat aborts every run; it cannot be combined with --on-exit")
 	case r.Repeat > 0 && r.Record:
