@@ -39,6 +39,7 @@ _txexec_subcommand() {
 	wrap) flags+=' --list --check --wrapped-dir' ;;
 	replay) flags+=' --diff --commit' ;;
 	export) flags+=' -o' ;;
+	parallel) flags+=' --jobs --keep-going --json' ;;
 	esac
 	[[ $cur == -* ]] && mapfile -t COMPREPLY < <(compgen -W "$flags" -- "$cur")
 }
@@ -62,7 +63,7 @@ _txexec() {
 			[[ $word == --state-dir=* ]] || lead=0
 			[[ ${COMP_WORDS[i+1]} == = ]] && ((i += 2)) ;;
 		*)
-			if ((lead)) && [[ " log show commit abort recover wrap unwrap replay export " == *" $word "* ]]; then
+			if ((lead)) && [[ " log show commit abort recover wrap unwrap replay export parallel " == *" $word "* ]]; then
 				_txexec_subcommand "$word"
 			else
 				_txexec_command "$i"
@@ -84,7 +85,7 @@ _txexec() {
 		mapfile -t COMPREPLY < <(compgen -W '--on-exit= --retry --no-durable --unsupported= --output= --signals= --exclude --passthrough --in-program --trace --deterministic --record --repeat --vary-seed --state-dir --version --help -h' -- "$cur")
 		[[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
 	elif ((lead)); then
-		mapfile -t COMPREPLY < <(compgen -W 'log show commit abort recover wrap unwrap replay export' -- "$cur"; compgen -c -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W 'log show commit abort recover wrap unwrap replay export parallel' -- "$cur"; compgen -c -- "$cur")
 	else
 		_txexec_command "$COMP_CWORD"
 	fi

@@ -902,3 +902,47 @@ func TestReadCountOfOlderRecords(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, rec.ReadN)
 }
+
+// TestRunLog: a parallel run's transactions come in the order of its
+// commands, a re-run after the command's earlier attempt; other
+// transactions and other runs are left out.
+func TestRunLog(t *testing.T) {
+	s := openT(t, t.TempDir(), Options{})
+	run, err := s.BeginRun(3)
+	require.NoError(t, err)
+	other, err := s.BeginRun(-1)
+	require.NoError(t, err)
+	require.NotEqual(t, run, other)
+	begin := func(info TxInfo) int64 {
+		tx, err := s.Begin(info)
+		require.NoError(t, err)
+		return tx.ID
+	}
+	// Begun out of order, as commands running side by side are.
+	third := begin(TxInfo{Command: []string{"c"}, Run: run, RunSeq: 2})
+	first := begin(TxInfo{Command: []string{"a"}, Run: run, RunSeq: 0})
+	begin(TxInfo{Command: []string{"unrelated"}})
+	begin(TxInfo{Command: []string{"x"}, Run: other, RunSeq: 0})
+	second := begin(TxInfo{Command: []string{"b"}, Run: run, RunSeq: 1})
+	secondAgain := begin(TxInfo{Command: []string{"b"}, Run: run, RunSeq: 1})
+
+	recs, err := s.RunLog(run)
+	require.NoError(t, err)
+	var ids []int64
+	for _, r := range recs {
+		ids = append(ids, r.ID)
+		assert.Equal(t, run, r.Run)
+	}
+	assert.Equal(t, []int64{first, second, secondAgain, third}, ids)
+	assert.Equal(t, []int{0, 1, 1, 2}, []int{recs[0].RunSeq, recs[1].RunSeq, recs[2].RunSeq, recs[3].RunSeq})
+
+	all, err := s.Log(0)
+	require.NoError(t, err)
+	for _, r := range all {
+		if r.Command[0] == "unrelated" {
+			assert.Zero(t, r.Run, "a transaction of no run")
+		}
+	}
+	_, err = s.RunLog(run + 100)
+	require.ErrorIs(t, err, ErrNotFound)
+}

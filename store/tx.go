@@ -34,10 +34,15 @@ func (s *Store) Begin(info TxInfo) (Tx, error) {
 			FROM commit_counter c`, StateCommitted).Scan(&t.StartSeq); err != nil {
 			return err
 		}
-		res, err := tx.Exec(`INSERT INTO tx (state, command, cwd, owner_pid, owner_start, start_seq, begin_ns)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		var run, runSeq sql.NullInt64
+		if info.Run != 0 {
+			run = sql.NullInt64{Int64: info.Run, Valid: true}
+			runSeq = sql.NullInt64{Int64: int64(info.RunSeq), Valid: true}
+		}
+		res, err := tx.Exec(`INSERT INTO tx (state, command, cwd, owner_pid, owner_start, start_seq, begin_ns, run_id, run_seq)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			StateRunning, string(cmd), info.Cwd, s.opt.Owner.Pid, int64(s.opt.Owner.Start),
-			t.StartSeq, s.opt.Now().UnixNano())
+			t.StartSeq, s.opt.Now().UnixNano(), run, runSeq)
 		if err != nil {
 			return err
 		}
@@ -591,7 +596,8 @@ const recordColumns = `id, state, command, cwd, owner_pid, owner_start, start_se
 	command_status, begin_ns, commit_ns, applied_ns, aborted_ns, kept_ns,
 	(SELECT count(*) FROM redo WHERE tx_id = tx.id),
 	(SELECT count(*) FROM granule WHERE tx_id = tx.id),
-	COALESCE(read_n, (SELECT count(*) FROM readset WHERE tx_id = tx.id))`
+	COALESCE(read_n, (SELECT count(*) FROM readset WHERE tx_id = tx.id)),
+	COALESCE(run_id, 0), COALESCE(run_seq, 0)`
 
 func scanRecord(sc interface{ Scan(...any) error }) (TxRecord, error) {
 	var r TxRecord
@@ -600,7 +606,7 @@ func scanRecord(sc interface{ Scan(...any) error }) (TxRecord, error) {
 	var seq, status, commitNs, appliedNs, abortedNs, keptNs sql.NullInt64
 	var beginNs int64
 	if err := sc.Scan(&r.ID, &r.State, &cmd, &r.Cwd, &r.Owner.Pid, &start, &r.StartSeq, &seq, &r.Reason,
-		&status, &beginNs, &commitNs, &appliedNs, &abortedNs, &keptNs, &r.OpN, &r.GranuleN, &r.ReadN); err != nil {
+		&status, &beginNs, &commitNs, &appliedNs, &abortedNs, &keptNs, &r.OpN, &r.GranuleN, &r.ReadN, &r.Run, &r.RunSeq); err != nil {
 		return TxRecord{}, err
 	}
 	if err := json.Unmarshal([]byte(cmd), &r.Command); err != nil {
@@ -648,6 +654,55 @@ func (s *Store) Log(limit int) ([]TxRecord, error) {
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read log: %w", err)
+	}
+	return recs, nil
+}
+
+// BeginRun records the start of a txexec parallel run of commandN
+// commands (-1: not known yet) and returns its id, for TxInfo.Run.
+func (s *Store) BeginRun(commandN int) (int64, error) {
+	var id int64
+	err := s.write(func(tx *sql.Tx) error {
+		res, err := tx.Exec(`INSERT INTO parallel_run (commands, begin_ns) VALUES (?, ?)`, commandN, s.opt.Now().UnixNano())
+		if err != nil {
+			return err
+		}
+		id, err = res.LastInsertId()
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("begin parallel run: %w", err)
+	}
+	return id, nil
+}
+
+// RunLog returns the transactions of parallel run id in the order of its
+// commands, each command's in the order they began (re-runs after the
+// first), for txexec log --run. A run the store does not know wraps
+// ErrNotFound.
+func (s *Store) RunLog(id int64) ([]TxRecord, error) {
+	var n int
+	if err := s.db.QueryRow(`SELECT count(*) FROM parallel_run WHERE id = ?`, id).Scan(&n); err != nil {
+		return nil, fmt.Errorf("read run %d: %w", id, err)
+	}
+	if n == 0 {
+		return nil, fmt.Errorf("parallel run %d: %w", id, ErrNotFound)
+	}
+	rows, err := s.db.Query(`SELECT `+recordColumns+` FROM tx WHERE run_id = ? ORDER BY run_seq, id`, id)
+	if err != nil {
+		return nil, fmt.Errorf("read run %d: %w", id, err)
+	}
+	defer rows.Close()
+	var recs []TxRecord
+	for rows.Next() {
+		r, err := scanRecord(rows)
+		if err != nil {
+			return nil, fmt.Errorf("read run %d: %w", id, err)
+		}
+		recs = append(recs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read run %d: %w", id, err)
 	}
 	return recs, nil
 }

@@ -39,6 +39,10 @@ type Owner struct {
 type TxInfo struct {
 	Command []string
 	Cwd     string
+	// Run is the txexec parallel run (BeginRun) the transaction is one
+	// command of, at place RunSeq (from 0); 0 for other transactions.
+	Run    int64
+	RunSeq int
 }
 
 // Tx is a transaction just begun.
@@ -233,6 +237,10 @@ type TxRecord struct {
 	OpN           int // redo operations
 	GranuleN      int // granules in the write set
 	ReadN         int // records in the read set (of a committed transaction, not all are stored: see Store.Reads)
+	// Run and RunSeq are TxInfo's: the parallel run and the command's
+	// place in it; 0 and 0 for a transaction of no parallel run.
+	Run    int64
+	RunSeq int
 }
 
 // PendingTx is a committed transaction whose write-through has to be

@@ -23,6 +23,16 @@ type Manager struct {
 	// Outputs are the files the command writes through inherited
 	// descriptors (vfs.Tx.SetOutputs).
 	Outputs []vfs.FileID
+	// Run and RunSeq record transactions as command RunSeq of txexec
+	// parallel run Run (store.TxInfo); 0 otherwise.
+	Run    int64
+	RunSeq int
+	// CommitGate, when set, orders commits (txexec parallel): Commit
+	// calls it once the transaction is prepared, before it takes the
+	// commit lock and validates, and goes on when it returns, which is
+	// when every transaction to commit before it has settled; so the
+	// validation sees all of them. An error aborts the transaction.
+	CommitGate func(id int64) error
 }
 
 // DefaultPriorityAfterN is how many conflicts a command may lose before
@@ -44,7 +54,7 @@ type Transaction struct {
 
 // Begin starts a transaction for command.
 func (m *Manager) Begin(command []string, cwd string) (*Transaction, error) {
-	t, err := m.Store.Begin(store.TxInfo{Command: command, Cwd: cwd})
+	t, err := m.Store.Begin(store.TxInfo{Command: command, Cwd: cwd, Run: m.Run, RunSeq: m.RunSeq})
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +87,14 @@ func (m *Manager) Begin(command []string, cwd string) (*Transaction, error) {
 // always passes; it can still lose to a host change by a process txexec
 // does not supervise, or by its own doom. Others keep running and wait at
 // their commit. For a command that lost DefaultPriorityAfterN times.
+//
+// A transaction whose commits are ordered (CommitGate) never takes it: it
+// would hold the lock while waiting for an earlier transaction, which
+// needs the lock to commit.
 func (m *Manager) BeginPriority(command []string, cwd string) (*Transaction, error) {
+	if m.CommitGate != nil {
+		return nil, errors.New("a transaction committed in order cannot take the commit lock early")
+	}
 	release, err := m.Store.LockCommits(store.LockExclusive)
 	if err != nil {
 		return nil, err
@@ -135,6 +152,13 @@ func (t *Transaction) Commit() error {
 	p, err := t.prepare()
 	if err != nil {
 		return err
+	}
+	if gate := t.m.CommitGate; gate != nil {
+		if err := gate(t.ID); err != nil {
+			err = fmt.Errorf("ordered commit: %w", err)
+			t.m.abort(t.ID, err.Error())
+			return &CommitError{Err: err}
+		}
 	}
 	err = t.m.commit(t.ID, p, p, v.Validate, t.Priority(), t.m.abort)
 	var ce *CommitError

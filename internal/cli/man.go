@@ -20,6 +20,7 @@ var exitStatuses = []struct{ status, meaning string }{
 var examples = []struct{ command, meaning string }{
 	{"txexec -- make install", "Commit what the install did if it succeeds, roll it back otherwise."},
 	{"txexec --on-exit=abort -- make check", "Run a test suite that leaves nothing behind."},
+	{"txexec parallel -j 4 < migrations.txt", "Run the shell command lines of migrations.txt four at a time, each a transaction, committed in the file's order with the result of running them one after another."},
 	{"txexec --on-exit=keep -- ./upgrade.sh", "Keep the transaction prepared; look at it with txexec show ID --diff, then txexec commit ID or txexec abort ID."},
 	{"txexec wrap /usr/local/bin/report-tool", "Run the set-user-ID program report-tool in a transaction whoever starts it; txexec unwrap puts it back."},
 }
@@ -60,6 +61,18 @@ func Man() string {
 		}
 		if o.Repeat {
 			doc += " May be given more than once."
+		}
+		line("%s", roff(doc))
+	}
+	line(".SH PARALLEL OPTIONS")
+	line("%s", roff("txexec parallel takes these besides the options above, which apply to each of its commands."))
+	for i := range ParallelOptions {
+		o := &ParallelOptions[i]
+		line(".TP")
+		line("%s", manSynopsis(o))
+		doc := o.Doc
+		if o.Default != "" {
+			doc += " Default: " + o.Default + "."
 		}
 		line("%s", roff(doc))
 	}

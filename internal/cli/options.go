@@ -66,6 +66,10 @@ type Run struct {
 	Help    bool // --help: print Usage, run nothing
 	Version bool // --version: print the version, run nothing
 	Argv    []string
+	// Jobs, KeepGoing and JSON are txexec parallel's (ParallelOptions).
+	Jobs      int // commands run at once; 0: the number of CPUs
+	KeepGoing bool
+	JSON      bool
 }
 
 // Defaults is a Run before any option.
@@ -140,7 +144,9 @@ var Options = []Option{
 	{
 		Name: "retry", Kind: RequiredValue, Arg: "N", Default: "0",
 		Help: "re-run up to N times when the commit conflicts",
-		Doc:  "Run the command again, up to N times, when its commit loses to another transaction.",
+		Doc: "Run the command again, up to N times, when its commit loses to another transaction. " +
+			"Under txexec parallel, the re-runs after a conflict with a process outside the run " +
+			"(a conflict with an earlier command of the run is always re-run).",
 		set: func(r *Run, v string) error {
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
@@ -284,11 +290,46 @@ var Options = []Option{
 	},
 }
 
+// ParallelOptions are txexec parallel's own options, which it takes
+// besides a run's (Options); a run refuses them.
+var ParallelOptions = []Option{
+	{
+		Name: "jobs", Short: "j", Kind: RequiredValue, Arg: "N", Default: "the number of CPUs",
+		Help: "run at most N commands at once",
+		Doc:  "Run at most N of the commands at once.",
+		set: func(r *Run, v string) error {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				return fmt.Errorf("--jobs %s: expected a count of at least 1", v)
+			}
+			r.Jobs = n
+			return nil
+		},
+	},
+	{
+		Name: "keep-going",
+		Help: "run the later commands after one fails",
+		Doc: "Run every command even after one failed (a failed command's transaction aborts; later commands " +
+			"see the state without it). Without it, the first failure stops the commands after it, like make: " +
+			"they are killed and nothing of them is committed.",
+		set: func(r *Run, _ string) error { r.KeepGoing = true; return nil },
+	},
+	{
+		Name: "json",
+		Help: "one JSON object per command, then a summary",
+		Doc: "Write on stdout, instead of the commands' output, one JSON object per command in input order " +
+			"(its command, outcome, exit status, transactions, re-runs, time and output) and then one for the summary.",
+		set: func(r *Run, _ string) error { r.JSON = true; return nil },
+	},
+}
+
 // Lookup is the option of a name (without "--"), or nil.
-func Lookup(name string) *Option {
-	for i := range Options {
-		if Options[i].Name == name {
-			return &Options[i]
+func Lookup(name string) *Option { return lookupIn(Options, name) }
+
+func lookupIn(table []Option, name string) *Option {
+	for i := range table {
+		if table[i].Name == name {
+			return &table[i]
 		}
 	}
 	return nil
@@ -308,6 +349,24 @@ func Usagef(format string, a ...any) error { return &UsageError{fmt.Sprintf(form
 // (--exclude's directory is the caller's to check). A command is required
 // unless --help or --version was given.
 func Parse(args []string) (*Run, error) {
+	r, args, err := parseOptions(args, Options, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkCombinations(r); err != nil {
+		return nil, err
+	}
+	if len(args) == 0 && !r.Help && !r.Version {
+		return nil, Usagef("no command given (usage: txexec [options] -- COMMAND [ARG...])")
+	}
+	r.Argv = args
+	return r, nil
+}
+
+// parseOptions parses options of table up to "--" (consumed) or the first
+// word that is not one, and returns the rest; each option's words as
+// given are appended to *words when words is not nil.
+func parseOptions(args []string, table []Option, words map[string][]string) (*Run, []string, error) {
 	r := Defaults()
 	for len(args) > 0 {
 		a := args[0]
@@ -320,13 +379,13 @@ func Parse(args []string) (*Run, error) {
 		switch {
 		case strings.HasPrefix(a, "--"):
 			name, val, hasVal = strings.Cut(a[2:], "=")
-			if o = Lookup(name); o == nil {
-				return nil, Usagef("unknown option --%s (see txexec --help)", name)
+			if o = lookupIn(table, name); o == nil {
+				return nil, nil, Usagef("unknown option --%s (see txexec --help)", name)
 			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
-			for i := range Options {
-				if Options[i].Short != "" && a == "-"+Options[i].Short {
-					o = &Options[i]
+			for i := range table {
+				if table[i].Short != "" && a == "-"+table[i].Short {
+					o = &table[i]
 				}
 			}
 			if o != nil {
@@ -340,31 +399,31 @@ func Parse(args []string) (*Run, error) {
 		switch o.Kind {
 		case NoValue:
 			if hasVal {
-				return nil, Usagef("option --%s takes no value", name)
+				return nil, nil, Usagef("option --%s takes no value", name)
 			}
 		case RequiredValue:
 			if !hasVal {
 				if len(args) == 0 {
-					return nil, Usagef("option --%s needs a value", name)
+					return nil, nil, Usagef("option --%s needs a value", name)
 				}
 				val, args = args[0], args[1:]
 			}
 		}
 		if o.Choices != nil && !slices.Contains(o.Choices, val) {
-			return nil, Usagef("--%s=%s: expected one of %s", name, val, strings.Join(o.Choices, ", "))
+			return nil, nil, Usagef("--%s=%s: expected one of %s", name, val, strings.Join(o.Choices, ", "))
 		}
 		if err := o.set(&r, val); err != nil {
-			return nil, &UsageError{err.Error()}
+			return nil, nil, &UsageError{err.Error()}
+		}
+		if words != nil {
+			w := "--" + o.Name
+			if o.Kind != NoValue && (o.Kind == RequiredValue || hasVal) {
+				w += "=" + val
+			}
+			words[o.Name] = append(words[o.Name], w)
 		}
 	}
-	if err := checkCombinations(&r); err != nil {
-		return nil, err
-	}
-	if len(args) == 0 && !r.Help && !r.Version {
-		return nil, Usagef("no command given (usage: txexec [options] -- COMMAND [ARG...])")
-	}
-	r.Argv = args
-	return &r, nil
+	return &r, args, nil
 }
 
 // checkCombinations refuses options that need another, or exclude it.

@@ -26,6 +26,8 @@ var Subcommands = []Subcommand{
 	{Name: "unwrap", Args: "PATH...", Help: "put wrapped programs back as they were"},
 	{Name: "replay", Args: "ID|FILE", Flags: []string{"--diff", "--commit"}, Help: "run a recording (--record) again from what it read; compare"},
 	{Name: "export", Args: "ID", Flags: []string{"-o FILE"}, Help: "write a recording to one file (recording-ID.tar), for replay FILE"},
+	{Name: "parallel", Args: "[options] [-- COMMAND ::: COMMAND...]", Flags: []string{"--jobs", "--keep-going", "--json"},
+		Help: "run commands (stdin lines, or the list after --) side by side, each a transaction, committed in input order with the result of a serial run"},
 }
 
 // Summary is what txexec does, in one sentence.
@@ -75,6 +77,11 @@ func Usage() string {
 			help += " (or $" + o.Env + ")"
 		}
 		fmt.Fprintf(&b, "  %-*s%s\n", width, o.Synopsis(), help)
+	}
+	b.WriteString("\nparallel options (txexec parallel also takes the options above):\n")
+	for i := range ParallelOptions {
+		o := &ParallelOptions[i]
+		fmt.Fprintf(&b, "  %-*s%s\n", width, o.Synopsis(), o.Help)
 	}
 	b.WriteString("\nsubcommands:\n")
 	for i := range Subcommands {
