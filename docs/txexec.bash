@@ -32,7 +32,7 @@ _txexec_subcommand() {
 		return
 	fi
 	case $1 in
-	log) flags+=' --json' ;;
+	log) flags+=' --json --run' ;;
 	show) flags+=' --diff' ;;
 	commit) flags+=' --no-durable' ;;
 	recover) flags+=' --no-durable' ;;

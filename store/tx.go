@@ -658,6 +658,29 @@ func (s *Store) Log(limit int) ([]TxRecord, error) {
 	return recs, nil
 }
 
+// CommittedSince returns the write sets of the transactions committed
+// since transaction id began, as Commit's validate gets them, without
+// committing it: for a transaction about to abort that must know whether
+// it ran on a state since changed (txn.Transaction.Stale).
+func (s *Store) CommittedSince(id int64) ([]WriteSet, error) {
+	var since []WriteSet
+	// A write transaction only for the snapshot of both reads together:
+	// rare (a failed command of txexec parallel) and short.
+	err := s.write(func(tx *sql.Tx) error {
+		var startSeq int64
+		if err := tx.QueryRow(`SELECT start_seq FROM tx WHERE id = ?`, id).Scan(&startSeq); err != nil {
+			return notFound("write sets since", id, err)
+		}
+		var err error
+		since, err = writeSetsSince(tx, startSeq)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("write sets committed since transaction %d began: %w", id, err)
+	}
+	return since, nil
+}
+
 // BeginRun records the start of a txexec parallel run of commandN
 // commands (-1: not known yet) and returns its id, for TxInfo.Run.
 func (s *Store) BeginRun(commandN int) (int64, error) {

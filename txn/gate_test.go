@@ -95,3 +95,39 @@ func TestCommitGate(t *testing.T) {
 		assert.Equal(t, 1, rec.RunSeq)
 	})
 }
+
+// TestStale: a transaction that read what one committed after it began
+// changed is stale; one that read nothing of it is not; neither is ended.
+func TestStale(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		file      string // what the later transaction appends to
+		wantStale bool
+	}{
+		{"read what was committed", "a", true},
+		{"read something else", "other", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newDurableFixture(t)
+			tx, err := f.m.Begin([]string{"failing"}, f.host)
+			require.NoError(t, err)
+			appendIn(t, tx, f.host, tc.file, "x\n")
+			earlier, err := f.m.Begin([]string{"earlier"}, f.host)
+			require.NoError(t, err)
+			appendIn(t, earlier, f.host, "a", "earlier\n")
+			require.NoError(t, earlier.Commit())
+
+			conflict, err := tx.Stale()
+			require.NoError(t, err)
+			if tc.wantStale {
+				assert.True(t, isConflict(conflict), "%v", conflict)
+			} else {
+				assert.NoError(t, conflict)
+			}
+			rec, _, err := f.s.Get(tx.ID)
+			require.NoError(t, err)
+			assert.Equal(t, store.StateRunning, rec.State)
+			require.NoError(t, tx.Abort("failed"))
+		})
+	}
+}

@@ -170,6 +170,30 @@ func (t *Transaction) Commit() error {
 	return err
 }
 
+// Stale reports, as a conflict error, whether what the transaction read
+// was changed since it began: by transactions committed meanwhile (by
+// the rules of its commit's validation) or on the host. It neither
+// commits nor ends the transaction. Under ordered commit (CommitGate) a
+// failed command's transaction asks this before it aborts: a failure on
+// a state an earlier command has since changed is not what running the
+// commands one after another gives, and the command is run again.
+func (t *Transaction) Stale() (conflict, err error) {
+	since, err := t.m.Store.CommittedSince(t.ID)
+	if err != nil {
+		return nil, err
+	}
+	rewritten, conflict := conflictWith(t.View.ReadSet(), since)
+	if conflict == nil {
+		conflict = t.View.Validate(rewritten)
+	}
+	if conflict != nil && !isConflict(conflict) {
+		// Doomed for another reason (an unsupported call): the
+		// failure stands.
+		return nil, nil
+	}
+	return conflict, nil
+}
+
 // Keep ends the transaction without committing it: its redo ops, write set
 // and read set (with what it observed of the host) are stored and its
 // staging area kept, for txexec commit ID (CommitKept, which re-validates)

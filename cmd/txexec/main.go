@@ -76,8 +76,17 @@ func run(args []string) int {
 	if len(args) > 0 && args[0] == wrappedRunWord {
 		return runWrapped(args[1:])
 	}
+	if status, ok := runParallelIfAsked(args); ok {
+		return status
+	}
 	if status, ok := runSubcommand(args); ok {
 		return status
+	}
+	// A command of txexec parallel: its txexec commits in order.
+	gate, err := gateFromEnv()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "txexec: %v\n", err)
+		return exitInternal
 	}
 	o, err := parseRun(args)
 	if err != nil {
@@ -104,7 +113,7 @@ func run(args []string) int {
 		fmt.Fprintf(os.Stderr, "txexec: %v\n", err)
 		return exitNotFound
 	}
-	return runAndReport(o, command{path: path, env: os.Environ()})
+	return runAndReport(o, command{path: path, env: os.Environ(), gate: gate})
 }
 
 // command is what a run executes beyond its argv: the program's path, its
@@ -113,6 +122,9 @@ type command struct {
 	path string
 	env  []string
 	cred *interpose.Cred // nil: txexec's own
+	// gate is the commit gate of a command of txexec parallel, nil
+	// otherwise.
+	gate *commitGate
 }
 
 // runAndReport runs the command and returns txexec's exit status.
@@ -180,6 +192,7 @@ func commandFDs() []int {
 // runCommand runs the command tree and returns txexec's exit status;
 // hooks measure its staging area before it commits or aborts.
 func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
+	gate := cmd.gate
 	host, err := vfs.NewHost()
 	if err != nil {
 		return 0, err
@@ -266,6 +279,9 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 	}
 	defer st.Close()
 	m := &txn.Manager{Store: st, Host: host, Durable: o.Durable, Excludes: o.Excludes, Outputs: vfs.OutputsOf(commandFDs())}
+	if gate != nil {
+		m.Run, m.RunSeq, m.CommitGate = gate.run, gate.seq, gate.wait
+	}
 	cwd, _ := os.Getwd()
 	for attempt := 0; ; attempt++ {
 		t, err := beginAttempt(m, o.Argv, cwd, attempt)
@@ -323,9 +339,24 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 			if o.OnExit == txn.OnExitSuccess {
 				why = fmt.Sprintf("the command exited with status %d", status)
 			}
-			if doom := t.View.Doomed(); doom != nil {
+			doom := t.View.Doomed()
+			if doom != nil {
 				// What made the command fail is more useful than its status.
 				why = doom.Error() + "; " + why
+			}
+			if doom == nil && gate != nil && o.OnExit == txn.OnExitSuccess {
+				if conflict := staleAtGate(gate, t); conflict != nil {
+					// It failed on a state an earlier command of txexec
+					// parallel has changed since: the driver runs it again.
+					why = fmt.Sprintf("%v; the command failed (status %d) on a state an earlier command changed", conflict, status)
+					t.Abort(why)
+					st.SetCommandStatus(t.ID, status)
+					locks.Release()
+					fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %s\n", t.ID, why)
+					a.dropped("aborted")
+					gate.report(gateConflict)
+					return exitConflict, nil
+				}
 			}
 			// Recorded after the abort, which frees the staging first: on
 			// a disk the staging filled, the store has room only then.
@@ -354,6 +385,9 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 				a.dropped("kept")
 			} else {
 				a.committed() // after write-through
+				if gate != nil {
+					gate.report(gateCommitted)
+				}
 			}
 			return status, nil
 		}
@@ -375,6 +409,9 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 		}
 		fmt.Fprintf(os.Stderr, "txexec: transaction %d aborted: %v\n", t.ID, ce.Err)
 		a.dropped("aborted")
+		if gate != nil && ce.Conflict {
+			gate.report(gateConflict)
+		}
 		return exit, nil
 	}
 }

@@ -40,6 +40,7 @@ type subcommand struct {
 	file   string    // replay FILE: an exported recording
 	commit bool      // replay --commit
 	output string    // export -o FILE
+	run    int64     // log --run ID: one txexec parallel run's transactions
 	opts   cli.Run   // Durable and StateDir
 	out    io.Writer // results (log, show, recover)
 	errOut io.Writer // "txexec: " messages
@@ -82,6 +83,19 @@ func parseSubcommand(args []string) (*subcommand, error) {
 		switch {
 		case a == "--json" && c.name == "log":
 			c.json = true
+		case (a == "--run" || strings.HasPrefix(a, "--run=")) && c.name == "log":
+			v, ok := strings.CutPrefix(a, "--run=")
+			if !ok {
+				if len(rest) < 2 {
+					return nil, cli.Usagef("log: option --run needs a value (the run id txexec parallel printed)")
+				}
+				v, rest = rest[1], rest[1:]
+			}
+			id, err := strconv.ParseInt(v, 10, 64)
+			if err != nil || id <= 0 {
+				return nil, cli.Usagef("log: --run %q is not a run id", v)
+			}
+			c.run = id
 		case a == "--diff" && (c.name == "show" || c.name == "replay"):
 			c.diff = true
 		case a == "--commit" && c.name == "replay":
@@ -288,6 +302,10 @@ type logEntry struct {
 	Ops       int      `json:"ops"`
 	Writes    int      `json:"writes"`
 	Reads     int      `json:"reads"`
+	// Run and RunSeq: the txexec parallel run and the command's place in
+	// it (from 0), for its transactions only.
+	Run    int64 `json:"run,omitempty"`
+	RunSeq *int  `json:"run_seq,omitempty"`
 }
 
 func jsonTime(t time.Time) string {
@@ -314,7 +332,17 @@ func cmdLog(c *subcommand) int {
 		return status
 	}
 	defer st.Close()
-	recs, err := st.Log(0)
+	var recs []store.TxRecord
+	var err error
+	if c.run != 0 {
+		recs, err = st.RunLog(c.run)
+		if errors.Is(err, store.ErrNotFound) {
+			fmt.Fprintf(c.errOut, "txexec: no parallel run %d\n", c.run)
+			return exitRefused
+		}
+	} else {
+		recs, err = st.Log(0)
+	}
 	if err != nil {
 		fmt.Fprintf(c.errOut, "txexec: %v\n", err)
 		return exitInternal
@@ -322,7 +350,12 @@ func cmdLog(c *subcommand) int {
 	if c.json {
 		entries := make([]logEntry, 0, len(recs))
 		for _, r := range recs {
+			var runSeq *int
+			if r.Run != 0 {
+				runSeq = &r.RunSeq
+			}
 			entries = append(entries, logEntry{
+				Run: r.Run, RunSeq: runSeq,
 				ID: r.ID, State: string(r.State), When: jsonTime(when(r)), Command: r.Command, Cwd: r.Cwd,
 				Status: r.CommandStatus, Reason: r.Reason, Seq: r.Seq, StartSeq: r.StartSeq,
 				Begun: jsonTime(r.Begun), Kept: jsonTime(r.Kept), Committed: jsonTime(r.Committed),
@@ -346,6 +379,9 @@ func cmdLog(c *subcommand) int {
 		}
 		line := fmt.Sprintf("%-6d %-9s %s  status %-3s  %s", r.ID, r.State, when(r).Format("2006-01-02 15:04:05"),
 			status, shellQuote(r.Command))
+		if r.Run != 0 {
+			line += fmt.Sprintf("  [run %d #%d]", r.Run, r.RunSeq)
+		}
 		if r.Reason != "" {
 			line += "  (" + r.Reason + ")"
 		}

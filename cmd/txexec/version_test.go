@@ -29,21 +29,25 @@ func TestVersionFromBuildInfo(t *testing.T) {
 }
 
 // TestSubcommandTable: the subcommands help and completion list are those
-// runSubcommand (or, for wrap and unwrap, cmdWrap) runs, each accepting the
-// flags listed for it: after its arguments, alone (wrap --list) or with a
-// value (--wrapped-dir=DIR).
+// runSubcommand (or, for wrap and unwrap, cmdWrap; for parallel,
+// runParallelIfAsked) runs, each accepting the flags listed for it: after
+// its arguments, alone (wrap --list) or with a value (--wrapped-dir=DIR,
+// or the value a flag is listed with: log --run ID).
 func TestSubcommandTable(t *testing.T) {
 	listed := map[string]bool{}
 	for _, c := range cli.Subcommands {
 		listed[c.Name] = true
 		parse := func(args ...string) error { _, err := parseSubcommand(args); return err }
-		if wrapSubcommands[c.Name] {
+		switch {
+		case wrapSubcommands[c.Name]:
 			parse = func(args ...string) error { _, err := parseWrap(args[0], args[1:]); return err }
-		} else {
+		case c.Name == "parallel":
+			parse = func(args ...string) error { _, err := cli.ParseParallel(args[1:]); return err }
+		default:
 			assert.NotNil(t, subcommands[c.Name], c.Name)
 		}
 		args := []string{c.Name}
-		if c.Args != "" {
+		if c.Args != "" && c.Name != "parallel" {
 			args = append(args, "1")
 		}
 		flags := c.Flags
@@ -52,6 +56,9 @@ func TestSubcommandTable(t *testing.T) {
 		}
 		for _, f := range flags {
 			words := strings.Fields(f) // "-o FILE": two words
+			for i := 1; i < len(words); i++ {
+				words[i] = "1" // a value for the placeholder: FILE, ID, N
+			}
 			ok := parse(append(args, words...)...) == nil || parse(append([]string{c.Name}, words...)...) == nil || parse(append(args, f+"=/s")...) == nil
 			assert.True(t, ok, "%s %s", c.Name, f)
 		}

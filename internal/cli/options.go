@@ -384,8 +384,13 @@ func parseOptions(args []string, table []Option, words map[string][]string) (*Ru
 			}
 		case strings.HasPrefix(a, "-") && len(a) > 1:
 			for i := range table {
-				if table[i].Short != "" && a == "-"+table[i].Short {
+				short := "-" + table[i].Short
+				switch {
+				case table[i].Short == "":
+				case a == short:
 					o = &table[i]
+				case table[i].Kind == RequiredValue && strings.HasPrefix(a, short):
+					o, val, hasVal = &table[i], a[len(short):], true // -j4
 				}
 			}
 			if o != nil {

@@ -16,7 +16,7 @@ type Subcommand struct {
 
 // Subcommands are txexec's subcommands, in the order help lists them.
 var Subcommands = []Subcommand{
-	{Name: "log", Flags: []string{"--json"}, Help: "transactions, newest first"},
+	{Name: "log", Flags: []string{"--json", "--run ID"}, Help: "transactions, newest first; --run ID: those of one txexec parallel run, in its order"},
 	{Name: "show", Args: "ID", Flags: []string{"--diff"}, Help: "what a transaction changed"},
 	{Name: "commit", Args: "ID", Flags: []string{"--no-durable"}, Help: "commit a kept transaction (re-validated first)"},
 	{Name: "abort", Args: "ID", Help: "discard a kept transaction"},
@@ -26,7 +26,7 @@ var Subcommands = []Subcommand{
 	{Name: "unwrap", Args: "PATH...", Help: "put wrapped programs back as they were"},
 	{Name: "replay", Args: "ID|FILE", Flags: []string{"--diff", "--commit"}, Help: "run a recording (--record) again from what it read; compare"},
 	{Name: "export", Args: "ID", Flags: []string{"-o FILE"}, Help: "write a recording to one file (recording-ID.tar), for replay FILE"},
-	{Name: "parallel", Args: "[options] [-- COMMAND ::: COMMAND...]", Flags: []string{"--jobs", "--keep-going", "--json"},
+	{Name: "parallel", Args: "[options] [-- COMMAND ::: COMMAND...]", Flags: []string{"--jobs N", "--keep-going", "--json"},
 		Help: "run commands (stdin lines, or the list after --) side by side, each a transaction, committed in input order with the result of a serial run"},
 }
 

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/txn"
+)
+
+// parallelEnv tells the txexec of one command of txexec parallel, in its
+// environment, "FD RUN SEQ": the descriptor of its commit gate, the run's
+// id and the command's place in it (from 0). It is removed from the
+// environment before the command runs.
+const parallelEnv = "_TXEXEC_PARALLEL"
+
+// The gate's messages, one line each. The command's txexec says
+// gateReady (with its transaction's id) when its transaction is prepared
+// to commit, or about to abort, and waits for gateGo, which the driver
+// sends once every earlier command has settled; it then reports its
+// outcome when it is one the driver cannot tell by its exit status.
+const (
+	gateReady     = "ready"
+	gateGo        = "go"
+	gateCommitted = "committed"
+	gateConflict  = "conflict"
+)
+
+// commitGate is the command's side of txexec parallel's ordered commit:
+// a stream socket to the driver (see parallel.go).
+type commitGate struct {
+	f   *os.File
+	r   *bufio.Reader
+	run int64
+	seq int
+}
+
+// gateFromEnv is the gate parallelEnv names, or nil without one. The
+// descriptor is made close-on-exec at once: the command must not inherit
+// it (interpose.InheritedFDs passes on the others).
+func gateFromEnv() (*commitGate, error) {
+	v, ok := os.LookupEnv(parallelEnv)
+	if !ok {
+		return nil, nil
+	}
+	os.Unsetenv(parallelEnv)
+	var fd, seq int
+	var run int64
+	if _, err := fmt.Sscanf(v, "%d %d %d", &fd, &run, &seq); err != nil || fd < 3 || run <= 0 || seq < 0 {
+		return nil, fmt.Errorf("%s=%q: expected FD RUN SEQ", parallelEnv, v)
+	}
+	unix.CloseOnExec(fd)
+	f := os.NewFile(uintptr(fd), "commit gate")
+	return &commitGate{f: f, r: bufio.NewReader(f), run: run, seq: seq}, nil
+}
+
+// wait says the transaction id is ready and returns when the driver lets
+// it go on: every earlier command has settled. An error (the driver died
+// or stopped this command) aborts it.
+func (g *commitGate) wait(id int64) error {
+	if _, err := fmt.Fprintf(g.f, "%s %d\n", gateReady, id); err != nil {
+		return fmt.Errorf("txexec parallel is gone: %w", err)
+	}
+	line, err := g.r.ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != gateGo {
+		return errors.New("txexec parallel stopped this command")
+	}
+	return nil
+}
+
+// report tells the driver the outcome (gateCommitted, gateConflict).
+// Best effort: a driver that is gone does not need it.
+func (g *commitGate) report(outcome string) {
+	fmt.Fprintln(g.f, outcome)
+}
+
+// parseGateLine splits a gate message into its word and transaction id.
+func parseGateLine(line string) (word string, id int64) {
+	word, arg, _ := strings.Cut(strings.TrimSpace(line), " ")
+	id, _ = strconv.ParseInt(arg, 10, 64)
+	return word, id
+}
+
+// staleAtGate waits at the gate with transaction t, whose command failed,
+// and then says whether what it read has changed since it began
+// (txn.Transaction.Stale): under ordered commit its failure stands only
+// if it would have failed on the state every earlier command left. A
+// gate that fails (the driver is gone) or a check that cannot be made
+// leave the failure as it is.
+func staleAtGate(g *commitGate, t *txn.Transaction) error {
+	id := t.ID
+	if g.wait(id) != nil {
+		return nil
+	}
+	conflict, err := t.Stale()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "txexec: transaction %d: cannot tell whether it failed on a state since changed: %v\n", id, err)
+		return nil
+	}
+	return conflict
+}
