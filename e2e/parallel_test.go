@@ -1,0 +1,336 @@
+package e2e
+
+// txexec parallel: commands side by side, committed in input order, with
+// the result of running them one after another.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runParallel runs txexec parallel ARGS in cwd against s with stdin.
+func (s txState) runParallel(t *testing.T, cwd, stdin string, args ...string) txResult {
+	t.Helper()
+	c := s.cmd(cwd, nil, append([]string{"parallel"}, args...)...)
+	c.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	c.Stdout, c.Stderr = &out, &errb
+	c.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	require.NoError(t, c.Start())
+	watchdog := time.AfterFunc(txexecRunLimit, func() { c.Process.Signal(syscall.SIGABRT) })
+	err := c.Wait()
+	watchdog.Stop()
+	return finished(t, c, err, &out, &errb)
+}
+
+// runIDOf is the run id the summary line names ("txexec log --run N").
+func runIDOf(t *testing.T, stderr string) string {
+	t.Helper()
+	m := regexp.MustCompile(`txexec log --run (\d+)`).FindStringSubmatch(stderr)
+	require.NotNil(t, m, "no run id in the summary; stderr:\n%s", stderr)
+	return m[1]
+}
+
+// runTx is one transaction of txexec log --run --json.
+type runTx struct {
+	ID     int64  `json:"id"`
+	State  string `json:"state"`
+	Seq    int64  `json:"seq"`
+	Run    int64  `json:"run"`
+	RunSeq *int   `json:"run_seq"`
+	Reason string `json:"reason"`
+}
+
+// runLog is txexec log --run ID --json.
+func (s txState) runLog(t *testing.T, id string) []runTx {
+	t.Helper()
+	res := s.run(t, t.TempDir(), nil, "log", "--run", id, "--json")
+	require.Equal(t, 0, res.status, res.stderr)
+	var txs []runTx
+	require.NoError(t, json.Unmarshal([]byte(res.stdout), &txs))
+	return txs
+}
+
+// requireCommittedInOrder checks the transactions of a run: listed by
+// place, each command committed exactly once (none after commandN), and
+// their commit sequence numbers increase with the place.
+func requireCommittedInOrder(t *testing.T, txs []runTx, commandN int) {
+	t.Helper()
+	var places []int
+	var seqs []int64
+	for _, tx := range txs {
+		require.NotNil(t, tx.RunSeq, "transaction %d has no place", tx.ID)
+		places = append(places, *tx.RunSeq)
+		if tx.State == "applied" || tx.State == "committed" {
+			seqs = append(seqs, tx.Seq)
+			assert.Equal(t, len(seqs)-1, *tx.RunSeq, "transaction %d: the committed ones, one per command, in order", tx.ID)
+		} else {
+			assert.Equal(t, "aborted", tx.State, "transaction %d", tx.ID)
+		}
+	}
+	assert.True(t, slices.IsSorted(places), "listed in input order: %v", places)
+	assert.Len(t, seqs, commandN, "one commit per command")
+	assert.True(t, slices.IsSorted(seqs), "committed in input order: %v", seqs)
+}
+
+// chainScript is command k of the chain: it reads the shared file, appends
+// its number and the line it read, then sleeps, so that every later
+// command running meanwhile reads a state its commit must not keep.
+func chainScript(k int) string {
+	return fmt.Sprintf(`l=$(tail -n 1 shared); echo "%d $l" >> shared; echo out %d; sleep 0.5`, k, k)
+}
+
+// TestConcurrentParallelSerialResult: 8 commands each reading the shared
+// file, appending its number and the line it read, then sleeping: the
+// file ends exactly as running them one after another leaves it, at
+// every -j, and so does the output; log --run lists one commit per
+// command, in input order. A few rounds here, 100 at each -j under make
+// soak (TXEXEC_SOAK=1).
+func TestConcurrentParallelSerialResult(t *testing.T) {
+	const n = 8
+	var lines []string
+	for k := 1; k <= n; k++ {
+		lines = append(lines, chainScript(k))
+	}
+	stdin := strings.Join(lines, "\n") + "\n"
+
+	// Natively, one after another.
+	native := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(native, "shared"), []byte("start\n"), 0o644))
+	var wantOut strings.Builder
+	for _, l := range lines {
+		c := exec.Command("sh", "-c", l)
+		c.Dir = native
+		out, err := c.Output()
+		require.NoError(t, err)
+		wantOut.Write(out)
+	}
+	want, err := os.ReadFile(filepath.Join(native, "shared"))
+	require.NoError(t, err)
+	require.Equal(t, "start\n1 start\n2 1 start\n", string(want[:len("start\n1 start\n2 1 start\n")]))
+
+	rounds := 2
+	if os.Getenv("TXEXEC_SOAK") == "1" {
+		rounds = 100
+	}
+	s := newTxState(t)
+	for _, jobs := range []int{1, 2, 4, 8} {
+		t.Run(fmt.Sprintf("j%d", jobs), func(t *testing.T) {
+			for round := range rounds {
+				dir := t.TempDir()
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "shared"), []byte("start\n"), 0o644))
+				res := s.runParallel(t, dir, stdin, "-j", strconv.Itoa(jobs))
+				require.Equal(t, 0, res.status, "round %d: %s", round, res.stderr)
+				got, err := os.ReadFile(filepath.Join(dir, "shared"))
+				require.NoError(t, err)
+				require.Equal(t, string(want), string(got), "round %d", round)
+				require.Equal(t, wantOut.String(), res.stdout, "round %d: output in input order", round)
+				assert.Contains(t, res.stderr, fmt.Sprintf("%d commands, %d committed", n, n))
+				requireCommittedInOrder(t, s.runLog(t, runIDOf(t, res.stderr)), n)
+			}
+		})
+	}
+}
+
+// TestParallelOverlaps: 8 independent commands of 1 s each at -j4 run
+// side by side (well under the 8 s they take one after another; the
+// bound is generous for a shared machine) and commit in input order; the
+// commands given after -- separated by :::.
+func TestParallelOverlaps(t *testing.T) {
+	s := newTxState(t)
+	dir := t.TempDir()
+	var args []string
+	for k := 1; k <= 8; k++ {
+		if k > 1 {
+			args = append(args, ":::")
+		}
+		args = append(args, "sh", "-c", fmt.Sprintf("sleep 1; echo %d > f%d; echo %d", k, k, k))
+	}
+	start := time.Now()
+	res := s.runParallel(t, dir, "", append([]string{"-j4", "--"}, args...)...)
+	wall := time.Since(start)
+	require.Equal(t, 0, res.status, res.stderr)
+	assert.Less(t, wall, 6*time.Second, "8 commands of 1 s at -j4")
+	assert.Equal(t, "1\n2\n3\n4\n5\n6\n7\n8\n", res.stdout)
+	for k := 1; k <= 8; k++ {
+		assert.FileExists(t, filepath.Join(dir, fmt.Sprintf("f%d", k)))
+	}
+	txs := s.runLog(t, runIDOf(t, res.stderr))
+	requireCommittedInOrder(t, txs, 8)
+	assert.Len(t, txs, 8, "independent commands need no re-run")
+}
+
+// TestParallelFailure: a command that fails aborts as it would alone and
+// gives its status; without --keep-going the commands after it are
+// stopped with nothing of them committed, while those before it commit;
+// with it, they run on the state without the failed one. --json gives
+// one object per command, in order, then the summary.
+func TestParallelFailure(t *testing.T) {
+	cmds := []string{
+		"echo a > a; echo A",
+		"sleep 0.3; echo b > b; echo B; exit 3",
+		"sleep 1; echo c > c; echo C",
+		"test ! -e b && echo d > d",
+	}
+	stdin := strings.Join(cmds, "\n") + "\n"
+	s := newTxState(t)
+
+	t.Run("stop", func(t *testing.T) {
+		dir := t.TempDir()
+		res := s.runParallel(t, dir, stdin, "-j4")
+		assert.Equal(t, 3, res.status, res.stderr)
+		assert.Equal(t, "A\nB\n", res.stdout, "the failed command's output too; none of the stopped ones'")
+		assert.FileExists(t, filepath.Join(dir, "a"))
+		for _, f := range []string{"b", "c", "d"} {
+			assert.NoFileExists(t, filepath.Join(dir, f))
+		}
+		assert.Regexp(t, `4 commands, 1 committed, .*1 failed, the first with status 3: sleep 0.3; echo b > b; echo B; exit 3; 2 stopped`, res.stderr)
+		for _, tx := range s.runLog(t, runIDOf(t, res.stderr)) {
+			if *tx.RunSeq > 0 {
+				assert.Equal(t, "aborted", tx.State, "transaction %d of command %d", tx.ID, *tx.RunSeq)
+			}
+		}
+	})
+	t.Run("keep going, json", func(t *testing.T) {
+		dir := t.TempDir()
+		res := s.runParallel(t, dir, stdin, "-j4", "--keep-going", "--json")
+		assert.Equal(t, 3, res.status, res.stderr)
+		for _, f := range []string{"a", "c", "d"} {
+			assert.FileExists(t, filepath.Join(dir, f))
+		}
+		assert.NoFileExists(t, filepath.Join(dir, "b"))
+		type entry struct {
+			Seq          int     `json:"seq"`
+			Command      string  `json:"command"`
+			Outcome      string  `json:"outcome"`
+			Status       int     `json:"status"`
+			Transactions []int64 `json:"transactions"`
+			Stdout       string  `json:"stdout"`
+			Summary      *struct {
+				Commands, Committed, Failed, Status int
+				FirstFailed                         int `json:"first_failed"`
+			} `json:"summary"`
+		}
+		var got []entry
+		dec := json.NewDecoder(strings.NewReader(res.stdout))
+		for {
+			var e entry
+			err := dec.Decode(&e)
+			if errors.Is(err, io.EOF) {
+				break
+			}
+			require.NoError(t, err, res.stdout)
+			got = append(got, e)
+		}
+		require.Len(t, got, 5, res.stdout)
+		for k, want := range []struct {
+			outcome string
+			status  int
+			stdout  string
+		}{{"committed", 0, "A\n"}, {"failed", 3, "B\n"}, {"committed", 0, "C\n"}, {"committed", 0, ""}} {
+			assert.Equal(t, k, got[k].Seq)
+			assert.Equal(t, cmds[k], got[k].Command)
+			assert.Equal(t, want.outcome, got[k].Outcome, cmds[k])
+			assert.Equal(t, want.status, got[k].Status, cmds[k])
+			assert.Equal(t, want.stdout, got[k].Stdout, cmds[k])
+			assert.NotEmpty(t, got[k].Transactions)
+		}
+		sum := got[4].Summary
+		require.NotNil(t, sum)
+		assert.Equal(t, 4, sum.Commands)
+		assert.Equal(t, 3, sum.Committed)
+		assert.Equal(t, 1, sum.Failed)
+		assert.Equal(t, 3, sum.Status)
+		assert.Equal(t, 1, sum.FirstFailed)
+	})
+	t.Run("a failure on a state an earlier command changes is re-run", func(t *testing.T) {
+		dir := t.TempDir()
+		res := s.runParallel(t, dir, "sleep 0.5; echo x > made\ncat made > copy\n", "-j2")
+		require.Equal(t, 0, res.status, res.stderr)
+		b, err := os.ReadFile(filepath.Join(dir, "copy"))
+		require.NoError(t, err)
+		assert.Equal(t, "x\n", string(b), "as one after another: the second sees the first's file")
+		assert.NotContains(t, res.stderr, "No such file", "the failed attempt's output is dropped")
+	})
+}
+
+// TestCrashParallelKilled: txexec parallel killed by SIGKILL at several
+// points: its commands die with it, and after txexec recover the host
+// holds the effects of a prefix of the commands, in input order, and
+// nothing else; no transaction is left running.
+func TestCrashParallelKilled(t *testing.T) {
+	const n = 8
+	var lines []string
+	for k := 1; k <= n; k++ {
+		// Independent files, so that several run and wait to commit at
+		// once, and a chained one, so that the order shows.
+		lines = append(lines, fmt.Sprintf("sleep 0.2; echo %d > f%d; echo %d >> chain", k, k, k))
+	}
+	stdin := strings.Join(lines, "\n") + "\n"
+	for _, killAt := range []int{0, 1, 3, 6} {
+		t.Run(fmt.Sprintf("after %d", killAt), func(t *testing.T) {
+			s := newTxState(t)
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "chain"), nil, 0o644))
+			c := s.cmd(dir, nil, "parallel", "-j4")
+			c.Stdin = strings.NewReader(stdin)
+			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+			require.NoError(t, c.Start())
+			if killAt > 0 {
+				waitFor(t, fmt.Sprintf("f%d", killAt), func() bool {
+					_, err := os.Stat(filepath.Join(dir, fmt.Sprintf("f%d", killAt)))
+					return err == nil
+				})
+			} else {
+				// Before any commit: once its commands' transactions began.
+				waitFor(t, "a transaction", func() bool {
+					entries, _ := os.ReadDir(filepath.Join(s.dir, "staging"))
+					return len(entries) > 0
+				})
+			}
+			require.NoError(t, c.Process.Signal(syscall.SIGKILL))
+			c.Wait()
+			// Its commands die with it (PR_SET_PDEATHSIG), their
+			// commands with them.
+			waitFor(t, "the commands to die", func() bool {
+				return errors.Is(syscall.Kill(-c.Process.Pid, 0), syscall.ESRCH)
+			})
+			res := s.run(t, dir, nil, "recover")
+			require.Equal(t, 0, res.status, res.stderr)
+
+			chain, err := os.ReadFile(filepath.Join(dir, "chain"))
+			require.NoError(t, err)
+			m := strings.Count(string(chain), "\n")
+			var want strings.Builder
+			for k := 1; k <= m; k++ {
+				fmt.Fprintf(&want, "%d\n", k)
+			}
+			assert.Equal(t, want.String(), string(chain), "a prefix, in input order")
+			assert.GreaterOrEqual(t, m, killAt)
+			for k := 1; k <= n; k++ {
+				_, err := os.Stat(filepath.Join(dir, fmt.Sprintf("f%d", k)))
+				assert.Equal(t, k <= m, err == nil, "f%d with a chain of %d", k, m)
+			}
+			log := s.run(t, dir, nil, "log", "--json")
+			require.Equal(t, 0, log.status, log.stderr)
+			assert.NotContains(t, log.stdout, `"state": "running"`)
+			assert.NotContains(t, log.stdout, `"state": "committed"`, "recover finished every write-through")
+		})
+	}
+}
