@@ -23,7 +23,7 @@ import (
 	"txexec/txn"
 )
 
-// txexec parallel (docs/semantics.md §10): each command runs as its own
+// txexec parallel (docs/semantics.md §11): each command runs as its own
 // txexec process (this binary, re-executed with the run's options) whose
 // transaction waits at a commit gate (gate.go) until every earlier
 // command has settled, through a txn.CommitOrder here. Its commit then
