@@ -40,6 +40,15 @@
 // (CommitKept) by the same protocol, from the prepared state and read set
 // stored with them.
 //
+// Ordered commit (txexec parallel): a Manager's CommitGate is called after
+// Prepare and before the commit lock, and returns when every transaction
+// to commit before this one has settled (CommitOrder), so that the
+// validation sees them all. A gated manager never begins a priority
+// transaction: it would hold the lock while waiting for its turn, and the
+// transaction whose turn it is needs the lock to commit. Stale tells a
+// transaction about to abort whether what it read was changed since it
+// began (its failure may then not be that of a serial run).
+//
 // Lock order, outermost first: the store's commit lock (LockCommits:
 // shared for committers and recovery, exclusive for a priority
 // transaction, held from before Begin); then store's own (Store.commitMu,

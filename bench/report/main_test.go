@@ -177,3 +177,30 @@ func TestHistory(t *testing.T) {
 	_, err = readHistory(dir)
 	require.Error(t, err)
 }
+
+// TestParallelRuns: BenchmarkParallel's wall times render as speed-ups
+// over the serial txexec runs and ratios to xargs -P 4; a list without
+// its serial run is left out, and no run at all leaves no section.
+func TestParallelRuns(t *testing.T) {
+	in := "goos: linux\n" +
+		"BenchmarkParallel/independent/serial-2 \t 1 \t 16000000000 ns/op\n" +
+		"BenchmarkParallel/independent/xargs-P4-2 \t 1 \t 8000000000 ns/op\n" +
+		"BenchmarkParallel/independent/parallel-j2-2 \t 1 \t 10000000000 ns/op\n" +
+		"BenchmarkParallel/chain/parallel-j2-2 \t 1 \t 20000000000 ns/op\n"
+	r, err := Parse(strings.NewReader(in), "out.txt")
+	require.NoError(t, err)
+	p := newParallelRuns(r)
+	require.NotNil(t, p)
+	assert.Equal(t, [][]string{
+		{"independent", "`xargs -P 4`, natively", "8.0", "2.00", "1.00"},
+		{"independent", "`txexec --` each, one after another", "16.0", "1.00", "2.00"},
+		{"independent", "`txexec parallel -j2`", "10.0", "1.60", "1.25"},
+	}, p.Rows)
+	var b bytes.Buffer
+	require.NoError(t, execute(&b, "report", &report{Parallel: p}))
+	assert.Contains(t, b.String(), "| independent | `txexec parallel -j2` | 10.0 | 1.60 | 1.25 |")
+
+	r, err = Parse(strings.NewReader(sample), "sample")
+	require.NoError(t, err)
+	assert.Nil(t, newParallelRuns(r))
+}

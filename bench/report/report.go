@@ -49,6 +49,7 @@ type report struct {
 	Floors                    [][]string
 	Blocked                   *blocked
 	Commit                    *commit
+	Parallel                  *parallelRuns
 	Server                    *server
 	Workloads                 *workloads
 	CallBudget                *callBudget
@@ -224,6 +225,7 @@ func newReport(r *Results, steps []Step, m Machine, now time.Time) report {
 		rep.Blocked = &blocked{CPU: v, Runs: n}
 	}
 	rep.Commit = newCommit(r)
+	rep.Parallel = newParallelRuns(r)
 	rep.Server = newServer(r)
 
 	ws := r.Workloads()
@@ -320,6 +322,60 @@ func newServer(r *Results) *server {
 		sv.Rows = append(sv.Rows, []string{row.what, fmt.Sprintf("%.0f", rate), fmt.Sprintf("%.2f", rate/base), toSynced, fmt.Sprintf("%.2f", runs)})
 	}
 	return sv
+}
+
+// parallelRuns is BenchmarkParallel's table: one row per workload and
+// variant.
+type parallelRuns struct {
+	Runs int
+	Rows [][]string
+}
+
+// parallelVariants are BenchmarkParallel's variants, in the table's
+// order, with what the table calls them.
+var parallelVariants = []struct{ name, what string }{
+	{"native-serial", "natively, one after another"},
+	{"xargs-P2", "`xargs -P 2`, natively"},
+	{"xargs-P4", "`xargs -P 4`, natively"},
+	{"serial", "`txexec --` each, one after another"},
+	{"parallel-j1", "`txexec parallel -j1`"},
+	{"parallel-j2", "`txexec parallel -j2`"},
+	{"parallel-j4", "`txexec parallel -j4`"},
+}
+
+// newParallelRuns is BenchmarkParallel's table, nil if it did not run:
+// each variant's wall time, its speed-up over the serial txexec runs and
+// its time against xargs -P 4's (medians).
+func newParallelRuns(r *Results) *parallelRuns {
+	var p parallelRuns
+	for _, w := range []string{"independent", "chain", "mix"} {
+		serial, n, ok := r.Median("Parallel/"+w+"/serial", "ns/op")
+		if !ok {
+			continue
+		}
+		p.Runs = n
+		xargs, _, _ := r.Median("Parallel/"+w+"/xargs-P4", "ns/op")
+		for _, v := range parallelVariants {
+			t, _, ok := r.Median("Parallel/"+w+"/"+v.name, "ns/op")
+			if !ok {
+				continue
+			}
+			p.Rows = append(p.Rows, []string{w, v.what, fmt.Sprintf("%.1f", t/1e9),
+				fmt.Sprintf("%.2f", serial/t), ratioCell(t, xargs)})
+		}
+	}
+	if p.Rows == nil {
+		return nil
+	}
+	return &p
+}
+
+// ratioCell is a/b with two decimals, or "–" without b.
+func ratioCell(a, b float64) string {
+	if b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f", a/b)
 }
 
 func newTargets(r *Results, floorSync float64) targets {

@@ -5,6 +5,11 @@
 //
 //	txexec [options] -- COMMAND [ARG...]
 //	txexec log | show ID | commit ID | abort ID | recover
+//	txexec parallel [-j N] [--keep-going] [--json] [options] [-- CMD ::: CMD...]
+//
+// txexec parallel (parallel.go) runs each command as a child txexec (this
+// binary, re-executed) whose commit waits at a gate (gate.go) for its turn
+// in input order.
 //
 // See README.md and docs/ for the user guide and docs/semantics.md for what
 // is guaranteed. Two environment variables serve the benchmarks, not
