@@ -13,8 +13,9 @@
 // later ones, the read sets (what a transaction observed of the host,
 // stored with its commit or Keep, so that a kept transaction can be
 // validated by another process), the commit sequence, history for txexec
-// log and show, the claims recovery makes on interrupted write-throughs,
-// the commit lock across processes (LockCommits: flock on commit.lock
+// log and show (with the txexec parallel runs, parallel_run, and each
+// transaction's run and place in it), the claims recovery makes on
+// interrupted write-throughs, the commit lock across processes (LockCommits: flock on commit.lock
 // behind gate.lock), and staging areas (recorded in staging_area) and their
 // garbage collection. Schema migrations are embedded (migrations/*.sql)
 // and recorded in schema_migrations.

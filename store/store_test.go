@@ -910,7 +910,7 @@ func TestRunLog(t *testing.T) {
 	s := openT(t, t.TempDir(), Options{})
 	run, err := s.BeginRun(3)
 	require.NoError(t, err)
-	other, err := s.BeginRun(-1)
+	other, err := s.BeginRun(1)
 	require.NoError(t, err)
 	require.NotEqual(t, run, other)
 	begin := func(info TxInfo) int64 {

@@ -682,7 +682,7 @@ func (s *Store) CommittedSince(id int64) ([]WriteSet, error) {
 }
 
 // BeginRun records the start of a txexec parallel run of commandN
-// commands (-1: not known yet) and returns its id, for TxInfo.Run.
+// commands and returns its id, for TxInfo.Run.
 func (s *Store) BeginRun(commandN int) (int64, error) {
 	var id int64
 	err := s.write(func(tx *sql.Tx) error {

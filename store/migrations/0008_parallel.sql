@@ -6,7 +6,7 @@
 -- order.
 CREATE TABLE parallel_run (
 	id        INTEGER PRIMARY KEY AUTOINCREMENT,
-	commands  INTEGER NOT NULL, -- how many; -1 while read from stdin
+	commands  INTEGER NOT NULL, -- how many
 	begin_ns  INTEGER NOT NULL
 );
 
