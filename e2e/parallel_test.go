@@ -281,7 +281,9 @@ func TestParallelFailure(t *testing.T) {
 // TestCrashParallelKilled: txexec parallel killed by SIGKILL at several
 // points: its commands die with it, and after txexec recover the host
 // holds the effects of a prefix of the commands, in input order, and
-// nothing else; no transaction is left running.
+// nothing else; no transaction is left running. Stopped by SIGTERM
+// instead, it stops the commands not yet committing itself, reports the
+// run and leaves no transaction to recover.
 func TestCrashParallelKilled(t *testing.T) {
 	const n = 8
 	var lines []string
@@ -291,14 +293,20 @@ func TestCrashParallelKilled(t *testing.T) {
 		lines = append(lines, fmt.Sprintf("sleep 0.2; echo %d > f%d; echo %d >> chain", k, k, k))
 	}
 	stdin := strings.Join(lines, "\n") + "\n"
-	for _, killAt := range []int{0, 1, 3, 6} {
-		t.Run(fmt.Sprintf("after %d", killAt), func(t *testing.T) {
+	for _, tc := range []struct {
+		killAt int
+		sig    syscall.Signal
+	}{{0, syscall.SIGKILL}, {1, syscall.SIGKILL}, {3, syscall.SIGKILL}, {6, syscall.SIGKILL}, {2, syscall.SIGTERM}} {
+		killAt := tc.killAt
+		t.Run(fmt.Sprintf("%v after %d", tc.sig, killAt), func(t *testing.T) {
 			s := newTxState(t)
 			dir := t.TempDir()
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "chain"), nil, 0o644))
 			c := s.cmd(dir, nil, "parallel", "-j4")
 			c.Stdin = strings.NewReader(stdin)
 			c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+			var errb bytes.Buffer
+			c.Stderr = &errb
 			require.NoError(t, c.Start())
 			if killAt > 0 {
 				waitFor(t, fmt.Sprintf("f%d", killAt), func() bool {
@@ -312,13 +320,20 @@ func TestCrashParallelKilled(t *testing.T) {
 					return len(entries) > 0
 				})
 			}
-			require.NoError(t, c.Process.Signal(syscall.SIGKILL))
+			require.NoError(t, c.Process.Signal(tc.sig))
 			c.Wait()
 			// Its commands die with it (PR_SET_PDEATHSIG), their
 			// commands with them.
 			waitFor(t, "the commands to die", func() bool {
 				return errors.Is(syscall.Kill(-c.Process.Pid, 0), syscall.ESRCH)
 			})
+			if tc.sig == syscall.SIGTERM {
+				assert.Equal(t, 128+int(syscall.SIGTERM), statusOf(c.ProcessState))
+				assert.Contains(t, errb.String(), "interrupted by SIGTERM")
+				log := s.run(t, dir, nil, "log", "--json")
+				require.Equal(t, 0, log.status, log.stderr)
+				assert.NotContains(t, log.stdout, `"state": "running"`, "settled by txexec parallel itself")
+			}
 			res := s.run(t, dir, nil, "recover")
 			require.Equal(t, 0, res.status, res.stderr)
 

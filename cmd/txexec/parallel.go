@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"runtime"
 	"slices"
 	"strings"
@@ -78,6 +79,9 @@ type parallelCmd struct {
 	stdout  []byte
 	stderr  []byte
 	settled chan struct{}
+	// passed says its current attempt was let through its gate: an
+	// interruption lets it finish its commit. Guarded by parallelRun.mu.
+	passed bool
 }
 
 // parallelRun is one txexec parallel.
@@ -95,6 +99,9 @@ type parallelRun struct {
 	mu sync.Mutex
 	// running, atGate and done count commands; guarded by mu.
 	running, atGate, done int
+	// interrupted is the signal that stopped the run, nil if none;
+	// guarded by mu.
+	interrupted os.Signal
 }
 
 // runParallel is txexec parallel ARGS, reading commands from stdin when
@@ -227,6 +234,18 @@ func (r *parallelRun) run(jobs int, asJSON bool, stdout, stderr *os.File) int {
 		}
 	}()
 
+	// SIGINT, SIGTERM and SIGHUP stop the run as a failure does, every
+	// command not let through its gate yet included; the one committing
+	// finishes. (From a terminal the commands get SIGINT too.)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		for sig := range sigs {
+			r.interrupt(sig)
+		}
+	}()
+
 	sem := make(chan struct{}, jobs)
 	var wg sync.WaitGroup
 	for _, c := range r.cmds {
@@ -274,6 +293,27 @@ func (r *parallelRun) run(jobs int, asJSON bool, stdout, stderr *os.File) int {
 	return sum.Status
 }
 
+// interrupt stops the run for sig: every command not let through its
+// gate is stopped, and none starts any more.
+func (r *parallelRun) interrupt(sig os.Signal) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.interrupted == nil {
+		r.interrupted = sig
+	}
+	for _, c := range r.cmds {
+		if !c.passed {
+			c.stop()
+		}
+	}
+}
+
+func (r *parallelRun) isInterrupted() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.interrupted != nil
+}
+
 // runCmd runs c until it settles: committed, failed, or stopped. A
 // conflict reruns it once every earlier command has settled; a rerun of
 // an attempt that began after they had (so it lost to a process outside
@@ -281,12 +321,16 @@ func (r *parallelRun) run(jobs int, asJSON bool, stdout, stderr *os.File) int {
 func (r *parallelRun) runCmd(c *parallelCmd) {
 	outsideReruns := 0
 	for {
+		if r.isInterrupted() {
+			r.settle(c, outcomeStopped, 0)
+			return
+		}
 		// An attempt that begins once every earlier command has
 		// settled can lose only to processes outside the run.
 		afterEarlier := r.order.Next() >= uint64(c.seq)
 		a := r.attempt(c)
 		c.txIDs = append(c.txIDs, a.txIDs...)
-		if c.ctx.Err() != nil && !a.committed {
+		if (c.ctx.Err() != nil || r.isInterrupted()) && !a.committed {
 			r.settle(c, outcomeStopped, 0)
 			return
 		}
@@ -366,7 +410,10 @@ func (r *parallelRun) attempt(c *parallelCmd) attemptResult {
 		res.status, res.stderr = exitInternal, fmt.Appendf(nil, "txexec: parallel: start %s: %v\n", r.exe, err)
 		return res
 	}
-	r.count(&r.running, 1)
+	r.mu.Lock()
+	r.running++
+	c.passed = false
+	r.mu.Unlock()
 	var gateWait time.Duration
 	gateDone := make(chan struct{})
 	go func() {
@@ -388,6 +435,14 @@ func (r *parallelRun) attempt(c *parallelCmd) attemptResult {
 				if err != nil {
 					return // stopped: killed by its context
 				}
+				r.mu.Lock()
+				if r.interrupted != nil {
+					// Its txexec reads the end of the gate and aborts.
+					r.mu.Unlock()
+					return
+				}
+				c.passed = true
+				r.mu.Unlock()
 				fmt.Fprintln(ours, gateGo)
 			case gateCommitted:
 				res.committed = true
@@ -496,6 +551,8 @@ type parallelSummary struct {
 	Status    int     `json:"status"`
 	// FirstFailed is the place of the first failed command; -1 if none.
 	FirstFailed int `json:"first_failed"`
+	// Interrupted names the signal that stopped the run; "" if none.
+	Interrupted string `json:"interrupted,omitempty"`
 }
 
 func (r *parallelRun) summarize(wall time.Duration) parallelSummary {
@@ -521,6 +578,14 @@ func (r *parallelRun) summarize(wall time.Duration) parallelSummary {
 	if s.Wall > 0 {
 		s.Speedup = s.Busy / s.Wall
 	}
+	r.mu.Lock()
+	if sig, ok := r.interrupted.(unix.Signal); ok {
+		s.Interrupted = unix.SignalName(sig)
+		if s.FirstFailed < 0 {
+			s.Status = 128 + int(sig)
+		}
+	}
+	r.mu.Unlock()
 	return s
 }
 
@@ -534,6 +599,9 @@ func (s parallelSummary) line(r *parallelRun) string {
 	}
 	if s.Stopped > 0 {
 		l += fmt.Sprintf("; %d stopped", s.Stopped)
+	}
+	if s.Interrupted != "" {
+		l += "; interrupted by " + s.Interrupted
 	}
 	return l
 }
