@@ -1,4 +1,4 @@
--- 0008_parallel: the runs of txexec parallel, and which of their commands
+-- 0009_parallel: the runs of txexec parallel, and which of their commands
 -- each transaction ran, so that txexec log can show one run's
 -- transactions in the order they committed.
 
