@@ -26,8 +26,8 @@ var Subcommands = []Subcommand{
 	{Name: "unwrap", Args: "PATH...", Help: "put wrapped programs back as they were"},
 	{Name: "replay", Args: "ID|FILE", Flags: []string{"--diff", "--commit"}, Help: "run a recording (--record) again from what it read; compare"},
 	{Name: "export", Args: "ID", Flags: []string{"-o FILE"}, Help: "write a recording to one file (recording-ID.tar), for replay FILE"},
-	{Name: "parallel", Args: "[options] [-- COMMAND ::: COMMAND...]", Flags: []string{"--jobs N", "--keep-going", "--json"},
-		Help: "run commands (stdin lines, or the list after --) side by side, each a transaction, committed in input order with the result of a serial run"},
+	{Name: "parallel", Flags: []string{"--jobs N", "--keep-going", "--json"},
+		Help: "run the commands of stdin (one a line) or after -- (separated by :::) side by side, each a transaction, committed in input order with a serial run's result; takes a run's options too"},
 }
 
 // Summary is what txexec does, in one sentence.
