@@ -43,6 +43,10 @@ type Kernel struct {
 	// TreeLocks holds the tree's locks through descriptions that stay on
 	// unchanged host originals (nil: they have only the transaction's).
 	TreeLocks *TreeLocks
+	// HostLockWatch, if set, is told when the transaction takes host
+	// locks and when it waits long for one (txexec parallel's commands;
+	// nil: nobody is).
+	HostLockWatch HostLockWatch
 	// Programs serves the transactions programs begin themselves (nil:
 	// the xbegin family answers ENOSYS).
 	Programs *Programs

@@ -94,7 +94,9 @@ func Flock(k *Kernel, c *interpose.Call) interpose.Reply {
 		return interpose.Continue()
 	}
 	key := hostKey(lt)
-	err = k.HostLocks.Flock(key, lt.Original, how, wait)
+	hostWait, waited := k.watchHostWait(wait)
+	err = k.HostLocks.Flock(key, lt.Original, how, hostWait)
+	waited()
 	unix.Close(lt.Original)
 	if errors.Is(err, hostlock.ErrLost) {
 		k.lockLost(lt, err)
@@ -103,6 +105,7 @@ func Flock(k *Kernel, c *interpose.Call) interpose.Reply {
 	if err != nil {
 		return k.reply(c, 0, err)
 	}
+	k.heldHostLock()
 	try := func(fd int) error { return unix.Flock(fd, how|unix.LOCK_NB) }
 	target := dup
 	if lt.OnOriginal {
@@ -353,9 +356,13 @@ func Fcntl(k *Kernel, c *interpose.Call) interpose.Reply {
 	try := func(fd int) error { return unix.FcntlFlock(uintptr(fd), unix.F_OFD_SETLK, &abs) }
 	target := dup
 	if lt.Original >= 0 {
-		if err := k.HostLocks.Record(hostKey(lt), lt.Original, lk.Type, start, end, wait); err != nil {
+		hostWait, waited := k.watchHostWait(wait)
+		err := k.HostLocks.Record(hostKey(lt), lt.Original, lk.Type, start, end, hostWait)
+		waited()
+		if err != nil {
 			return k.reply(c, 0, err)
 		}
+		k.heldHostLock()
 		if !own {
 			nfd, err := k.lockDescription(c, hostKey(lt), int(fd), dup)
 			if err != nil {

@@ -198,7 +198,7 @@ func (p *Programs) hostKernel() *Kernel {
 	if p.host == nil {
 		h := *p.base
 		h.View = p.Host
-		h.Signals, h.HostLocks, h.TreeLocks, h.OnInternalError = nil, nil, nil, nil
+		h.Signals, h.HostLocks, h.TreeLocks, h.HostLockWatch, h.OnInternalError = nil, nil, nil, nil, nil
 		p.host = &h
 	}
 	return p.host

@@ -1,0 +1,89 @@
+package syscalls
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"txexec/hostlock"
+)
+
+// watchLog records what a HostLockWatch is told.
+type watchLog struct{ events []string }
+
+func (w *watchLog) Held()    { w.events = append(w.events, "held") }
+func (w *watchLog) Waiting() { w.events = append(w.events, "waiting") }
+func (w *watchLog) Waited()  { w.events = append(w.events, "waited") }
+
+// TestWatchHostWait: a blocking request for a host lock another table
+// holds is told Waiting once it has waited LockWaitReported, and Waited
+// once when it ends (here granted: the holder lets go once told); one
+// granted after a short wait, or at once, is told nothing; without a
+// watch the wait is the caller's as it was.
+func TestWatchHostWait(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(path, nil, 0o644))
+	original, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(original)
+	var st unix.Stat_t
+	require.NoError(t, unix.Fstat(original, &st))
+	key := hostlock.Key{Dev: st.Dev, Ino: st.Ino}
+
+	for _, tc := range []struct {
+		name string
+		// release says, from the watch's events and the number of
+		// pauses so far, whether the holder lets go now.
+		release func(w *watchLog, pauses int) bool
+		want    []string
+	}{
+		{"long", func(w *watchLog, _ int) bool { return len(w.events) > 0 }, []string{"waiting", "waited"}},
+		{"short", func(_ *watchLog, pauses int) bool { return pauses == 1 }, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			holder, waiter := hostlock.NewTable(), hostlock.NewTable()
+			defer waiter.Release()
+			require.NoError(t, holder.Flock(key, original, unix.LOCK_EX, nil))
+			w := &watchLog{}
+			k := &Kernel{HostLockWatch: w}
+			pauses := 0
+			hostWait, waited := k.watchHostWait(func() error {
+				pauses++
+				if tc.release(w, pauses) {
+					holder.Release()
+				}
+				if pauses > 1000 {
+					return errors.New("never released")
+				}
+				time.Sleep(time.Millisecond)
+				return nil
+			})
+			require.NoError(t, waiter.Flock(key, original, unix.LOCK_EX, hostWait))
+			waited()
+			assert.Equal(t, tc.want, w.events)
+		})
+	}
+
+	// At once: the waiter is never called.
+	w := &watchLog{}
+	k := &Kernel{HostLockWatch: w}
+	table := hostlock.NewTable()
+	defer table.Release()
+	hostWait, waited := k.watchHostWait(func() error { return errors.New("called") })
+	require.NoError(t, table.Flock(key, original, unix.LOCK_EX, hostWait))
+	waited()
+	assert.Empty(t, w.events)
+
+	// Without a watch, or for a request that does not wait, the waiter
+	// is the one given.
+	hostWait, _ = (&Kernel{}).watchHostWait(nil)
+	assert.Nil(t, hostWait)
+	hostWait, _ = k.watchHostWait(nil)
+	assert.Nil(t, hostWait)
+}
