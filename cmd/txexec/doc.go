@@ -9,7 +9,8 @@
 //
 // txexec parallel (parallel.go) runs each command as a child txexec (this
 // binary, re-executed) whose commit waits at a gate (gate.go) for its turn
-// in input order.
+// in input order; a command waiting for a host lock there stops the later
+// commands that may hold it (parallel_locks.go).
 //
 // See README.md and docs/ for the user guide and docs/semantics.md for what
 // is guaranteed. Two environment variables serve the benchmarks, not

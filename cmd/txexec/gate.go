@@ -7,6 +7,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -24,11 +26,21 @@ const parallelEnv = "_TXEXEC_PARALLEL"
 // to commit, or about to abort, and waits for gateGo, which the driver
 // sends once every earlier command has settled; it then reports its
 // outcome when it is one the driver cannot tell by its exit status.
+//
+// While the command runs, its txexec also says gateLocked (with its
+// transaction's id) when its transaction first holds a lock on a host
+// file, and gateLockWait when a
+// request of it has waited syscalls.LockWaitReported for a host lock,
+// then gateLockWaited when that wait ends: the driver stops the later
+// commands that may hold the lock (parallel_locks.go).
 const (
-	gateReady     = "ready"
-	gateGo        = "go"
-	gateCommitted = "committed"
-	gateConflict  = "conflict"
+	gateReady      = "ready"
+	gateGo         = "go"
+	gateCommitted  = "committed"
+	gateConflict   = "conflict"
+	gateLocked     = "locked"
+	gateLockWait   = "lockwait"
+	gateLockWaited = "lockwaited"
 )
 
 // commitGate is the command's side of txexec parallel's ordered commit:
@@ -38,6 +50,9 @@ type commitGate struct {
 	r   *bufio.Reader
 	run int64
 	seq int
+	// mu keeps the lines whole: the handlers say gateLock* while the
+	// command's processes run, txexec says the rest.
+	mu sync.Mutex
 }
 
 // gateFromEnv is the gate parallelEnv names, or nil without one. The
@@ -63,7 +78,7 @@ func gateFromEnv() (*commitGate, error) {
 // it go on: every earlier command has settled. An error (the driver died
 // or stopped this command) aborts it.
 func (g *commitGate) wait(id int64) error {
-	if _, err := fmt.Fprintf(g.f, "%s %d\n", gateReady, id); err != nil {
+	if err := g.say(fmt.Sprintf("%s %d", gateReady, id)); err != nil {
 		return fmt.Errorf("txexec parallel is gone: %w", err)
 	}
 	line, err := g.r.ReadString('\n')
@@ -76,8 +91,46 @@ func (g *commitGate) wait(id int64) error {
 // report tells the driver the outcome (gateCommitted, gateConflict).
 // Best effort: a driver that is gone does not need it.
 func (g *commitGate) report(outcome string) {
-	fmt.Fprintln(g.f, outcome)
+	g.say(outcome)
 }
+
+// say writes line to the driver.
+func (g *commitGate) say(line string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_, err := fmt.Fprintln(g.f, line)
+	return err
+}
+
+// lockWatch is transaction id's syscalls.HostLockWatch, which tells the
+// driver through the gate.
+func (g *commitGate) lockWatch(id int64) *gateLockWatch {
+	return &gateLockWatch{g: g, id: id}
+}
+
+// gateLockWatch says a transaction's host locks and lock waits at its
+// gate. Best effort, as the outcome: a driver that is gone does not need
+// them.
+type gateLockWatch struct {
+	g  *commitGate
+	id int64
+	// held says gateLocked was said: the first host lock is news, the
+	// others are not.
+	held atomic.Bool
+}
+
+// Held implements syscalls.HostLockWatch.
+func (w *gateLockWatch) Held() {
+	if !w.held.Swap(true) {
+		w.g.say(fmt.Sprintf("%s %d", gateLocked, w.id))
+	}
+}
+
+// Waiting implements syscalls.HostLockWatch.
+func (w *gateLockWatch) Waiting() { w.g.say(gateLockWait) }
+
+// Waited implements syscalls.HostLockWatch.
+func (w *gateLockWatch) Waited() { w.g.say(gateLockWaited) }
 
 // parseGateLine splits a gate message into its word and transaction id.
 func parseGateLine(line string) (word string, id int64) {

@@ -308,6 +308,12 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 		// descriptions on unchanged host originals.
 		hostLocks, treeLocks := hostlock.NewTable(), syscalls.NewTreeLocks()
 		k.HostLocks, k.TreeLocks = hostLocks, treeLocks
+		if gate != nil {
+			// A wait for a later command's lock would last until that
+			// command's commit, after this one's: the driver stops it
+			// (docs/semantics.md §11).
+			k.HostLockWatch = gate.lockWatch(t.ID)
+		}
 		locks := releaser(func() { treeLocks.Release(); hostLocks.Release() })
 		a, err := newAttempt(o, t.ID)
 		if err != nil {

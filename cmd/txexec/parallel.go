@@ -79,9 +79,27 @@ type parallelCmd struct {
 	stdout  []byte
 	stderr  []byte
 	settled chan struct{}
-	// passed says its current attempt was let through its gate: an
-	// interruption lets it finish its commit. Guarded by parallelRun.mu.
+	// wounds counts its attempts stopped for an earlier command's lock
+	// wait (parallel_locks.go), which reruns counts too.
+	wounds int
+
+	// Its current attempt, guarded by parallelRun.mu:
+	// passed says it was let through its gate: an interruption lets it
+	// finish its commit, an earlier command's lock wait does not stop it.
 	passed bool
+	// wound stops it (kills its txexec); nil when none runs.
+	wound context.CancelFunc
+	// wounded says wound was called for the lock wait of command
+	// woundedBy.
+	wounded   bool
+	woundedBy int
+	// holdsLocks says its transaction lockTx took a host lock
+	// (gateLocked).
+	holdsLocks bool
+	lockTx     int64
+	// lockWaits counts its requests waiting for host locks (gateLockWait
+	// less gateLockWaited).
+	lockWaits int
 }
 
 // parallelRun is one txexec parallel.
@@ -273,7 +291,7 @@ func (r *parallelRun) run(jobs int, asJSON bool, stdout, stderr *os.File) int {
 	<-progressDone
 
 	sum := r.summarize(time.Since(start))
-	if sum.Stopped > 0 {
+	if sum.Stopped > 0 || sum.Wounded > 0 {
 		// The commands killed before their commit left transactions
 		// whose supervisor died: record them aborted now, as the next
 		// txexec would.
@@ -334,6 +352,18 @@ func (r *parallelRun) runCmd(c *parallelCmd) {
 			r.settle(c, outcomeStopped, 0)
 			return
 		}
+		if a.wounded {
+			// Stopped for an earlier command's lock wait (never let
+			// through its gate): run again once they have settled, when
+			// none can wait for it any more.
+			c.reruns++
+			c.wounds++
+			if r.order.Wait(c.ctx, uint64(c.seq)) != nil {
+				r.settle(c, outcomeStopped, 0)
+				return
+			}
+			continue
+		}
 		if a.conflict && (!afterEarlier || outsideReruns < r.retry) {
 			if afterEarlier {
 				outsideReruns++
@@ -382,6 +412,8 @@ type attemptResult struct {
 	txIDs               []int64
 	stdout, stderr      []byte
 	busy                time.Duration
+	// wounded: stopped for an earlier command's lock wait.
+	wounded bool
 }
 
 // attempt runs c's txexec once, answering its gate in order.
@@ -394,7 +426,10 @@ func (r *parallelRun) attempt(c *parallelCmd) attemptResult {
 	}
 	ours, theirs := os.NewFile(uintptr(fds[0]), "commit gate"), os.NewFile(uintptr(fds[1]), "commit gate")
 	defer ours.Close()
-	cmd := exec.CommandContext(c.ctx, r.exe, append(append(slices.Clone(r.childArgs), "--"), c.argv...)...)
+	// Ended by c's stop, or by an earlier command's lock wait.
+	ctx, wound := context.WithCancel(c.ctx)
+	defer wound()
+	cmd := exec.CommandContext(ctx, r.exe, append(append(slices.Clone(r.childArgs), "--"), c.argv...)...)
 	cmd.Env = append(slices.Clone(r.env), fmt.Sprintf("%s=3 %d %d", parallelEnv, r.id, c.seq))
 	cmd.ExtraFiles = []*os.File{theirs} // its descriptor 3
 	var out, errb bytes.Buffer
@@ -412,7 +447,7 @@ func (r *parallelRun) attempt(c *parallelCmd) attemptResult {
 	}
 	r.mu.Lock()
 	r.running++
-	c.passed = false
+	c.passed, c.wound, c.wounded, c.holdsLocks, c.lockTx, c.lockWaits = false, wound, false, false, 0, 0
 	r.mu.Unlock()
 	var gateWait time.Duration
 	gateDone := make(chan struct{})
@@ -426,14 +461,16 @@ func (r *parallelRun) attempt(c *parallelCmd) attemptResult {
 			}
 			switch word, id := parseGateLine(line); word {
 			case gateReady:
-				res.txIDs = append(res.txIDs, id)
+				if len(res.txIDs) == 0 || res.txIDs[len(res.txIDs)-1] != id { // not said at gateLocked
+					res.txIDs = append(res.txIDs, id)
+				}
 				r.count(&r.atGate, 1)
 				t0 := time.Now()
-				err := r.order.Wait(c.ctx, uint64(c.seq))
+				err := r.order.Wait(ctx, uint64(c.seq))
 				gateWait += time.Since(t0)
 				r.count(&r.atGate, -1)
 				if err != nil {
-					return // stopped: killed by its context
+					return // stopped or wounded: killed by its context
 				}
 				r.mu.Lock()
 				if r.interrupted != nil {
@@ -448,13 +485,29 @@ func (r *parallelRun) attempt(c *parallelCmd) attemptResult {
 				res.committed = true
 			case gateConflict:
 				res.conflict = true
+			case gateLocked:
+				res.txIDs = append(res.txIDs, id)
+				r.heldLocks(c, id)
+			case gateLockWait:
+				r.lockWaitBegan(c)
+			case gateLockWaited:
+				r.lockWaitEnded(c)
 			}
 		}
 	}()
 	err = cmd.Wait()
 	// Its end of the gate is closed with it; its tree never had it.
 	<-gateDone
-	r.count(&r.running, -1)
+	r.mu.Lock()
+	r.running--
+	// Its locks went with its txexec.
+	res.wounded = c.wounded && !res.committed
+	lockTx, by := c.lockTx, c.woundedBy
+	c.wound, c.holdsLocks, c.lockWaits = nil, false, 0
+	r.mu.Unlock()
+	if res.wounded && lockTx != 0 {
+		r.recordWounded(c, lockTx, by)
+	}
 	res.busy = time.Since(start) - gateWait
 	res.stdout, res.stderr = out.Bytes(), errb.Bytes()
 	var ee *exec.ExitError
@@ -538,17 +591,20 @@ func (r *parallelRun) deliver(c *parallelCmd, asJSON bool, stdout, stderr io.Wri
 
 // parallelSummary is the end of a run, in --json and on one line.
 type parallelSummary struct {
-	Run       int64   `json:"run"`
-	Commands  int     `json:"commands"`
-	Committed int     `json:"committed"`
-	Failed    int     `json:"failed"`
-	Stopped   int     `json:"stopped"`
-	Rerun     int     `json:"rerun"`  // commands run again after a conflict
-	Reruns    int     `json:"reruns"` // attempts that followed a conflict
-	Wall      float64 `json:"wall_seconds"`
-	Busy      float64 `json:"busy_seconds"` // the sum of the commands' times
-	Speedup   float64 `json:"speedup"`
-	Status    int     `json:"status"`
+	Run       int64 `json:"run"`
+	Commands  int   `json:"commands"`
+	Committed int   `json:"committed"`
+	Failed    int   `json:"failed"`
+	Stopped   int   `json:"stopped"`
+	Rerun     int   `json:"rerun"`  // commands run again after a conflict or a lock wait
+	Reruns    int   `json:"reruns"` // attempts that followed a conflict or a lock wait
+	// Wounded counts the attempts stopped for an earlier command's lock
+	// wait (each followed by a re-run).
+	Wounded int     `json:"wounded"`
+	Wall    float64 `json:"wall_seconds"`
+	Busy    float64 `json:"busy_seconds"` // the sum of the commands' times
+	Speedup float64 `json:"speedup"`
+	Status  int     `json:"status"`
 	// FirstFailed is the place of the first failed command; -1 if none.
 	FirstFailed int `json:"first_failed"`
 	// Interrupted names the signal that stopped the run; "" if none.
@@ -573,6 +629,7 @@ func (r *parallelRun) summarize(wall time.Duration) parallelSummary {
 			s.Rerun++
 			s.Reruns += c.reruns
 		}
+		s.Wounded += c.wounds
 		s.Busy += c.busy.Seconds()
 	}
 	if s.Wall > 0 {
@@ -596,6 +653,9 @@ func (s parallelSummary) line(r *parallelRun) string {
 	if s.FirstFailed >= 0 {
 		c := r.cmds[s.FirstFailed]
 		l += fmt.Sprintf("; %d failed, the first with status %d: %s", s.Failed, c.status, c.line)
+	}
+	if s.Wounded > 0 {
+		l += fmt.Sprintf("; %d attempts stopped for an earlier command's lock wait", s.Wounded)
 	}
 	if s.Stopped > 0 {
 		l += fmt.Sprintf("; %d stopped", s.Stopped)
