@@ -357,3 +357,68 @@ func TestCrashParallelKilled(t *testing.T) {
 		})
 	}
 }
+
+// TestParallelLockWait: commands that each append to a shared file under
+// flock(1) on one lock file, the earlier ones asking for the lock only
+// once the next one holds it (it says so in a directory outside the
+// transactions, --exclude). The later command holds its lock until its
+// commit, after the earlier one's: without wound-wait the earlier one
+// waits for it forever. With it the earlier one's wait stops the later
+// command, which runs again afterwards: the run ends with the file as
+// one after another, each command committed once, in order, and reports
+// the stopped attempts as re-runs; txexec log says why they aborted.
+func TestParallelLockWait(t *testing.T) {
+	const n = 5
+	var want strings.Builder
+	want.WriteString("start\n")
+	prev := "start"
+	for k := 1; k <= n; k++ {
+		prev = fmt.Sprintf("%d %s", k, prev)
+		want.WriteString(prev + "\n")
+	}
+	s := newTxState(t)
+	for _, jobs := range []int{2, 4} {
+		t.Run(fmt.Sprintf("j%d", jobs), func(t *testing.T) {
+			dir := t.TempDir()
+			sig := filepath.Join(dir, "sig")
+			require.NoError(t, os.Mkdir(sig, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "shared"), []byte("start\n"), 0o644))
+			// The lock file exists on the host: its lock is the host's.
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "F"), nil, 0o644))
+			var lines []string
+			for k := 1; k <= n; k++ {
+				// Up to 2 s for the next command to hold the lock (it may
+				// not be running).
+				lines = append(lines, fmt.Sprintf(`i=0; while [ ! -e sig/%d ] && [ $i -lt 40 ]; do sleep 0.05; i=$((i+1)); done; `+
+					`flock F sh -c 'l=$(tail -n 1 shared); echo "%d $l" >> shared; touch sig/%d'; echo %d`, k+1, k, k, k))
+			}
+			res := s.runParallel(t, dir, strings.Join(lines, "\n")+"\n", "-j", strconv.Itoa(jobs), "--json", "--exclude", sig)
+			require.Equal(t, 0, res.status, res.stderr)
+			got, err := os.ReadFile(filepath.Join(dir, "shared"))
+			require.NoError(t, err)
+			assert.Equal(t, want.String(), string(got))
+
+			outLines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+			var sum struct {
+				Summary struct {
+					Committed, Rerun, Reruns, Wounded int
+				} `json:"summary"`
+			}
+			require.NoError(t, json.Unmarshal([]byte(outLines[len(outLines)-1]), &sum), res.stdout)
+			assert.Equal(t, n, sum.Summary.Committed)
+			assert.GreaterOrEqual(t, sum.Summary.Wounded, 1, "a later command was stopped for an earlier one's wait")
+			assert.GreaterOrEqual(t, sum.Summary.Reruns, sum.Summary.Wounded, "and run again")
+
+			txs := s.runLog(t, regexp.MustCompile(`"run":\s*(\d+)`).FindStringSubmatch(res.stdout)[1])
+			requireCommittedInOrder(t, txs, n)
+			stopped := 0
+			for _, tx := range txs {
+				if strings.Contains(tx.Reason, "stopped by txexec parallel") {
+					stopped++
+				}
+			}
+			// Unless a txexec starting meanwhile recovered them first.
+			assert.Positive(t, stopped, "the stopped attempts' transactions, aborted with the reason: %+v", txs)
+		})
+	}
+}
