@@ -442,7 +442,7 @@ func TestClaimPending(t *testing.T) {
 		require.NoError(t, err)
 		seq, err := crashed.Commit(tx.ID, nil, Prepared{Ops: sampleOps(i + 1)})
 		require.NoError(t, err)
-		want = append(want, PendingTx{ID: tx.ID, Seq: seq, Ops: sampleOps(i + 1)})
+		want = append(want, PendingTx{ID: tx.ID, Seq: seq, Ops: sampleOps(i + 1), Undo: UndoNone})
 	}
 	txLive, err := live.Begin(TxInfo{})
 	require.NoError(t, err)

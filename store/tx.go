@@ -39,10 +39,14 @@ func (s *Store) Begin(info TxInfo) (Tx, error) {
 			run = sql.NullInt64{Int64: info.Run, Valid: true}
 			runSeq = sql.NullInt64{Int64: int64(info.RunSeq), Valid: true}
 		}
-		res, err := tx.Exec(`INSERT INTO tx (state, command, cwd, owner_pid, owner_start, start_seq, begin_ns, run_id, run_seq)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		undo := UndoNone
+		if info.KeepUndo {
+			undo = UndoKeep
+		}
+		res, err := tx.Exec(`INSERT INTO tx (state, command, cwd, owner_pid, owner_start, start_seq, begin_ns, run_id, run_seq, undo)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			StateRunning, string(cmd), info.Cwd, s.opt.Owner.Pid, int64(s.opt.Owner.Start),
-			t.StartSeq, s.opt.Now().UnixNano(), run, runSeq)
+			t.StartSeq, s.opt.Now().UnixNano(), run, runSeq, undo)
 		if err != nil {
 			return err
 		}
@@ -107,6 +111,11 @@ func (s *Store) Commit(id int64, validate func(since []WriteSet) error, p Prepar
 		p.Reads = readsNamedByOps(p.Ops, p.Reads)
 		if err := insertPrepared(tx, id, p); err != nil {
 			return err
+		}
+		if p.Undoes != 0 {
+			if _, err := tx.Exec(`UPDATE tx SET undoes = ? WHERE id = ?`, p.Undoes, id); err != nil {
+				return err
+			}
 		}
 		if state == StateKept {
 			// Keep stored the whole read set, for this commit's
@@ -483,7 +492,7 @@ func (s *Store) ClaimPending(alive func(Owner) bool) ([]PendingTx, error) {
 	var pending []PendingTx
 	err := s.write(func(tx *sql.Tx) error {
 		pending = nil // a second try starts anew (see write)
-		rows, err := tx.Query(`SELECT id, seq, owner_pid, owner_start FROM tx WHERE state = ? ORDER BY seq`, StateCommitted)
+		rows, err := tx.Query(`SELECT id, seq, owner_pid, owner_start, undo FROM tx WHERE state = ? ORDER BY seq`, StateCommitted)
 		if err != nil {
 			return err
 		}
@@ -492,7 +501,7 @@ func (s *Store) ClaimPending(alive func(Owner) bool) ([]PendingTx, error) {
 			var p PendingTx
 			var o Owner
 			var start int64
-			if err := rows.Scan(&p.ID, &p.Seq, &o.Pid, &start); err != nil {
+			if err := rows.Scan(&p.ID, &p.Seq, &o.Pid, &start, &p.Undo); err != nil {
 				return err
 			}
 			o.Start = uint64(start)
@@ -597,7 +606,8 @@ const recordColumns = `id, state, command, cwd, owner_pid, owner_start, start_se
 	(SELECT count(*) FROM redo WHERE tx_id = tx.id),
 	(SELECT count(*) FROM granule WHERE tx_id = tx.id),
 	COALESCE(read_n, (SELECT count(*) FROM readset WHERE tx_id = tx.id)),
-	COALESCE(run_id, 0), COALESCE(run_seq, 0)`
+	COALESCE(run_id, 0), COALESCE(run_seq, 0),
+	undo, undo_bytes, undoes, ` + undoneBy
 
 func scanRecord(sc interface{ Scan(...any) error }) (TxRecord, error) {
 	var r TxRecord
@@ -605,10 +615,13 @@ func scanRecord(sc interface{ Scan(...any) error }) (TxRecord, error) {
 	var start int64
 	var seq, status, commitNs, appliedNs, abortedNs, keptNs sql.NullInt64
 	var beginNs int64
+	var undoes sql.NullInt64
 	if err := sc.Scan(&r.ID, &r.State, &cmd, &r.Cwd, &r.Owner.Pid, &start, &r.StartSeq, &seq, &r.Reason,
-		&status, &beginNs, &commitNs, &appliedNs, &abortedNs, &keptNs, &r.OpN, &r.GranuleN, &r.ReadN, &r.Run, &r.RunSeq); err != nil {
+		&status, &beginNs, &commitNs, &appliedNs, &abortedNs, &keptNs, &r.OpN, &r.GranuleN, &r.ReadN, &r.Run, &r.RunSeq,
+		&r.Undo.State, &r.Undo.Bytes, &undoes, &r.Undo.UndoneBy); err != nil {
 		return TxRecord{}, err
 	}
+	r.Undo.Undoes = undoes.Int64
 	if err := json.Unmarshal([]byte(cmd), &r.Command); err != nil {
 		return TxRecord{}, fmt.Errorf("decode command of transaction %d: %w", r.ID, err)
 	}

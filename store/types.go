@@ -43,6 +43,9 @@ type TxInfo struct {
 	// command of, at place RunSeq (from 0); 0 for other transactions.
 	Run    int64
 	RunSeq int
+	// KeepUndo makes its write-through keep before-images (UndoKeep),
+	// for txexec undo.
+	KeepUndo bool
 }
 
 // Tx is a transaction just begun.
@@ -121,6 +124,12 @@ const (
 	// and these ops, last in the list, set them once everything is in
 	// place.
 	OpAddFlags OpKind = "addflags"
+	// OpClearFlags clears the inode flags Mode — only FS_IMMUTABLE_FL and
+	// FS_APPEND_FL — of the regular file or directory Path (inode Ino),
+	// keeping its others: what txexec undo does to put back an
+	// OpAddFlags. It comes first in an undo's list, so that the ops after
+	// it may change the object.
+	OpClearFlags OpKind = "clearflags"
 	// OpFsyncDir asks for directory Path to be fsynced at the end (when
 	// durable). The applier already does so for every directory it changes.
 	OpFsyncDir OpKind = "fsyncdir"
@@ -132,10 +141,10 @@ const (
 // checks against the constants above.
 var OpKinds = []OpKind{
 	OpRename, OpExchange, OpLink, OpUnlink, OpRmdir, OpSetattr,
-	OpCopyData, OpSetxattr, OpRemovexattr, OpAddFlags, OpFsyncDir,
+	OpCopyData, OpSetxattr, OpRemovexattr, OpAddFlags, OpClearFlags, OpFsyncDir,
 }
 
-// The inode flags OpAddFlags sets.
+// The inode flags OpAddFlags sets and OpClearFlags clears.
 const (
 	FlagImmutable = sysx.FlagImmutable
 	FlagAppend    = sysx.FlagAppend
@@ -215,6 +224,10 @@ type Prepared struct {
 	Ops    []RedoOp
 	Writes []Granule
 	Reads  []ReadRecord
+	// Undoes is the transaction a txexec undo transaction puts back (0
+	// for any other): recorded with the commit, so that it is undone from
+	// the commit point on.
+	Undoes int64
 }
 
 // TxRecord is a transaction as txexec log and txexec show report it.
@@ -241,6 +254,7 @@ type TxRecord struct {
 	// place in it; 0 and 0 for a transaction of no parallel run.
 	Run    int64
 	RunSeq int
+	Undo   UndoInfo
 }
 
 // PendingTx is a committed transaction whose write-through has to be
@@ -249,6 +263,8 @@ type PendingTx struct {
 	ID  int64
 	Seq int64
 	Ops []RedoOp
+	// Undo is whether its write-through keeps before-images (UndoKeep).
+	Undo UndoState
 }
 
 // ErrNotFound is returned (wrapped) for a transaction id the store does
