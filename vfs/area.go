@@ -64,11 +64,13 @@ func mountID(dirfd int, path string, flags int, dev uint64) uint64 {
 }
 
 // isAreaName reports whether name, found in a host directory, may be a
-// staging area of some transaction. Host listings leave such names out
+// staging area or an undo area (store.UndoAreaPrefix) of some transaction. Host listings leave such names out
 // (readHostDirAll): areas come and go at mount roots while transactions
 // run, and a transaction that listed a mount root and then changed
 // something on that mount must not conflict with its own area.
-func isAreaName(name string) bool { return strings.HasPrefix(name, store.AreaPrefix) }
+func isAreaName(name string) bool {
+	return strings.HasPrefix(name, store.AreaPrefix) || strings.HasPrefix(name, store.UndoAreaPrefix)
+}
 
 // areaForLocked returns the staging area for new staged objects that
 // shadow paths in directory dir, making it at the first change on dir's
