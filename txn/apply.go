@@ -26,6 +26,9 @@ type ApplyOptions struct {
 	// object was not the expected one: normal when redoing, suspicious on
 	// the first write-through (an unsupervised process changed the host).
 	Skipped func(i int, op store.RedoOp, why string)
+	// Keep, when set, keeps the before-images of what the ops replace,
+	// remove or change, for txexec undo (see Keeper).
+	Keep *Keeper
 }
 
 // Fault points in Apply, for crash tests (see store.Fault).
@@ -50,8 +53,17 @@ func Apply(ops []store.RedoOp, opt ApplyOptions) error {
 		return fmt.Errorf("apply: %w", err)
 	}
 	a := &applier{opt: opt, synced: map[string]bool{}}
+	if opt.Keep != nil {
+		kp, err := startKeeping(opt.Keep, ops)
+		if err != nil {
+			return fmt.Errorf("apply: %w", err)
+		}
+		defer kp.close()
+		a.keep = kp
+	}
 	for i, op := range ops {
 		store.Fault(FaultBeforeOp)
+		a.n = i
 		why, err := a.apply(op)
 		a.closeNames()
 		if err != nil {
@@ -69,6 +81,12 @@ func Apply(ops []store.RedoOp, opt ApplyOptions) error {
 				opt.Skipped(i, op, why)
 			}
 		}
+	}
+	if a.keep != nil {
+		if err := a.keep.finish(a); err != nil {
+			return fmt.Errorf("apply: %w", err)
+		}
+		opt.Keep.Bytes = a.keep.bytes
 	}
 	if opt.Durable {
 		if err := sysx.Sync(a.toSync); err != nil {
@@ -88,6 +106,10 @@ type applier struct {
 	// open are the closers of the descriptors that sys opened for the
 	// current op.
 	open []func()
+	// keep keeps before-images (ApplyOptions.Keep); n is the index of the
+	// current op.
+	keep *keeping
+	n    int
 }
 
 // OpError is a redo op that failed: Apply stops there, and whoever redoes
@@ -182,6 +204,9 @@ func (a *applier) rename(op store.RedoOp) (string, error) {
 	if _, why, err := expect(op.Src, op.Ino); why != "" || err != nil {
 		return why, err
 	}
+	if err := a.before(op); err != nil {
+		return "", err
+	}
 	src, dst, err := a.sys2(op.Src, op.Path)
 	if err != nil {
 		return "", err
@@ -210,6 +235,9 @@ func (a *applier) exchange(op store.RedoOp) (string, error) {
 	case src.Ino != op.Ino || dst.Ino != op.Ino2:
 		return fmt.Sprintf("%s and %s are inodes %d and %d, not %d and %d",
 			op.Src, op.Path, src.Ino, dst.Ino, op.Ino, op.Ino2), nil
+	}
+	if err := a.before(op); err != nil {
+		return "", err
 	}
 	sname, dname, err := a.sys2(op.Src, op.Path)
 	if err != nil {
@@ -240,6 +268,9 @@ func (a *applier) link(op store.RedoOp) (string, error) {
 	if _, why, err := expect(op.Src, op.Ino); why != "" || err != nil {
 		return why, err
 	}
+	if err := a.before(op); err != nil {
+		return "", err
+	}
 	sname, dname, err := a.sys2(op.Src, op.Path)
 	if err != nil {
 		return "", err
@@ -268,6 +299,9 @@ func (a *applier) remove(op store.RedoOp) (string, error) {
 	} else if isDir {
 		return "", &os.PathError{Op: verb, Path: op.Path, Err: unix.EISDIR}
 	}
+	if err := a.before(op); err != nil {
+		return "", err
+	}
 	name, err := a.sys(op.Path)
 	if err != nil {
 		return "", err
@@ -284,6 +318,9 @@ func (a *applier) remove(op store.RedoOp) (string, error) {
 func (a *applier) xattr(op store.RedoOp) (string, error) {
 	if _, why, err := expect(op.Path, op.Ino); why != "" || err != nil {
 		return why, err
+	}
+	if err := a.before(op); err != nil {
+		return "", err
 	}
 	name, err := a.sys(op.Path)
 	if err != nil {
@@ -308,6 +345,9 @@ func (a *applier) setattr(op store.RedoOp) (string, error) {
 	st, why, err := expect(op.Path, op.Ino)
 	if why != "" || err != nil {
 		return why, err
+	}
+	if err := a.before(op); err != nil {
+		return "", err
 	}
 	name, err := a.sys(op.Path)
 	if err != nil {
@@ -375,6 +415,9 @@ func (a *applier) copyData(op store.RedoOp) (string, error) {
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return "", &os.PathError{Op: "copy data to", Path: op.Path, Err: errors.New("not a regular file")}
 	}
+	if err := a.before(op); err != nil {
+		return "", err
+	}
 	sname, dname, err := a.sys2(op.Src, op.Path)
 	if err != nil {
 		return "", err
@@ -422,8 +465,8 @@ func (a *applier) copyData(op store.RedoOp) (string, error) {
 const addableFlags = store.FlagImmutable | store.FlagAppend
 
 // addFlags sets the inode flags op.Mode (chattr +i, +a) on the regular
-// file or directory op.Path, keeping its other flags; flags already set
-// are done.
+// file or directory op.Path, keeping its other flags, or for
+// store.OpClearFlags clears them; flags already so are done.
 func (a *applier) addFlags(op store.RedoOp) (string, error) {
 	st, why, err := expect(op.Path, op.Ino)
 	if why != "" || err != nil {
@@ -455,8 +498,15 @@ func (a *applier) addFlags(op store.RedoOp) (string, error) {
 	if fst.Ino != op.Ino {
 		return fmt.Sprintf("%s is inode %d, not %d", op.Path, fst.Ino, op.Ino), nil
 	}
-	if _, err := sysx.ChangeInodeFlags(fd, op.Mode, 0); err != nil {
-		return "", &os.PathError{Op: "set inode flags of", Path: op.Path, Err: err}
+	if err := a.before(op); err != nil {
+		return "", err
+	}
+	set, clear := op.Mode, uint32(0)
+	if op.Kind == store.OpClearFlags {
+		set, clear = 0, op.Mode
+	}
+	if _, err := sysx.ChangeInodeFlags(fd, set, clear); err != nil {
+		return "", &os.PathError{Op: "change inode flags of", Path: op.Path, Err: err}
 	}
 	if typ == unix.S_IFDIR {
 		a.syncLater(op.Path, 0)

@@ -76,6 +76,12 @@ var opKinds = map[store.OpKind]opKind{
 		}
 		return nil
 	}},
+	store.OpClearFlags: {apply: (*applier).addFlags, check: func(op store.RedoOp) error {
+		if op.Mode == 0 || op.Mode&^addableFlags != 0 {
+			return fmt.Errorf("inode flags %#x are not immutable or append-only", op.Mode)
+		}
+		return nil
+	}},
 	store.OpFsyncDir: {noIno: true, apply: (*applier).fsyncDir},
 }
 

@@ -30,6 +30,11 @@ func Preflight(ops []store.RedoOp) error {
 	// at once (the host does not change under a preflight that only reads).
 	dirs := make(map[string]error)
 	for i, op := range ops {
+		if op.Kind == store.OpClearFlags {
+			// An undo clears the flags it adds first: the ops after it
+			// may change the object.
+			dirs["cleared\x00"+op.Path] = nil
+		}
 		if err := preflightOp(op, dirs); err != nil {
 			return fmt.Errorf("cannot write through redo op %d (%s %s): %w; nothing was committed", i, op.Kind, op.Path, err)
 		}
@@ -44,7 +49,7 @@ func preflightOp(op store.RedoOp, dirs map[string]error) error {
 	}
 	f := touches(op)
 	dirsChanged, dirsShrunk, objects := f.dirsChanged, f.dirsShrunk, f.objects
-	if f.replaced != "" {
+	if f.replaced != "" && !cleared(dirs, f.replaced) {
 		if st, ok := flagsOf(f.replaced); ok {
 			// Replaced: removed from its directory.
 			dirsShrunk = append(dirsShrunk, filepath.Dir(f.replaced))
@@ -64,6 +69,9 @@ func preflightOp(op store.RedoOp, dirs map[string]error) error {
 		}
 	}
 	for _, o := range objects {
+		if cleared(dirs, o) {
+			continue
+		}
 		if err := check(o, op.Ino, unix.STATX_ATTR_IMMUTABLE|unix.STATX_ATTR_APPEND, "changed"); err != nil {
 			return err
 		}
@@ -71,9 +79,18 @@ func preflightOp(op store.RedoOp, dirs map[string]error) error {
 	return nil
 }
 
+// cleared reports whether an earlier op (OpClearFlags) clears p's flags.
+func cleared(seen map[string]error, p string) bool {
+	_, ok := seen["cleared\x00"+p]
+	return ok
+}
+
 // checkDir is check for a directory, remembered in seen by path and
 // question (a directory that may be changed may still refuse removals).
 func checkDir(seen map[string]error, dir string, flags uint64, what string) error {
+	if cleared(seen, dir) {
+		return nil
+	}
 	key := what + "\x00" + dir
 	if err, ok := seen[key]; ok {
 		return err

@@ -1,0 +1,622 @@
+package txn
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/internal/sysx"
+	"txexec/store"
+)
+
+// Keeper makes Apply keep the before-images of transaction ID, for txexec
+// undo: before an op replaces or removes a host object, the object is
+// hard-linked into an undo area on its own mount (no copy: on ext4 it
+// takes no space until the original would have been freed); what an op
+// changes in place (attributes, extended attributes, inode flags, a
+// removed directory's attributes) is written as a record; the data an
+// in-place write (store.OpCopyData) overwrites is copied first (a
+// reflink where the file system has them), since that file must keep its
+// inode. Records go to UndoDir(ID)/records, one JSON line per op, before
+// the op; at the end Apply adds the state every changed path is left in
+// (its after-state), which undo compares with the host.
+//
+// It is idempotent as Apply is: a record or before-image that exists
+// already (a write-through redone after a crash) is kept, and an op found
+// done already is skipped before anything is kept, so the object it put
+// in place is never taken for the one it replaced.
+type Keeper struct {
+	Store *store.Store
+	ID    int64
+	// Staging are the transaction's staging areas: an op whose path is
+	// in one (a link anchor) changes nothing on the host, and one whose
+	// source is in one places a new object.
+	Staging []string
+	// Bytes is set by Apply: the space the before-images hold.
+	Bytes int64
+}
+
+// recordsName is the file of the records in a transaction's UndoDir.
+const recordsName = "records"
+
+// beforeImage is what an op of a transaction replaced or removed or
+// changed, as it was before the op: one line of the records file.
+type beforeImage struct {
+	N    int          `json:"n"`
+	Kind store.OpKind `json:"kind"`
+	// Image is the hard link (or, for OpCopyData, the copy) of the object
+	// the op replaced, removed or overwrote, in the undo area on the
+	// mount MountPoint ("" for the state directory's mount).
+	Image      string `json:"image,omitempty"`
+	MountPoint string `json:"mount_point,omitempty"`
+	// Absent: nothing was at the op's path (a create).
+	Absent bool `json:"absent,omitempty"`
+	// Type, Mode, UID, GID and the times are the object's before the op.
+	Type  uint32         `json:"type,omitempty"`
+	Mode  uint32         `json:"mode,omitempty"`
+	UID   uint32         `json:"uid,omitempty"`
+	GID   uint32         `json:"gid,omitempty"`
+	Atime store.Timespec `json:"atime"`
+	Mtime store.Timespec `json:"mtime"`
+	// Xattrs are a removed or replaced directory's extended attributes.
+	Xattrs map[string][]byte `json:"xattrs,omitempty"`
+	// XattrValue is the value the op's extended attribute had, unless
+	// XattrAbsent.
+	XattrValue  []byte `json:"xattr_value,omitempty"`
+	XattrAbsent bool   `json:"xattr_absent,omitempty"`
+	// Flags are the object's inode flags (OpAddFlags, OpClearFlags,
+	// OpRmdir).
+	Flags uint32 `json:"flags,omitempty"`
+	// Placed is the type of the object an OpRename puts at its path.
+	Placed uint32 `json:"placed,omitempty"`
+	// Bytes is the space Image holds that nothing else does.
+	Bytes int64 `json:"bytes,omitempty"`
+}
+
+// PathState is what a path holds: nothing, or an object of a type and
+// inode, with its mode, owner, size and mtime, which a change of its
+// contents, its attributes or (for a directory) its entries moves. Not
+// its ctime: that moves with its link count too, which txexec's own undo
+// areas change when they link or drop a before-image that undo put back.
+type PathState struct {
+	Path   string         `json:"path"`
+	Exists bool           `json:"exists"`
+	Type   uint32         `json:"type,omitempty"`
+	Ino    uint64         `json:"ino,omitempty"`
+	Mode   uint32         `json:"mode,omitempty"`
+	UID    uint32         `json:"uid,omitempty"`
+	GID    uint32         `json:"gid,omitempty"`
+	Size   int64          `json:"size,omitempty"`
+	Mtime  store.Timespec `json:"mtime"`
+}
+
+// record is one line of the records file: a before-image, or the
+// after-state of every changed path.
+type record struct {
+	Before *beforeImage `json:"before,omitempty"`
+	After  []PathState  `json:"after,omitempty"`
+	// Staging are the transaction's staging areas, with the after-state.
+	Staging []string `json:"staging,omitempty"`
+}
+
+// keeping is Apply's state while it keeps before-images.
+type keeping struct {
+	k      *Keeper
+	f      *os.File
+	have   map[int]bool // ops recorded already (by an earlier run)
+	bytes  int64
+	done   []int // ops with a record, in order
+	ops    []store.RedoOp
+	mounts map[string]uint64 // mount id of a directory
+	areas  map[uint64]undoArea
+	home   uint64 // the state directory's mount id
+}
+
+type undoArea struct{ path, mountPoint string }
+
+// startKeeping opens k's records, reading what an earlier run recorded.
+func startKeeping(k *Keeper, ops []store.RedoOp) (*keeping, error) {
+	if err := k.Store.MakeUndoDir(k.ID); err != nil {
+		return nil, err
+	}
+	dir := k.Store.UndoDir(k.ID)
+	kp := &keeping{k: k, have: map[int]bool{}, ops: ops, mounts: map[string]uint64{}, areas: map[uint64]undoArea{}}
+	recs, err := readRecords(dir)
+	if err != nil {
+		return nil, err
+	}
+	for _, b := range recs.before {
+		if b.N < len(ops) && !kp.have[b.N] {
+			kp.have[b.N] = true
+			kp.done = append(kp.done, b.N)
+			kp.bytes += b.Bytes
+		}
+	}
+	kp.f, err = os.OpenFile(filepath.Join(dir, recordsName), os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open the undo records of transaction %d: %w", k.ID, err)
+	}
+	kp.home, err = mountIDOf(dir)
+	if err != nil {
+		kp.f.Close()
+		return nil, err
+	}
+	kp.areas[kp.home] = undoArea{path: dir}
+	return kp, nil
+}
+
+// records is what a records file holds: the before-images by op, and the
+// last after-state written.
+type records struct {
+	before  []beforeImage
+	after   []PathState
+	staging []string
+	// ended says an after-state was written: the write-through ended.
+	ended bool
+}
+
+// readRecords reads the records file of undo area dir; a line cut short
+// by a crash ends it.
+func readRecords(dir string) (records, error) {
+	var r records
+	f, err := os.Open(filepath.Join(dir, recordsName))
+	if os.IsNotExist(err) {
+		return r, nil
+	}
+	if err != nil {
+		return r, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var rec record
+		if json.Unmarshal(sc.Bytes(), &rec) != nil {
+			break
+		}
+		switch {
+		case rec.Before != nil:
+			r.before = append(r.before, *rec.Before)
+		case rec.After != nil:
+			r.after, r.staging, r.ended = rec.After, rec.Staging, true
+		}
+	}
+	return r, sc.Err()
+}
+
+func (kp *keeping) write(rec record) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	if _, err := kp.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write the undo records of transaction %d: %w", kp.k.ID, err)
+	}
+	return nil
+}
+
+func (kp *keeping) staged(p string) bool {
+	for _, a := range kp.k.Staging {
+		if strings.HasPrefix(p, a+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// mountIDOf is the mount id of path (statx STATX_MNT_ID; the device where
+// the kernel has none).
+func mountIDOf(path string) (uint64, error) {
+	name, done, err := sysx.ShortPath(path)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	var stx unix.Statx_t
+	err = sysx.Retry(func() error {
+		return unix.Statx(unix.AT_FDCWD, name, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_MNT_ID, &stx)
+	})
+	if err != nil {
+		return 0, &os.PathError{Op: "statx", Path: path, Err: err}
+	}
+	if stx.Mask&unix.STATX_MNT_ID != 0 {
+		return stx.Mnt_id, nil
+	}
+	return unix.Mkdev(stx.Dev_major, stx.Dev_minor), nil
+}
+
+func (kp *keeping) mountOf(dir string) (uint64, error) {
+	if id, ok := kp.mounts[dir]; ok {
+		return id, nil
+	}
+	id, err := mountIDOf(dir)
+	if err == nil {
+		kp.mounts[dir] = id
+	}
+	return id, err
+}
+
+// mountPointOf is the root of the mount directory dir is on, or "" for
+// the state directory's mount.
+func (kp *keeping) mountPointOf(dir string) (string, error) {
+	mnt, err := kp.mountOf(dir)
+	if err != nil || mnt == kp.home {
+		return "", err
+	}
+	top := dir
+	for top != "/" {
+		up, err := kp.mountOf(filepath.Dir(top))
+		if err != nil || up != mnt {
+			break
+		}
+		top = filepath.Dir(top)
+	}
+	return top, nil
+}
+
+// areaFor returns the undo area on the mount of the objects in directory
+// dir, making it at the first need.
+func (kp *keeping) areaFor(a *applier, dir string) (undoArea, error) {
+	mnt, err := kp.mountOf(dir)
+	if err != nil {
+		return undoArea{}, err
+	}
+	if u, ok := kp.areas[mnt]; ok {
+		return u, nil
+	}
+	top, err := kp.mountPointOf(dir)
+	if err != nil {
+		return undoArea{}, err
+	}
+	p, err := kp.k.Store.AddUndoArea(kp.k.ID, top)
+	if err != nil {
+		return undoArea{}, err
+	}
+	u := undoArea{path: p, mountPoint: top}
+	kp.areas[mnt] = u
+	a.syncLater(p, 0)
+	a.syncLater(top, 0)
+	return u, nil
+}
+
+// before keeps what op n is about to replace, remove or change, unless an
+// earlier run kept it. Apply's ops call it once they know the op is to be
+// done, before they change anything.
+func (a *applier) before(op store.RedoOp) error {
+	kp := a.keep
+	if kp == nil || kp.have[a.n] || kp.staged(op.Path) {
+		return nil
+	}
+	b := &beforeImage{N: a.n, Kind: op.Kind}
+	if err := kp.capture(a, op, b); err != nil {
+		return fmt.Errorf("keep the before-image of %s: %w", op.Path, err)
+	}
+	if err := kp.write(record{Before: b}); err != nil {
+		return err
+	}
+	kp.have[a.n] = true
+	kp.done = append(kp.done, a.n)
+	kp.bytes += b.Bytes
+	return nil
+}
+
+func (kp *keeping) capture(a *applier, op store.RedoOp, b *beforeImage) error {
+	switch op.Kind {
+	case store.OpExchange, store.OpLink, store.OpFsyncDir:
+		return nil // nothing lost; the record says the op was done
+	}
+	if op.Kind == store.OpRename {
+		src, ok, err := lstat(op.Src)
+		if err != nil || !ok {
+			return err
+		}
+		b.Placed = src.Mode & unix.S_IFMT
+	}
+	st, ok, err := lstat(op.Path)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		b.Absent = true
+		return nil
+	}
+	b.Type, b.Mode, b.UID, b.GID = st.Mode&unix.S_IFMT, st.Mode&0o7777, st.Uid, st.Gid
+	b.Atime = store.Timespec{Sec: st.Atim.Sec, Nsec: st.Atim.Nsec}
+	b.Mtime = store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}
+	isDir := b.Type == unix.S_IFDIR
+	switch op.Kind {
+	case store.OpRename, store.OpUnlink:
+		if isDir {
+			return kp.captureDir(op.Path, b)
+		}
+		return kp.link(a, op.Path, &st, b)
+	case store.OpRmdir:
+		return kp.captureDir(op.Path, b)
+	case store.OpCopyData:
+		return kp.copy(a, op.Path, &st, b)
+	case store.OpSetxattr, store.OpRemovexattr:
+		v, err := getxattr(op.Path, op.XattrName)
+		if err == unix.ENODATA {
+			b.XattrAbsent = true
+			return nil
+		}
+		b.XattrValue = v
+		return err
+	case store.OpAddFlags, store.OpClearFlags:
+		b.Flags, err = inodeFlags(op.Path, b.Type)
+		return err
+	}
+	return nil // setattr: the attributes above
+}
+
+// captureDir records directory p's extended attributes and inode flags
+// besides its attributes: a removed directory cannot be linked, and undo
+// makes it anew.
+func (kp *keeping) captureDir(p string, b *beforeImage) error {
+	var err error
+	if b.MountPoint, err = kp.mountPointOf(filepath.Dir(p)); err != nil {
+		return err
+	}
+	names, err := listxattr(p)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		v, err := getxattr(p, n)
+		if err == unix.ENODATA {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if b.Xattrs == nil {
+			b.Xattrs = map[string][]byte{}
+		}
+		b.Xattrs[n] = v
+	}
+	b.Flags, err = inodeFlags(p, unix.S_IFDIR)
+	return err
+}
+
+// link hard-links the object at p (st) into its mount's undo area. One
+// linked there already by an earlier run is kept.
+func (kp *keeping) link(a *applier, p string, st *unix.Stat_t, b *beforeImage) error {
+	u, err := kp.areaFor(a, filepath.Dir(p))
+	if err != nil {
+		return err
+	}
+	b.Image, b.MountPoint = filepath.Join(u.path, strconv.Itoa(b.N)), u.mountPoint
+	src, dst, err := a.sys2(p, b.Image)
+	if err != nil {
+		return err
+	}
+	err = sysx.Retry(func() error { return unix.Linkat(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, 0) })
+	if err != nil && err != unix.EEXIST {
+		return &os.LinkError{Op: "link", Old: p, New: b.Image, Err: err}
+	}
+	if st.Nlink == 1 {
+		// Once the op is done, the undo area's link alone holds it.
+		b.Bytes = st.Blocks * 512
+	}
+	a.syncLater(u.path, 0)
+	return nil
+}
+
+// copy copies the contents of regular file p (st), which an in-place
+// write is about to overwrite, into its mount's undo area, with its times:
+// a clone (FICLONE) where the file system can share the extents, else a
+// copy. It is made under a temporary name and renamed, so that a crash
+// never leaves a partial copy under the image's name; when durable it is
+// fsynced before the write that overwrites the original.
+func (kp *keeping) copy(a *applier, p string, st *unix.Stat_t, b *beforeImage) error {
+	u, err := kp.areaFor(a, filepath.Dir(p))
+	if err != nil {
+		return err
+	}
+	b.Image, b.MountPoint = filepath.Join(u.path, strconv.Itoa(b.N)), u.mountPoint
+	if _, ok, err := lstat(b.Image); err != nil || ok {
+		return err
+	}
+	name, err := a.sys(p)
+	if err != nil {
+		return err
+	}
+	src, err := os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NOATIME, 0)
+	if err != nil {
+		src, err = os.OpenFile(name, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	}
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	tmp := b.Image + ".tmp"
+	dst, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	if unix.IoctlFileClone(int(dst.Fd()), int(src.Fd())) != nil {
+		if _, err := io.Copy(dst, src); err != nil {
+			return fmt.Errorf("copy %s to %s: %w", p, tmp, err)
+		}
+	}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, tmp, []unix.Timespec{st.Atim, st.Mtim}, 0); err != nil {
+		return &os.PathError{Op: "set times of", Path: tmp, Err: err}
+	}
+	if a.opt.Durable {
+		if err := dst.Sync(); err != nil {
+			return &os.PathError{Op: "fsync", Path: tmp, Err: err}
+		}
+	}
+	if err := os.Rename(tmp, b.Image); err != nil {
+		return err
+	}
+	var cst unix.Stat_t
+	if unix.Stat(b.Image, &cst) == nil {
+		b.Bytes = cst.Blocks * 512
+	}
+	if a.opt.Durable {
+		if err := sysx.Sync([]sysx.SyncTarget{{Path: u.path, Dir: true}}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// afterPaths are the host paths the recorded ops of ops changed: each
+// op's path, and the source of a rename or exchange of a host object.
+func afterPaths(ops []store.RedoOp, done []int, staged func(string) bool) []string {
+	seen := map[string]bool{}
+	var out []string
+	add := func(p string) {
+		if p != "" && !staged(p) && !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	for _, n := range done {
+		op := ops[n]
+		add(op.Path)
+		if op.Kind == store.OpRename || op.Kind == store.OpExchange {
+			add(op.Src)
+		}
+	}
+	return out
+}
+
+// StateOf is what path holds now.
+func StateOf(path string) (PathState, error) {
+	st, ok, err := lstat(path)
+	if err != nil || !ok {
+		return PathState{Path: path}, err
+	}
+	return PathState{Path: path, Exists: true, Type: st.Mode & unix.S_IFMT, Ino: st.Ino,
+		Mode: st.Mode & 0o7777, UID: st.Uid, GID: st.Gid, Size: st.Size,
+		Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}}, nil
+}
+
+// finish writes the after-state of every changed path; the records file
+// and the undo areas are then synced with the rest of the write-through.
+func (kp *keeping) finish(a *applier) error {
+	var after []PathState
+	for _, p := range afterPaths(kp.ops, kp.done, kp.staged) {
+		s, err := StateOf(p)
+		if err != nil {
+			return err
+		}
+		after = append(after, s)
+	}
+	if after == nil {
+		after = []PathState{}
+	}
+	if err := kp.write(record{After: after, Staging: kp.k.Staging}); err != nil {
+		return err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(kp.f.Fd()), &st); err != nil {
+		return err
+	}
+	dir := kp.k.Store.UndoDir(kp.k.ID)
+	a.syncLater(filepath.Join(dir, recordsName), st.Ino)
+	a.syncLater(dir, 0)
+	a.syncLater(filepath.Dir(dir), 0)
+	a.syncLater(filepath.Dir(filepath.Dir(dir)), 0)
+	return nil
+}
+
+func (kp *keeping) close() {
+	if kp != nil && kp.f != nil {
+		kp.f.Close()
+	}
+}
+
+func getxattr(p, name string) ([]byte, error) {
+	sname, done, err := sysx.ShortPath(p)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	buf := make([]byte, 256)
+	for {
+		var n int
+		err := sysx.Retry(func() error {
+			var err error
+			n, err = unix.Lgetxattr(sname, name, buf)
+			return err
+		})
+		if err == unix.ERANGE {
+			buf = make([]byte, 2*len(buf))
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return append([]byte(nil), buf[:n]...), nil
+	}
+}
+
+func listxattr(p string) ([]string, error) {
+	sname, done, err := sysx.ShortPath(p)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	buf := make([]byte, 1024)
+	for {
+		var n int
+		err := sysx.Retry(func() error {
+			var err error
+			n, err = unix.Llistxattr(sname, buf)
+			return err
+		})
+		switch {
+		case err == unix.ERANGE:
+			buf = make([]byte, 2*len(buf))
+			continue
+		case err == unix.ENOTSUP:
+			return nil, nil
+		case err != nil:
+			return nil, &os.PathError{Op: "listxattr", Path: p, Err: err}
+		}
+		var names []string
+		for _, s := range strings.Split(string(buf[:n]), "\x00") {
+			if s != "" {
+				names = append(names, s)
+			}
+		}
+		return names, nil
+	}
+}
+
+// inodeFlags are the inode flags of the regular file or directory p (0
+// for other types and on file systems without them).
+func inodeFlags(p string, typ uint32) (uint32, error) {
+	if typ != unix.S_IFREG && typ != unix.S_IFDIR {
+		return 0, nil
+	}
+	name, done, err := sysx.ShortPath(p)
+	if err != nil {
+		return 0, err
+	}
+	defer done()
+	fd, err := unix.Open(name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return 0, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer unix.Close(fd)
+	f, err := unix.IoctlGetUint32(fd, unix.FS_IOC_GETFLAGS)
+	if sysx.NoInodeFlags(err) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, &os.PathError{Op: "get inode flags of", Path: p, Err: err}
+	}
+	return f, nil
+}
