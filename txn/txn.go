@@ -33,6 +33,9 @@ type Manager struct {
 	// when every transaction to commit before it has settled; so the
 	// validation sees all of them. An error aborts the transaction.
 	CommitGate func(id int64) error
+	// KeepUndo makes the transactions it begins keep before-images at
+	// write-through, for txexec undo (--undo=keep).
+	KeepUndo bool
 }
 
 // DefaultPriorityAfterN is how many conflicts a command may lose before
@@ -54,7 +57,7 @@ type Transaction struct {
 
 // Begin starts a transaction for command.
 func (m *Manager) Begin(command []string, cwd string) (*Transaction, error) {
-	t, err := m.Store.Begin(store.TxInfo{Command: command, Cwd: cwd, Run: m.Run, RunSeq: m.RunSeq})
+	t, err := m.Store.Begin(store.TxInfo{Command: command, Cwd: cwd, Run: m.Run, RunSeq: m.RunSeq, KeepUndo: m.KeepUndo})
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +163,7 @@ func (t *Transaction) Commit() error {
 			return &CommitError{Err: err}
 		}
 	}
-	err = t.m.commit(t.ID, p, p, v.Validate, t.Priority(), t.m.abort)
+	err = t.m.commit(t.ID, p, p, validateReads(p, v.Validate), t.Priority(), t.m.abort)
 	var ce *CommitError
 	if !errors.As(err, &ce) {
 		// Committed, even if its write-through failed (recovery
@@ -267,9 +270,9 @@ func (m *Manager) CommitKept(id int64) error {
 			return &CommitError{Err: err}
 		}
 	}
-	return m.commit(id, p, store.Prepared{}, func(rewritten map[string][]store.Granule) error {
+	return m.commit(id, p, store.Prepared{}, validateReads(p, func(rewritten map[string][]store.Granule) error {
 		return vfs.ValidateReadSet(p.Reads, rewritten)
-	}, true, m.abortKept)
+	}), true, m.abortKept)
 }
 
 // AbortKept drops kept transaction id and its staging area. A transaction
@@ -281,15 +284,32 @@ func (m *Manager) AbortKept(id int64, reason string) error {
 	return m.Store.RemoveStaging(id)
 }
 
+// validateReads is the validation at the commit point of a transaction
+// that did p: its read set against the write sets committed since it
+// began (conflictWith), then against the host (host, given the paths
+// whose objects those transactions changed), then Preflight.
+func validateReads(p store.Prepared, host func(rewritten map[string][]store.Granule) error) func(since []store.WriteSet) error {
+	return func(since []store.WriteSet) error {
+		rewritten, conflict := conflictWith(p.Reads, since)
+		if conflict == nil {
+			conflict = host(rewritten)
+		}
+		if conflict == nil {
+			conflict = Preflight(p.Ops)
+		}
+		return conflict
+	}
+}
+
 // commit is the commit protocol after preparation, shared by live and kept
-// transactions: p is what the transaction did, stored what store.Commit
-// stores (p, or nothing for a kept transaction whose p is stored already);
-// host validates the read set against the host, given the paths whose
-// objects transactions committed meanwhile changed (conflictWith). locked
-// says the caller holds the commit lock already. abort aborts id when it
-// cannot commit (Manager.abort for a live transaction, abortKept for a
-// kept one).
-func (m *Manager) commit(id int64, p, stored store.Prepared, host func(rewritten map[string][]store.Granule) error, locked bool, abort func(id int64, reason string) error) error {
+// transactions and undo: p is what the transaction did, stored what
+// store.Commit stores (p, or nothing for a kept transaction whose p is
+// stored already); validate is the validation at the commit point, given
+// the write sets committed since the transaction began. locked says the
+// caller holds the commit lock already. abort aborts id when it cannot
+// commit (Manager.abort for a live transaction, abortKept for a kept
+// one).
+func (m *Manager) commit(id int64, p, stored store.Prepared, validate func(since []store.WriteSet) error, locked bool, abort func(id int64, reason string) error) error {
 	if !locked {
 		release, err := m.Store.LockCommits(store.LockShared)
 		if err != nil {
@@ -300,14 +320,7 @@ func (m *Manager) commit(id int64, p, stored store.Prepared, host func(rewritten
 	}
 	var conflict error
 	_, err := m.Store.Commit(id, func(since []store.WriteSet) error {
-		var rewritten map[string][]store.Granule
-		rewritten, conflict = conflictWith(p.Reads, since)
-		if conflict == nil {
-			conflict = host(rewritten)
-		}
-		if conflict == nil {
-			conflict = Preflight(p.Ops)
-		}
+		conflict = validate(since)
 		return conflict
 	}, stored)
 	if err != nil {
@@ -324,15 +337,43 @@ func (m *Manager) commit(id int64, p, stored store.Prepared, host func(rewritten
 		return ce
 	}
 	store.Fault("txn.after-commit-point")
-	if err := Apply(p.Ops, ApplyOptions{Durable: m.Durable}); err != nil {
+	// Whoever began it chose (Store.Begin): a kept transaction, too.
+	u, err := m.Store.Undo(id)
+	if err == nil {
+		err = writeThrough(m.Store, id, p.Ops, m.Durable, u.State == store.UndoKeep)
+	}
+	if err != nil {
 		// Committed: recovery finishes the write-through.
 		return fmt.Errorf("write through transaction %d (recovery will finish it): %w", id, err)
 	}
-	store.Fault("txn.before-mark-applied")
-	if err := m.Store.MarkApplied(id); err != nil {
+	return m.Store.RemoveStaging(id)
+}
+
+// writeThrough applies committed transaction id's ops and marks it
+// applied, keeping its before-images when keep (see Keeper); the
+// before-images that retention then drops are removed.
+func writeThrough(s *store.Store, id int64, ops []store.RedoOp, durable, keep bool) error {
+	opt := ApplyOptions{Durable: durable}
+	if keep {
+		areas, err := s.StagingAreas(id)
+		if err != nil {
+			return err
+		}
+		opt.Keep = &Keeper{Store: s, ID: id, Staging: areas}
+	}
+	if err := Apply(ops, opt); err != nil {
 		return err
 	}
-	return m.Store.RemoveStaging(id)
+	store.Fault("txn.before-mark-applied")
+	if !keep {
+		return s.MarkApplied(id)
+	}
+	dropped, err := s.MarkAppliedKeeping(id, opt.Keep.Bytes)
+	for _, d := range dropped {
+		// Best effort: txexec gc finds what is left.
+		s.RemoveUndo(d)
+	}
+	return err
 }
 
 // isConflict reports whether err, which stops a commit, is a conflict
@@ -487,11 +528,12 @@ func recoverLocked(s *store.Store, durable bool) (finished, aborted []int64, err
 		return nil, nil, err
 	}
 	for _, p := range pending {
-		if err := Apply(p.Ops, ApplyOptions{Durable: durable}); err != nil {
+		if err := writeThrough(s, p.ID, p.Ops, durable, p.Undo == store.UndoKeep); err != nil {
+			var se *store.StateError
+			if errors.As(err, &se) {
+				return finished, nil, err
+			}
 			return finished, nil, &RecoveryError{ID: p.ID, Err: err}
-		}
-		if err := s.MarkApplied(p.ID); err != nil {
-			return finished, nil, err
 		}
 		s.RemoveStaging(p.ID)
 		finished = append(finished, p.ID)
