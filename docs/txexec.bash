@@ -8,6 +8,7 @@ _txexec_value() {
 	--output) mapfile -t COMPREPLY < <(compgen -W 'live defer' -- "$2") ;;
 	--signals) mapfile -t COMPREPLY < <(compgen -W 'defer immediate' -- "$2") ;;
 	--exclude) mapfile -t COMPREPLY < <(compgen -d -- "$2") ;;
+	--undo) mapfile -t COMPREPLY < <(compgen -W 'keep none' -- "$2") ;;
 	--trace) mapfile -t COMPREPLY < <(compgen -f -- "$2") ;;
 	--state-dir) mapfile -t COMPREPLY < <(compgen -d -- "$2") ;;
 	esac
@@ -40,6 +41,8 @@ _txexec_subcommand() {
 	replay) flags+=' --diff --commit' ;;
 	export) flags+=' -o' ;;
 	parallel) flags+=' --jobs --keep-going --json' ;;
+	undo) flags+=' --dry-run --force --no-durable' ;;
+	gc) flags+=' --all --keep-last --max-size' ;;
 	esac
 	[[ $cur == -* ]] && mapfile -t COMPREPLY < <(compgen -W "$flags" -- "$cur")
 }
@@ -56,14 +59,14 @@ _txexec() {
 		--)
 			_txexec_command $((i + 1))
 			return ;;
-		--on-exit|--retry|--unsupported|--output|--signals|--exclude|--repeat|--state-dir)
+		--on-exit|--retry|--unsupported|--output|--signals|--exclude|--undo|--repeat|--state-dir)
 			[[ $word == --state-dir ]] || lead=0
 			if [[ ${COMP_WORDS[i+1]} == = ]]; then ((i += 2)); else ((i++)); fi ;;
 		-*)
 			[[ $word == --state-dir=* ]] || lead=0
 			[[ ${COMP_WORDS[i+1]} == = ]] && ((i += 2)) ;;
 		*)
-			if ((lead)) && [[ " log show commit abort recover wrap unwrap replay export parallel " == *" $word "* ]]; then
+			if ((lead)) && [[ " log show commit abort recover wrap unwrap replay export parallel undo gc " == *" $word "* ]]; then
 				_txexec_subcommand "$word"
 			else
 				_txexec_command "$i"
@@ -79,13 +82,13 @@ _txexec() {
 	elif [[ $cur == --*=* ]]; then
 		_txexec_value "${cur%%=*}" "${cur#*=}"
 		COMPREPLY=("${COMPREPLY[@]/#/${cur%%=*}=}")
-	elif [[ " --on-exit --retry --unsupported --output --signals --exclude --repeat --state-dir " == *" $prev "* ]]; then
+	elif [[ " --on-exit --retry --unsupported --output --signals --exclude --undo --repeat --state-dir " == *" $prev "* ]]; then
 		_txexec_value "$prev" "$cur"
 	elif [[ $cur == -* ]]; then
-		mapfile -t COMPREPLY < <(compgen -W '--on-exit= --retry --no-durable --unsupported= --output= --signals= --exclude --passthrough --in-program --trace --deterministic --record --repeat --vary-seed --state-dir --version --help -h' -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W '--on-exit= --retry --no-durable --unsupported= --output= --signals= --exclude --undo= --passthrough --in-program --trace --deterministic --record --repeat --vary-seed --state-dir --version --help -h' -- "$cur")
 		[[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
 	elif ((lead)); then
-		mapfile -t COMPREPLY < <(compgen -W 'log show commit abort recover wrap unwrap replay export parallel' -- "$cur"; compgen -c -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W 'log show commit abort recover wrap unwrap replay export parallel undo gc' -- "$cur"; compgen -c -- "$cur")
 	else
 		_txexec_command "$COMP_CWORD"
 	fi

@@ -135,6 +135,9 @@ var describeOp = map[store.OpKind]func(r *replay, op store.RedoOp){
 	store.OpAddFlags: func(r *replay, op store.RedoOp) {
 		r.add("%s %s", op.Kind, op.Path)
 	},
+	store.OpClearFlags: func(r *replay, op store.RedoOp) {
+		r.add("%s %s", op.Kind, op.Path)
+	},
 	store.OpFsyncDir: func(*replay, store.RedoOp) {}, // durability only: not a change
 }
 

@@ -278,7 +278,8 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 		return 0, err
 	}
 	defer st.Close()
-	m := &txn.Manager{Store: st, Host: host, Durable: o.Durable, Excludes: o.Excludes, Outputs: vfs.OutputsOf(commandFDs())}
+	m := &txn.Manager{Store: st, Host: host, Durable: o.Durable, Excludes: o.Excludes, Outputs: vfs.OutputsOf(commandFDs()),
+		KeepUndo: o.KeepUndo}
 	if gate != nil {
 		m.Run, m.RunSeq, m.CommitGate = gate.run, gate.seq, gate.wait
 	}

@@ -29,21 +29,30 @@ var subcommands = map[string]func(c *subcommand) int{
 	"recover": cmdRecover,
 	"replay":  cmdReplay,
 	"export":  cmdExport,
+	"undo":    cmdUndo,
+	"gc":      cmdGC,
 }
 
 // subcommand is a parsed subcommand line: txexec NAME [ID] [flags].
 type subcommand struct {
 	name   string
 	id     int64
-	json   bool      // log --json
-	diff   bool      // show --diff, replay --diff
-	file   string    // replay FILE: an exported recording
-	commit bool      // replay --commit
-	output string    // export -o FILE
-	run    int64     // log --run ID: one txexec parallel run's transactions
-	opts   cli.Run   // Durable and StateDir
-	out    io.Writer // results (log, show, recover)
-	errOut io.Writer // "txexec: " messages
+	json   bool    // log --json
+	diff   bool    // show --diff, replay --diff
+	file   string  // replay FILE: an exported recording
+	commit bool    // replay --commit
+	output string  // export -o FILE
+	run    int64   // log --run ID: one txexec parallel run's transactions
+	dryRun bool    // undo --dry-run
+	force  bool    // undo --force
+	all    bool    // gc --all
+	ids    []int64 // gc ID...
+	// keepLast and maxSize are gc's retention settings (nil: unchanged).
+	keepLast *int
+	maxSize  *int64
+	opts     cli.Run   // Durable and StateDir
+	out      io.Writer // results (log, show, recover)
+	errOut   io.Writer // "txexec: " messages
 }
 
 // runSubcommand runs args as a subcommand if args[0] names one (after a
@@ -72,7 +81,7 @@ func runSubcommand(args []string) (status int, ok bool) {
 // parseSubcommand parses "NAME [ID] [--json|--diff|--no-durable|--state-dir DIR]".
 func parseSubcommand(args []string) (*subcommand, error) {
 	c := &subcommand{name: args[0], opts: cli.Run{Durable: true}}
-	needID := c.name == "show" || c.name == "commit" || c.name == "abort" || c.name == "export"
+	needID := c.name == "show" || c.name == "commit" || c.name == "abort" || c.name == "export" || c.name == "undo"
 	haveID := false
 	what := "transaction"
 	if c.name == "replay" || c.name == "export" {
@@ -115,7 +124,35 @@ func parseSubcommand(args []string) (*subcommand, error) {
 				}
 			}
 			c.file = a
-		case a == "--no-durable" && (c.name == "commit" || c.name == "recover"):
+		case a == "--dry-run" && c.name == "undo":
+			c.dryRun = true
+		case a == "--force" && c.name == "undo":
+			c.force = true
+		case a == "--all" && c.name == "gc":
+			c.all = true
+		case (a == "--keep-last" || strings.HasPrefix(a, "--keep-last=")) && c.name == "gc":
+			v, rest2, err := flagValue(a, rest)
+			if err != nil {
+				return nil, err
+			}
+			rest = rest2
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				return nil, cli.Usagef("gc: --keep-last %s: expected a count", v)
+			}
+			c.keepLast = &n
+		case (a == "--max-size" || strings.HasPrefix(a, "--max-size=")) && c.name == "gc":
+			v, rest2, err := flagValue(a, rest)
+			if err != nil {
+				return nil, err
+			}
+			rest = rest2
+			n, err := parseSize(v)
+			if err != nil {
+				return nil, cli.Usagef("gc: --max-size %s: %v", v, err)
+			}
+			c.maxSize = &n
+		case a == "--no-durable" && (c.name == "commit" || c.name == "recover" || c.name == "undo"):
 			c.opts.Durable = false
 		case a == "--state-dir" || strings.HasPrefix(a, "--state-dir="):
 			if v, ok := strings.CutPrefix(a, "--state-dir="); ok {
@@ -127,12 +164,16 @@ func parseSubcommand(args []string) (*subcommand, error) {
 			}
 		case strings.HasPrefix(a, "-"):
 			return nil, cli.Usagef("%s: unknown option %s (see txexec --help)", c.name, a)
-		case needID && !haveID:
+		case needID && !haveID || c.name == "gc":
 			id, err := strconv.ParseInt(a, 10, 64)
 			if err != nil || id <= 0 {
 				return nil, cli.Usagef("%s: %q is not a %s id", c.name, a, what)
 			}
-			c.id, haveID = id, true
+			if c.name == "gc" {
+				c.ids = append(c.ids, id)
+			} else {
+				c.id, haveID = id, true
+			}
 		default:
 			return nil, cli.Usagef("%s: unexpected argument %q", c.name, a)
 		}
@@ -306,6 +347,15 @@ type logEntry struct {
 	// it (from 0), for its transactions only.
 	Run    int64 `json:"run,omitempty"`
 	RunSeq *int  `json:"run_seq,omitempty"`
+	// Undo is what its write-through kept for txexec undo: keep, none or
+	// dropped; Undoable says txexec undo can put it back now, UndoBytes
+	// the space its before-images held. Undoes and UndoneBy link an undo
+	// transaction and the one it undid (0: none).
+	Undo      string `json:"undo"`
+	Undoable  bool   `json:"undoable"`
+	UndoBytes int64  `json:"undo_bytes"`
+	Undoes    int64  `json:"undoes"`
+	UndoneBy  int64  `json:"undone_by"`
 }
 
 func jsonTime(t time.Time) string {
@@ -361,6 +411,8 @@ func cmdLog(c *subcommand) int {
 				Begun: jsonTime(r.Begun), Kept: jsonTime(r.Kept), Committed: jsonTime(r.Committed),
 				Applied: jsonTime(r.Applied), Aborted: jsonTime(r.Aborted),
 				Ops: r.OpN, Writes: r.GranuleN, Reads: r.ReadN,
+				Undo: string(r.Undo.State), Undoable: r.Undo.Undoable(r.State), UndoBytes: r.Undo.Bytes,
+				Undoes: r.Undo.Undoes, UndoneBy: r.Undo.UndoneBy,
 			})
 		}
 		enc := json.NewEncoder(c.out)
@@ -385,7 +437,13 @@ func cmdLog(c *subcommand) int {
 		if r.Reason != "" {
 			line += "  (" + r.Reason + ")"
 		}
+		if m := undoMark(r); m != "" {
+			line += "  [" + m + "]"
+		}
 		fmt.Fprintln(c.out, line)
+	}
+	if held := heldBytes(recs); held > 0 {
+		fmt.Fprintf(c.out, "before-images: %s held (txexec gc drops them)\n", formatSize(held))
 	}
 	return 0
 }

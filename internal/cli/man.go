@@ -9,7 +9,7 @@ import (
 // §1 has the whole table).
 var exitStatuses = []struct{ status, meaning string }{
 	{"the command's status", "committed, kept, or aborted because the command failed or under --on-exit=abort (128+N if it died of signal N)"},
-	{"75", "the commit lost to another transaction (after --retry), and the command had exited 0 or failed of the conflict"},
+	{"75", "the commit lost to another transaction (after --retry), and the command had exited 0 or failed of the conflict; txexec undo refused because paths the transaction changed were changed again since"},
 	{"70", "an internal error of txexec, or an unsupported call aborted a command that exited 0"},
 	{"127", "COMMAND not found or not executable"},
 	{"2", "a bad command line"},
@@ -23,6 +23,7 @@ var examples = []struct{ command, meaning string }{
 	{"txexec parallel -j 4 < migrations.txt", "Run the shell command lines of migrations.txt four at a time, each a transaction, committed in the file's order with the result of running them one after another."},
 	{"txexec --on-exit=keep -- ./upgrade.sh", "Keep the transaction prepared; look at it with txexec show ID --diff, then txexec commit ID or txexec abort ID."},
 	{"txexec wrap /usr/local/bin/report-tool", "Run the set-user-ID program report-tool in a transaction whoever starts it; txexec unwrap puts it back."},
+	{"txexec undo --dry-run 12 && txexec undo 12", "Put back what transaction 12 changed, as a new transaction, if nothing changed those paths since."},
 }
 
 // Man is the man page docs/txexec.1 (roff, man macros). It carries no date

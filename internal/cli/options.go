@@ -29,6 +29,7 @@ var (
 	outputNames      = []string{"live", "defer"}
 	signalsNames     = []string{"defer", "immediate"}
 	unsupportedNames = []string{"abort", "error", "allow"}
+	undoNames        = []string{"keep", "none"}
 )
 
 func (o Output) String() string { return nameOf(outputNames, int(o)) }
@@ -50,6 +51,7 @@ type Run struct {
 	Signals     signals.Policy
 	Excludes    []string
 	Passthrough bool
+	KeepUndo    bool // --undo=keep: keep before-images for txexec undo
 	Trace       bool
 	TraceFile   string // "": stderr
 	StateDir    string // "": $TXEXEC_STATE_DIR or the default
@@ -75,7 +77,7 @@ type Run struct {
 // Defaults is a Run before any option.
 func Defaults() Run {
 	return Run{OnExit: txn.OnExitSuccess, Durable: true, Unsupported: syscalls.PolicyAbort,
-		Output: OutputLive, Signals: signals.Defer}
+		Output: OutputLive, Signals: signals.Defer, KeepUndo: true}
 }
 
 // ValueKind is whether an option takes a value.
@@ -194,6 +196,14 @@ var Options = []Option{
 		Help: "writes under PATH bypass the transaction (repeatable)",
 		Doc:  "Writes under the directory PATH go to the host at once, outside the transaction. PATH must be an existing directory, not named through a final symlink.",
 		set:  func(r *Run, v string) error { r.Excludes = append(r.Excludes, v); return nil },
+	},
+	{
+		Name: "undo", Kind: RequiredValue, Choices: undoNames, Default: "keep",
+		Help: "keep before-images for txexec undo, or none",
+		Doc: "keep makes the write-through keep what the transaction replaced or removed (hard links, no copies) " +
+			"and the attributes it changed, so that txexec undo ID can put them back; none keeps nothing. " +
+			"txexec gc drops them beyond the retention (the last 50 transactions, 1 GiB).",
+		set: func(r *Run, v string) error { r.KeepUndo = v == "keep"; return nil },
 	},
 	{
 		Name: "passthrough",

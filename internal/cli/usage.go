@@ -28,6 +28,10 @@ var Subcommands = []Subcommand{
 	{Name: "export", Args: "ID", Flags: []string{"-o FILE"}, Help: "write a recording to one file (recording-ID.tar), for replay FILE"},
 	{Name: "parallel", Flags: []string{"--jobs N", "--keep-going", "--json"},
 		Help: "run the commands of stdin (one a line) or after -- (separated by :::) side by side, each a transaction, committed in input order with a serial run's result; takes a run's options too"},
+	{Name: "undo", Args: "ID", Flags: []string{"--dry-run", "--force", "--no-durable"},
+		Help: "put back what a transaction changed, as a new transaction (75 if its paths changed since)"},
+	{Name: "gc", Args: "[ID...]", Flags: []string{"--all", "--keep-last N", "--max-size SIZE"},
+		Help: "drop before-images beyond retention, of ID, or --all; store retention (default 50, 1G)"},
 }
 
 // Summary is what txexec does, in one sentence.
