@@ -529,3 +529,73 @@ func stageForUndo(path string, r stageReq) (uint64, error) {
 	}
 	return st.Ino, nil
 }
+
+// FileChange is one regular file a transaction changed, for show --diff:
+// the file that held its contents before (a before-image; "" when it was
+// absent) and the one that holds them now ("" when it is absent).
+type FileChange struct {
+	Path, Old, New string
+}
+
+// ChangedFiles returns, per path whose contents applied transaction id
+// replaced, removed or made, in the order of its ops, the before-image
+// and the host file that holds what id left there: for show --diff of a
+// transaction whose before-images are kept. A path changed since id by
+// anything is left out (what holds it is no longer what id left).
+func ChangedFiles(s *store.Store, id int64, ops []store.RedoOp) ([]FileChange, error) {
+	recs, err := readRecords(s.UndoDir(id))
+	if err != nil {
+		return nil, err
+	}
+	if !recs.ended {
+		return nil, fmt.Errorf("the before-images of transaction %d are incomplete", id)
+	}
+	after := map[string]PathState{}
+	for _, a := range recs.after {
+		after[a.Path] = a
+	}
+	first := map[string]*beforeImage{}
+	var order []string
+	for i := range recs.before {
+		b := &recs.before[i]
+		if b.N >= len(ops) {
+			continue
+		}
+		p := ops[b.N].Path
+		if _, ok := first[p]; !ok {
+			first[p] = b
+			order = append(order, p)
+		}
+	}
+	var out []FileChange
+	for _, p := range order {
+		b := first[p]
+		a, ok := after[p]
+		if !ok {
+			continue
+		}
+		now, err := StateOf(p)
+		if err != nil || differs(a, now) != "" {
+			continue
+		}
+		fc := FileChange{Path: p}
+		switch {
+		case b.Image != "" && b.Type == unix.S_IFREG:
+			fc.Old = b.Image
+		case b.Absent || b.Kind == store.OpRename && b.Type != unix.S_IFDIR:
+		default:
+			continue // not a file's contents (attributes, directories)
+		}
+		if a.Exists {
+			if a.Type != unix.S_IFREG {
+				continue
+			}
+			fc.New = p
+		}
+		if fc.Old == "" && fc.New == "" {
+			continue
+		}
+		out = append(out, fc)
+	}
+	return out, nil
+}

@@ -537,7 +537,18 @@ func cmdShow(c *subcommand) int {
 	if !c.diff {
 		return 0
 	}
-	if why := diffUnavailable(r, areas[0]); why != "" {
+	if r.State == store.StateApplied && r.Undo.State == store.UndoKeep {
+		// Written through: against the before-images it kept.
+		changed, err := txn.ChangedFiles(st, r.ID, ops)
+		if err != nil {
+			fmt.Fprintf(c.errOut, "txexec: %v\n", err)
+			return exitInternal
+		}
+		diffs = diffs[:0]
+		for _, fc := range changed {
+			diffs = append(diffs, fileDiff{path: fc.Path, oldFile: fc.Old, newFile: fc.New})
+		}
+	} else if why := diffUnavailable(r, areas[0]); why != "" {
 		fmt.Fprintf(w, "diff not available: %s\n", why)
 		return 0
 	}
@@ -561,6 +572,9 @@ func diffUnavailable(r store.TxRecord, staging string) string {
 		return ""
 	case store.StateRunning:
 		return fmt.Sprintf("transaction %d is running; its changes are not recorded yet", r.ID)
+	}
+	if r.State == store.StateApplied {
+		return fmt.Sprintf("transaction %d is applied and kept no before-images (--undo=none, dropped, or undone)", r.ID)
 	}
 	return fmt.Sprintf("transaction %d is %s; its staged data is gone", r.ID, r.State)
 }
