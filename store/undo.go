@@ -4,10 +4,13 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // UndoState is what a transaction's write-through keeps of what it
@@ -366,7 +369,7 @@ func sortedUnique(ids []int64) []int64 {
 // before-images are dropped: undo/ID and its areas on other mounts
 // (absent is fine), then their records.
 func (s *Store) RemoveUndo(id int64) error {
-	if err := removeStaged(s.UndoDir(id)); err != nil {
+	if err := removeUndoArea(s.UndoDir(id)); err != nil {
 		return fmt.Errorf("remove undo areas of transaction %d: %w", id, err)
 	}
 	areas, err := s.UndoAreas(id)
@@ -378,7 +381,7 @@ func (s *Store) RemoveUndo(id int64) error {
 	}
 	err = s.write(func(tx *sql.Tx) error {
 		for _, a := range areas[1:] {
-			if err := removeStaged(a.Path); err != nil {
+			if err := removeUndoArea(a.Path); err != nil {
 				return err
 			}
 			if _, err := tx.Exec(`DELETE FROM undo_area WHERE tx_id = ? AND path = ?`, id, a.Path); err != nil {
@@ -462,4 +465,27 @@ func (s *Store) ChangedAfter(seq int64, paths []string) (map[string]int64, error
 		out[p] = id
 	}
 	return out, nil
+}
+
+// removeUndoArea removes an undo area. A before-image that carries the
+// immutable or append-only flag, which forbid removing its link, has them
+// cleared first, unless it has other links: then it is the object undo
+// put back (or another name of one), whose flags are not txexec's to
+// clear, and the area stays, for a later GCUndo, with an error.
+func removeUndoArea(path string) error {
+	err := os.RemoveAll(path)
+	if err == nil {
+		return nil
+	}
+	filepath.WalkDir(path, func(p string, d fs.DirEntry, werr error) error {
+		if werr != nil || !d.Type().IsRegular() && !d.IsDir() {
+			return nil
+		}
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) == nil && (d.IsDir() || st.Nlink == 1) {
+			clearFlags(p)
+		}
+		return nil
+	})
+	return os.RemoveAll(path)
 }
