@@ -104,6 +104,8 @@ type record struct {
 	After  []PathState  `json:"after,omitempty"`
 	// Staging are the transaction's staging areas, with the after-state.
 	Staging []string `json:"staging,omitempty"`
+	// End marks the after-state: the write-through ended.
+	End bool `json:"end,omitempty"`
 }
 
 // keeping is Apply's state while it keeps before-images.
@@ -184,7 +186,7 @@ func readRecords(dir string) (records, error) {
 		switch {
 		case rec.Before != nil:
 			r.before = append(r.before, *rec.Before)
-		case rec.After != nil:
+		case rec.End:
 			r.after, r.staging, r.ended = rec.After, rec.Staging, true
 		}
 	}
@@ -513,10 +515,7 @@ func (kp *keeping) finish(a *applier) error {
 		}
 		after = append(after, s)
 	}
-	if after == nil {
-		after = []PathState{}
-	}
-	if err := kp.write(record{After: after, Staging: kp.k.Staging}); err != nil {
+	if err := kp.write(record{After: after, Staging: kp.k.Staging, End: true}); err != nil {
 		return err
 	}
 	var st unix.Stat_t
