@@ -92,6 +92,29 @@ func treeManifest(t *testing.T, root string) []string {
 
 func TestDpkgRealPackage(t *testing.T) {
 	testenv.NeedRoot(t, "txexec supervises as root")
+	deb := downloadHello(t)
+	purgeAtEnd(t, "hello")
+	state := t.TempDir()
+
+	r := rwTx(t, state, nil, "--", "dpkg", "-i", deb)
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.True(t, dpkgInstalled(t, "hello"))
+	out, err := exec.Command("/usr/bin/hello").Output()
+	require.NoError(t, err)
+	assert.Equal(t, "Hello, world!\n", string(out))
+	v := rwRun(t, nil, "dpkg", "--verify", "hello")
+	assert.Equal(t, 0, v.code, "dpkg --verify: %s%s", v.stdout, v.stderr)
+
+	r = rwTx(t, state, nil, "--", "dpkg", "-r", "hello")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.False(t, dpkgInstalled(t, "hello"))
+	assert.NoFileExists(t, "/usr/bin/hello")
+}
+
+// downloadHello fetches Debian's hello package into a temporary directory
+// and returns its path. The test must not run where hello is installed.
+func downloadHello(t *testing.T) string {
+	t.Helper()
 	requireTool(t, "apt-get")
 	if dpkgInstalled(t, "hello") {
 		testenv.SkipOrFail(t, "hello is already installed on this machine; the test must not remove it")
@@ -109,22 +132,7 @@ func TestDpkgRealPackage(t *testing.T) {
 	}
 	debs, _ := filepath.Glob(filepath.Join(dir, "hello_*.deb"))
 	require.Len(t, debs, 1)
-	purgeAtEnd(t, "hello")
-	state := t.TempDir()
-
-	r := rwTx(t, state, nil, "--", "dpkg", "-i", debs[0])
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.True(t, dpkgInstalled(t, "hello"))
-	out, err := exec.Command("/usr/bin/hello").Output()
-	require.NoError(t, err)
-	assert.Equal(t, "Hello, world!\n", string(out))
-	v := rwRun(t, nil, "dpkg", "--verify", "hello")
-	assert.Equal(t, 0, v.code, "dpkg --verify: %s%s", v.stdout, v.stderr)
-
-	r = rwTx(t, state, nil, "--", "dpkg", "-r", "hello")
-	require.Equal(t, 0, r.code, r.stderr)
-	assert.False(t, dpkgInstalled(t, "hello"))
-	assert.NoFileExists(t, "/usr/bin/hello")
+	return debs[0]
 }
 
 // postinstGate is a maintainer script's handshake with its test: the
@@ -286,4 +294,49 @@ func anyProcessMentions(t *testing.T, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestDpkgInstallUndone: dpkg -i under txexec, then an unrelated file made
+// elsewhere, then txexec undo of the install: /var/lib/dpkg is
+// byte-identical to before it, no file of the package remains, dpkg's
+// audit is as it was, and the unrelated file is still there.
+func TestDpkgInstallUndone(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	deb := downloadHello(t)
+	purgeAtEnd(t, "hello")
+	state := t.TempDir()
+	dpkgBefore := treeManifest(t, "/var/lib/dpkg")
+	auditBefore := rwRun(t, nil, "dpkg", "--audit")
+
+	r := rwTx(t, state, nil, "--", "dpkg", "-i", deb)
+	require.Equal(t, 0, r.code, r.stderr)
+	require.True(t, dpkgInstalled(t, "hello"))
+	id := lastTx(t, state)
+	list, err := exec.Command("dpkg", "-L", "hello").Output()
+	require.NoError(t, err)
+	var files []string
+	for _, f := range strings.Split(strings.TrimSpace(string(list)), "\n") {
+		if fi, err := os.Lstat(f); err == nil && !fi.IsDir() {
+			files = append(files, f)
+		}
+	}
+	require.NotEmpty(t, files)
+	require.FileExists(t, "/usr/bin/hello")
+
+	unrelated := fmt.Sprintf("/usr/local/share/txexec-test-unrelated-%d", os.Getpid())
+	t.Cleanup(func() { os.Remove(unrelated) })
+	require.NoError(t, os.WriteFile(unrelated, []byte("made after the install\n"), 0o644))
+
+	u := rwTx(t, state, nil, "undo", fmt.Sprint(id))
+	require.Equal(t, 0, u.code, u.stderr)
+	assert.Equal(t, dpkgBefore, treeManifest(t, "/var/lib/dpkg"), "/var/lib/dpkg is byte-identical to before the install")
+	assert.False(t, dpkgInstalled(t, "hello"))
+	for _, f := range files {
+		assert.NoFileExists(t, f, "a file of the package")
+	}
+	assert.NoDirExists(t, "/usr/share/doc/hello")
+	assert.Equal(t, auditBefore, rwRun(t, nil, "dpkg", "--audit"), "dpkg's audit is as before the install")
+	b, err := os.ReadFile(unrelated)
+	require.NoError(t, err, "the unrelated file survives the undo")
+	assert.Equal(t, "made after the install\n", string(b))
 }

@@ -99,7 +99,8 @@ func lastTx(t *testing.T, state string) int64 {
 // undoScript changes a tree in every way undo puts back: a file replaced,
 // one removed, one made, a directory tree made and one removed, a rename,
 // a chmod, a chown, an in-place write to a file with two links, a
-// symlink replaced, inode flags and extended attributes.
+// symlink replaced, inode flags and extended attributes, a directory
+// made and removed again, one removed and made again.
 const undoScript = `set -e
 echo replaced > replaced
 rm removed
@@ -112,13 +113,15 @@ echo more >> linked
 ln -sfn elsewhere link
 echo flagged > flagged && chattr +a flagged
 python3 -c 'import os; os.setxattr("xattr", "user.k", b"v2"); os.setxattr("gone-xattr-dir", "user.k", b"new")'
+mkdir scratch && echo x > scratch/x && rm -r scratch
+rmdir again && mkdir again && chmod 700 again
 `
 
 func undoFixture(t *testing.T, dir string) {
 	writeFiles(t, dir, map[string]string{
 		"replaced": "old\n", "removed": "removed\n", "gone/a/b": "b\n", "gone/c": "c\n",
 		"moved": "moved\n", "mode": "mode\n", "owner": "owner\n", "linked": "linked\n",
-		"xattr": "x\n", "gone-xattr-dir/": "",
+		"xattr": "x\n", "gone-xattr-dir/": "", "again/": "",
 	})
 	require.NoError(t, os.Link(filepath.Join(dir, "linked"), filepath.Join(dir, "linked2")))
 	require.NoError(t, os.Symlink("target", filepath.Join(dir, "link")))

@@ -58,7 +58,9 @@ type beforeImage struct {
 	MountPoint string `json:"mount_point,omitempty"`
 	// Absent: nothing was at the op's path (a create).
 	Absent bool `json:"absent,omitempty"`
-	// Type, Mode, UID, GID and the times are the object's before the op.
+	// Ino, Type, Mode, UID, GID and the times are the object's before
+	// the op.
+	Ino   uint64         `json:"ino,omitempty"`
 	Type  uint32         `json:"type,omitempty"`
 	Mode  uint32         `json:"mode,omitempty"`
 	UID   uint32         `json:"uid,omitempty"`
@@ -329,7 +331,7 @@ func (kp *keeping) capture(a *applier, op store.RedoOp, b *beforeImage) error {
 		b.Absent = true
 		return nil
 	}
-	b.Type, b.Mode, b.UID, b.GID = st.Mode&unix.S_IFMT, st.Mode&0o7777, st.Uid, st.Gid
+	b.Ino, b.Type, b.Mode, b.UID, b.GID = st.Ino, st.Mode&unix.S_IFMT, st.Mode&0o7777, st.Uid, st.Gid
 	b.Atime = store.Timespec{Sec: st.Atim.Sec, Nsec: st.Atim.Nsec}
 	b.Mtime = store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}
 	isDir := b.Type == unix.S_IFDIR

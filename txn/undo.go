@@ -367,7 +367,21 @@ func (m *Manager) commitUndo(id, seq int64, after []PathState, changed []Changed
 	areas := map[string]string{"": m.Store.StagingDir(t.ID)}
 	var ops, tail []store.RedoOp
 	var flagsFirst []store.RedoOp
+	// A directory made anew has a new inode: the ops after it that
+	// expect the one it replaces expect it instead.
+	remade := map[uint64]uint64{}
+	renumber := func(ops []store.RedoOp) {
+		for i := range ops {
+			if n, ok := remade[ops[i].Ino]; ok {
+				ops[i].Ino = n
+			}
+			if n, ok := remade[ops[i].Ino2]; ok {
+				ops[i].Ino2 = n
+			}
+		}
+	}
 	for _, s := range steps {
+		renumber(s.ops)
 		for _, r := range s.stage {
 			area, ok := areas[r.mountPoint]
 			if !ok {
@@ -392,6 +406,9 @@ func (m *Manager) commitUndo(id, seq int64, after []PathState, changed []Changed
 					s.tail[i].Ino = ino
 				}
 			}
+			if r.dir != nil && r.dir.Ino != 0 {
+				remade[r.dir.Ino] = ino
+			}
 		}
 		for _, op := range s.ops {
 			if op.Kind == store.OpClearFlags {
@@ -402,6 +419,7 @@ func (m *Manager) commitUndo(id, seq int64, after []PathState, changed []Changed
 		}
 		tail = append(tail, s.tail...)
 	}
+	renumber(tail)
 	// Times of remade directories after everything in them is back;
 	// flags last of all, as CommitJournal orders them.
 	sort.SliceStable(tail, func(i, j int) bool {
