@@ -214,14 +214,7 @@ func related(p, q string) bool {
 // reverse order, leaving out those that touch a changed path or one above
 // or below it.
 func planUndo(ops []store.RedoOp, recs records, changed []ChangedPath) ([]undoStep, error) {
-	staged := func(p string) bool {
-		for _, a := range recs.staging {
-			if strings.HasPrefix(p, a+"/") {
-				return true
-			}
-		}
-		return false
-	}
+	staged := func(p string) bool { return inAreas(recs.staging, p) }
 	skip := func(paths []string) bool {
 		for _, p := range paths {
 			for _, c := range changed {
@@ -597,6 +590,9 @@ func ChangedFiles(s *store.Store, id int64, ops []store.RedoOp) ([]FileChange, e
 			continue
 		}
 		fc := FileChange{Path: p}
+		if op := ops[b.N]; op.Kind == store.OpRename && b.Absent && !inAreas(recs.staging, op.Src) {
+			continue // moved there: show's rename line says it
+		}
 		switch {
 		case b.Image != "" && b.Type == unix.S_IFREG:
 			fc.Old = b.Image
@@ -616,4 +612,14 @@ func ChangedFiles(s *store.Store, id int64, ops []store.RedoOp) ([]FileChange, e
 		out = append(out, fc)
 	}
 	return out, nil
+}
+
+// inAreas reports whether p is in one of the staging areas.
+func inAreas(areas []string, p string) bool {
+	for _, a := range areas {
+		if strings.HasPrefix(p, a+"/") {
+			return true
+		}
+	}
+	return false
 }

@@ -442,9 +442,6 @@ func cmdLog(c *subcommand) int {
 		}
 		fmt.Fprintln(c.out, line)
 	}
-	if held := heldBytes(recs); held > 0 {
-		fmt.Fprintf(c.out, "before-images: %s held (txexec gc drops them)\n", formatSize(held))
-	}
 	return 0
 }
 

@@ -101,11 +101,22 @@ func cmdGC(c *subcommand) int {
 		return exitInternal
 	}
 	r, err := st.Retention()
+	if err == nil {
+		var recs []store.TxRecord
+		recs, err = st.Log(0)
+		n := 0
+		for _, rec := range recs {
+			if rec.Undo.Undoable(rec.State) {
+				n++
+			}
+		}
+		fmt.Fprintf(c.out, "before-images: %d transactions can be undone, %s held; retention: the last %d, at most %s\n",
+			n, formatSize(heldBytes(recs)), r.KeepLast, formatSize(r.MaxBytes))
+	}
 	if err != nil {
 		fmt.Fprintf(c.errOut, "txexec: %v\n", err)
 		return exitInternal
 	}
-	fmt.Fprintf(c.out, "retention: the last %d transactions, at most %s\n", r.KeepLast, formatSize(r.MaxBytes))
 	return 0
 }
 
