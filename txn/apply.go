@@ -110,6 +110,10 @@ type applier struct {
 	// current op.
 	keep *keeping
 	n    int
+	// srcType and srcStat are the type and attributes of the object the
+	// current rename moves.
+	srcType uint32
+	srcStat unix.Stat_t
 }
 
 // OpError is a redo op that failed: Apply stops there, and whoever redoes
@@ -201,9 +205,11 @@ func expect(path string, ino uint64) (st unix.Stat_t, why string, err error) {
 }
 
 func (a *applier) rename(op store.RedoOp) (string, error) {
-	if _, why, err := expect(op.Src, op.Ino); why != "" || err != nil {
+	sst, why, err := expect(op.Src, op.Ino)
+	if why != "" || err != nil {
 		return why, err
 	}
+	a.srcType, a.srcStat = sst.Mode&unix.S_IFMT, sst
 	if err := a.before(op); err != nil {
 		return "", err
 	}

@@ -119,6 +119,14 @@ type keeping struct {
 	done   []int // ops with a record, in order
 	ops    []store.RedoOp
 	mounts map[string]uint64 // mount id of a directory
+	dirs   map[string]int    // O_PATH descriptors of directories (lstat)
+	// known is what each changed path holds after the ops so far, where
+	// the ops say it without a look at the host (a rename moves an object
+	// with its attributes; a removal leaves nothing); nil: look at the
+	// end. redone: an earlier run did ops this one skips, and only the
+	// host can say what they left.
+	known  map[string]*PathState
+	redone bool
 	areas  map[uint64]undoArea
 	home   uint64 // the state directory's mount id
 }
@@ -136,6 +144,8 @@ func startKeeping(k *Keeper, ops []store.RedoOp) (*keeping, error) {
 	if err != nil {
 		return nil, err
 	}
+	kp.known = map[string]*PathState{}
+	kp.redone = len(recs.before) > 0
 	for _, b := range recs.before {
 		if b.N < len(ops) && !kp.have[b.N] {
 			kp.have[b.N] = true
@@ -295,7 +305,19 @@ func (kp *keeping) areaFor(a *applier, dir string) (undoArea, error) {
 // done, before they change anything.
 func (a *applier) before(op store.RedoOp) error {
 	kp := a.keep
-	if kp == nil || kp.have[a.n] || kp.staged(op.Path) {
+	if kp == nil {
+		return nil
+	}
+	if op.Kind == store.OpRmdir || op.Kind == store.OpExchange ||
+		op.Kind == store.OpRename && (a.srcType == unix.S_IFDIR || !kp.staged(op.Src)) {
+		// The op may move or remove a directory the cache holds.
+		kp.closeDirs()
+	}
+	if kp.staged(op.Path) {
+		return nil
+	}
+	kp.track(a, op)
+	if kp.have[a.n] {
 		return nil
 	}
 	b := &beforeImage{N: a.n, Kind: op.Kind}
@@ -317,13 +339,9 @@ func (kp *keeping) capture(a *applier, op store.RedoOp, b *beforeImage) error {
 		return nil // nothing lost; the record says the op was done
 	}
 	if op.Kind == store.OpRename {
-		src, ok, err := lstat(op.Src)
-		if err != nil || !ok {
-			return err
-		}
-		b.Placed = src.Mode & unix.S_IFMT
+		b.Placed = a.srcType
 	}
-	st, ok, err := lstat(op.Path)
+	st, ok, err := kp.lstat(op.Path)
 	if err != nil {
 		return err
 	}
@@ -495,28 +513,109 @@ func afterPaths(ops []store.RedoOp, done []int, staged func(string) bool) []stri
 	return out
 }
 
+// track notes what op, about to be done, leaves at the paths it names,
+// and that the directories whose entries it changes must be looked at.
+func (kp *keeping) track(a *applier, op store.RedoOp) {
+	dirty := func(p string) {
+		if _, ok := kp.known[p]; ok {
+			kp.known[p] = nil
+		}
+	}
+	switch op.Kind {
+	case store.OpRename:
+		s := stateOf(op.Path, &a.srcStat, true)
+		kp.known[op.Path] = &s
+		if !kp.staged(op.Src) {
+			kp.known[op.Src] = &PathState{Path: op.Src}
+			dirty(filepath.Dir(op.Src))
+			if a.srcType == unix.S_IFDIR {
+				kp.known[op.Path] = nil // its ".." changes
+			}
+		}
+	case store.OpUnlink, store.OpRmdir:
+		kp.known[op.Path] = &PathState{Path: op.Path}
+	case store.OpExchange:
+		kp.known[op.Path], kp.known[op.Src] = nil, nil
+		dirty(filepath.Dir(op.Src))
+	default:
+		kp.known[op.Path] = nil
+	}
+	switch op.Kind {
+	case store.OpRename, store.OpExchange, store.OpLink, store.OpUnlink, store.OpRmdir:
+		dirty(filepath.Dir(op.Path))
+	}
+}
+
 // StateOf is what path holds now.
 func StateOf(path string) (PathState, error) {
 	st, ok, err := lstat(path)
-	if err != nil || !ok {
-		return PathState{Path: path}, err
+	return stateOf(path, &st, ok), err
+}
+
+func stateOf(path string, st *unix.Stat_t, ok bool) PathState {
+	if !ok {
+		return PathState{Path: path}
 	}
 	return PathState{Path: path, Exists: true, Type: st.Mode & unix.S_IFMT, Ino: st.Ino,
 		Mode: st.Mode & 0o7777, UID: st.Uid, GID: st.Gid, Size: st.Size,
-		Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}}, nil
+		Mtime: store.Timespec{Sec: st.Mtim.Sec, Nsec: st.Mtim.Nsec}}
+}
+
+// lstat is lstat(2) of path through a descriptor on its directory, kept
+// while no op may have moved that directory (closeDirs): a write-through
+// places most of its objects in a few directories, and a lookup of the
+// last component only costs a fraction of the whole path's.
+func (kp *keeping) lstat(path string) (unix.Stat_t, bool, error) {
+	dir, name := filepath.Dir(path), filepath.Base(path)
+	fd, ok := kp.dirs[dir]
+	if !ok {
+		var err error
+		fd, err = unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			// Absent, or too long: the slow way says which.
+			return lstat(path)
+		}
+		if kp.dirs == nil {
+			kp.dirs = map[string]int{}
+		}
+		kp.dirs[dir] = fd
+	}
+	var st unix.Stat_t
+	err := sysx.Retry(func() error { return unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) })
+	switch {
+	case err == unix.ENOENT || err == unix.ENOTDIR:
+		return st, false, nil
+	case err != nil:
+		return st, false, &os.PathError{Op: "lstat", Path: path, Err: err}
+	}
+	return st, true, nil
+}
+
+// closeDirs closes the descriptors lstat keeps.
+func (kp *keeping) closeDirs() {
+	for d, fd := range kp.dirs {
+		unix.Close(fd)
+		delete(kp.dirs, d)
+	}
 }
 
 // finish writes the after-state of every changed path; the records file
 // and the undo areas are then synced with the rest of the write-through.
 func (kp *keeping) finish(a *applier) error {
 	var after []PathState
+	kp.closeDirs() // the last op may have moved any
 	for _, p := range afterPaths(kp.ops, kp.done, kp.staged) {
-		s, err := StateOf(p)
+		if s := kp.known[p]; s != nil && !kp.redone {
+			after = append(after, *s)
+			continue
+		}
+		st, ok, err := kp.lstat(p)
 		if err != nil {
 			return err
 		}
-		after = append(after, s)
+		after = append(after, stateOf(p, &st, ok))
 	}
+	kp.closeDirs()
 	if err := kp.write(record{After: after, Staging: kp.k.Staging, End: true}); err != nil {
 		return err
 	}
@@ -533,7 +632,8 @@ func (kp *keeping) finish(a *applier) error {
 }
 
 func (kp *keeping) close() {
-	if kp != nil && kp.f != nil {
+	kp.closeDirs()
+	if kp.f != nil {
 		kp.f.Close()
 	}
 }
