@@ -1,0 +1,125 @@
+package txn
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"txexec/store"
+)
+
+// keepFixture is a committed transaction whose ops replace, remove,
+// make and change host objects, with its staged objects in place.
+type keepFixture struct {
+	s        *store.Store
+	id       int64
+	host     string
+	ops      []store.RedoOp
+	replaced uint64 // the inode of the file the first op replaces
+	removed  uint64 // the inode of the file the second op removes
+}
+
+func newKeepFixture(t *testing.T) keepFixture {
+	t.Helper()
+	s, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	tx, err := s.Begin(store.TxInfo{KeepUndo: true})
+	require.NoError(t, err)
+	host := t.TempDir()
+	area := s.StagingDir(tx.ID)
+	write := func(p, data string) uint64 {
+		require.NoError(t, os.WriteFile(p, []byte(data), 0o644))
+		return inoOf(t, p)
+	}
+	f := keepFixture{s: s, id: tx.ID, host: host}
+	f.replaced = write(filepath.Join(host, "replaced"), "old\n")
+	f.removed = write(filepath.Join(host, "removed"), "removed\n")
+	write(filepath.Join(host, "mode"), "mode\n")
+	require.NoError(t, os.Mkdir(filepath.Join(host, "dir"), 0o750))
+	f.ops = []store.RedoOp{
+		{Kind: store.OpRename, Src: filepath.Join(area, "a"), Path: filepath.Join(host, "replaced"),
+			Ino: write(filepath.Join(area, "a"), "new\n")},
+		{Kind: store.OpUnlink, Path: filepath.Join(host, "removed"), Ino: f.removed},
+		{Kind: store.OpSetattr, Path: filepath.Join(host, "mode"), Ino: inoOf(t, filepath.Join(host, "mode")),
+			Attrs: store.AttrMode, Mode: 0o600},
+		{Kind: store.OpRmdir, Path: filepath.Join(host, "dir"), Ino: inoOf(t, filepath.Join(host, "dir"))},
+		{Kind: store.OpRename, Src: filepath.Join(area, "b"), Path: filepath.Join(host, "made"),
+			Ino: write(filepath.Join(area, "b"), "made\n")},
+	}
+	_, err = s.Commit(tx.ID, nil, store.Prepared{Ops: f.ops})
+	require.NoError(t, err)
+	return f
+}
+
+func (f keepFixture) apply(t *testing.T, ops []store.RedoOp) {
+	t.Helper()
+	k := &Keeper{Store: f.s, ID: f.id, Staging: []string{f.s.StagingDir(f.id)}}
+	require.NoError(t, Apply(ops, ApplyOptions{Keep: k}))
+}
+
+// TestKeepIsIdempotent: applying any prefix of the ops with before-images
+// kept, then all of them (a write-through redone after a crash), keeps
+// each before-image once, and never the object an op put in place: the
+// image of the replaced file is the old inode, with the old contents.
+func TestKeepIsIdempotent(t *testing.T) {
+	for k := 0; k <= 5; k++ {
+		t.Run(string(rune('0'+k)), func(t *testing.T) {
+			f := newKeepFixture(t)
+			if k > 0 {
+				f.apply(t, f.ops[:k])
+			}
+			f.apply(t, f.ops)
+			recs, err := readRecords(f.s.UndoDir(f.id))
+			require.NoError(t, err)
+			require.True(t, recs.ended)
+			var ns []int
+			for _, b := range recs.before {
+				ns = append(ns, b.N)
+			}
+			assert.Equal(t, []int{0, 1, 2, 3, 4}, ns, "one record per op")
+			img := recs.before[0].Image
+			assert.Equal(t, f.replaced, inoOf(t, img), "the replaced object, not the new one")
+			b, err := os.ReadFile(img)
+			require.NoError(t, err)
+			assert.Equal(t, "old\n", string(b))
+			assert.Equal(t, f.removed, inoOf(t, recs.before[1].Image))
+			assert.Equal(t, uint32(0o644), recs.before[2].Mode)
+			assert.Equal(t, uint32(0o750), recs.before[3].Mode)
+			assert.True(t, recs.before[4].Absent)
+			after := map[string]PathState{}
+			for _, a := range recs.after {
+				after[filepath.Base(a.Path)] = a
+			}
+			for _, name := range []string{"replaced", "removed", "mode", "dir", "made"} {
+				now, err := StateOf(filepath.Join(f.host, name))
+				require.NoError(t, err)
+				assert.Equal(t, now, after[name], name)
+			}
+		})
+	}
+}
+
+// TestPlanUndoSkipsRelatedPaths: --force leaves out every step that names
+// a changed path or one above or below it.
+func TestPlanUndoSkipsRelatedPaths(t *testing.T) {
+	f := newKeepFixture(t)
+	f.apply(t, f.ops)
+	recs, err := readRecords(f.s.UndoDir(f.id))
+	require.NoError(t, err)
+	all, err := planUndo(f.ops, recs, nil)
+	require.NoError(t, err)
+	require.Len(t, all, 5)
+	assert.Equal(t, "remove "+filepath.Join(f.host, "made"), all[0].desc, "in reverse order")
+	some, err := planUndo(f.ops, recs, []ChangedPath{{Path: filepath.Join(f.host, "dir", "below")}, {Path: filepath.Join(f.host, "mode")}})
+	require.NoError(t, err)
+	var descs []string
+	for _, s := range some {
+		descs = append(descs, s.desc)
+	}
+	assert.Equal(t, []string{"remove " + filepath.Join(f.host, "made"), "put back " + filepath.Join(f.host, "removed"),
+		"put back " + filepath.Join(f.host, "replaced")}, descs)
+}
