@@ -15,10 +15,13 @@
 // validated by another process), the commit sequence, history for txexec
 // log and show (with the txexec parallel runs, parallel_run, and each
 // transaction's run and place in it), the claims recovery makes on
-// interrupted write-throughs, the commit lock across processes (LockCommits: flock on commit.lock
-// behind gate.lock), and staging areas (recorded in staging_area) and their
-// garbage collection. Schema migrations are embedded (migrations/*.sql)
-// and recorded in schema_migrations.
+// interrupted write-throughs, the commit lock across processes
+// (LockCommits: flock on commit.lock behind gate.lock), staging areas
+// (recorded in staging_area) and their garbage collection, and the undo
+// areas that hold before-images for txexec undo (undo/ID, and
+// MOUNTPOINT/.txexec-undo-INSTANCE-ID recorded in undo_area), their
+// retention (table setting) and garbage collection. Schema migrations are
+// embedded (migrations/*.sql) and recorded in schema_migrations.
 //
 // It must not know about seccomp, tracees, path resolution or what a redo
 // op or a granule does: those are opaque data it stores in order and
@@ -51,6 +54,9 @@
 //   - A staging directory is removed only when its transaction is aborted
 //     or applied, or unknown, under the write lock (GCStaging), so never
 //     while Begin creates it.
+//   - An undo area on another mount, as a staging area, is recorded before
+//     its directory is made (only for a committed transaction, by its
+//     write-through), and its record deleted after the directory.
 //   - A staging area on another mount is recorded (committed) before its
 //     directory is made, and only for a running transaction; its record is
 //     deleted only after the directory is removed. So abort, recovery and

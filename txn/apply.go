@@ -70,6 +70,9 @@ func Apply(ops []store.RedoOp, opt ApplyOptions) error {
 			return &OpError{Index: i, Op: op, Err: err}
 		}
 		if why != "" {
+			if err := a.skipped(op); err != nil {
+				return fmt.Errorf("apply: %w", err)
+			}
 			// Done already, perhaps by a write-through that died before
 			// its fsyncs; or superseded, and then syncing costs one
 			// fsync of a directory the list changes anyway.

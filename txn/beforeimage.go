@@ -41,6 +41,10 @@ type Keeper struct {
 	Staging []string
 	// Bytes is set by Apply: the space the before-images hold.
 	Bytes int64
+	// Redo says the write-through is redone (recovery): an op found done
+	// already whose record is missing lost it (a power cut between the
+	// two), and the transaction cannot be undone.
+	Redo bool
 }
 
 // recordsName is the file of the records in a transaction's UndoDir.
@@ -78,6 +82,8 @@ type beforeImage struct {
 	Flags uint32 `json:"flags,omitempty"`
 	// Placed is the type of the object an OpRename puts at its path.
 	Placed uint32 `json:"placed,omitempty"`
+	// Lost: the op was found done by a redo, without its record.
+	Lost bool `json:"lost,omitempty"`
 	// Bytes is the space Image holds that nothing else does.
 	Bytes int64 `json:"bytes,omitempty"`
 }
@@ -544,6 +550,20 @@ func (kp *keeping) track(a *applier, op store.RedoOp) {
 	case store.OpRename, store.OpExchange, store.OpLink, store.OpUnlink, store.OpRmdir:
 		dirty(filepath.Dir(op.Path))
 	}
+}
+
+// skipped notes that op n was skipped: in a redo, found done already,
+// so a missing record was lost.
+func (a *applier) skipped(op store.RedoOp) error {
+	kp := a.keep
+	if kp == nil || !kp.k.Redo || kp.have[a.n] || kp.staged(op.Path) || op.Kind == store.OpFsyncDir {
+		return nil
+	}
+	if err := kp.write(record{Before: &beforeImage{N: a.n, Kind: op.Kind, Lost: true}}); err != nil {
+		return err
+	}
+	kp.have[a.n] = true
+	return nil
 }
 
 // StateOf is what path holds now.

@@ -28,6 +28,14 @@
 //   - Apply is idempotent: every redo op names the inode it expects and is
 //     skipped when that inode is not where it looks, so applying any prefix
 //     and then the whole list gives the same host as applying it once.
+//   - Before-images (Keeper, for txexec undo) are kept by Apply just before
+//     an op it is about to do, never for an op found done, and one kept
+//     already is kept as it is: a redo neither doubles them nor takes the
+//     object an op put in place for the one it replaced.
+//   - An undo (Manager.Undo) is a transaction like any other: validated
+//     at its commit point (the paths it puts back still hold what the
+//     undone transaction left), then written through by Apply, keeping its
+//     own before-images.
 //
 // Contention: the first committer wins (optimistic validation at the
 // commit point). A command that lost DefaultPriorityAfterN conflicts in a

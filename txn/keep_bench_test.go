@@ -76,7 +76,7 @@ func BenchmarkCommitKeep(b *testing.B) {
 				if _, err := s.Commit(tx.ID, nil, store.Prepared{Ops: ops}); err != nil {
 					b.Fatal(err)
 				}
-				err = writeThrough(s, tx.ID, ops, true, v.keep)
+				err = writeThrough(s, tx.ID, ops, true, v.keep, false)
 				b.StopTimer()
 				if err != nil {
 					b.Fatal(err)

@@ -340,7 +340,7 @@ func (m *Manager) commit(id int64, p, stored store.Prepared, validate func(since
 	// Whoever began it chose (Store.Begin): a kept transaction, too.
 	u, err := m.Store.Undo(id)
 	if err == nil {
-		err = writeThrough(m.Store, id, p.Ops, m.Durable, u.State == store.UndoKeep)
+		err = writeThrough(m.Store, id, p.Ops, m.Durable, u.State == store.UndoKeep, false)
 	}
 	if err != nil {
 		// Committed: recovery finishes the write-through.
@@ -350,16 +350,17 @@ func (m *Manager) commit(id int64, p, stored store.Prepared, validate func(since
 }
 
 // writeThrough applies committed transaction id's ops and marks it
-// applied, keeping its before-images when keep (see Keeper); the
-// before-images that retention then drops are removed.
-func writeThrough(s *store.Store, id int64, ops []store.RedoOp, durable, keep bool) error {
+// applied, keeping its before-images when keep (see Keeper; redo says
+// recovery redoes it); the before-images that retention then drops are
+// removed.
+func writeThrough(s *store.Store, id int64, ops []store.RedoOp, durable, keep, redo bool) error {
 	opt := ApplyOptions{Durable: durable}
 	if keep {
 		areas, err := s.StagingAreas(id)
 		if err != nil {
 			return err
 		}
-		opt.Keep = &Keeper{Store: s, ID: id, Staging: areas}
+		opt.Keep = &Keeper{Store: s, ID: id, Staging: areas, Redo: redo}
 	}
 	if err := Apply(ops, opt); err != nil {
 		return err
@@ -528,7 +529,7 @@ func recoverLocked(s *store.Store, durable bool) (finished, aborted []int64, err
 		return nil, nil, err
 	}
 	for _, p := range pending {
-		if err := writeThrough(s, p.ID, p.Ops, durable, p.Undo == store.UndoKeep); err != nil {
+		if err := writeThrough(s, p.ID, p.Ops, durable, p.Undo == store.UndoKeep, true); err != nil {
 			var se *store.StateError
 			if errors.As(err, &se) {
 				return finished, nil, err

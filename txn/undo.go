@@ -132,6 +132,12 @@ func (m *Manager) Undo(id int64, opt UndoOptions) (*UndoResult, error) {
 	if !recs.ended {
 		return nil, &UndoRefusedError{ID: id, Why: "its before-images are incomplete"}
 	}
+	for _, b := range recs.before {
+		if b.Lost {
+			return nil, &UndoRefusedError{ID: id, Why: "its before-images are incomplete: a power loss during its write-through lost the record of " +
+				string(b.Kind) + " " + ops[b.N].Path}
+		}
+	}
 	changed, err := m.changedSince(rec.Seq, recs.after)
 	if err != nil {
 		return nil, err
