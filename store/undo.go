@@ -228,11 +228,15 @@ func (s *Store) SetRetention(r Retention) error {
 }
 
 // MarkAppliedKeeping is MarkApplied for a transaction whose write-through
-// kept before-images holding bytes; in the same write it drops, by
-// retention, the before-images of older transactions, and of the one
-// this one undoes, and returns the transactions whose undo areas are now
-// to be removed (RemoveUndo).
-func (s *Store) MarkAppliedKeeping(id int64, bytes int64) (dropped []int64, err error) {
+// kept before-images holding bytes, with records, the records of them
+// (opaque data, txn's), stored in the same write (UndoRecords); in it too
+// it drops, by retention, the before-images of older transactions, and
+// of the one this one undoes, and returns the transactions whose undo
+// areas are now to be removed (RemoveUndo).
+func (s *Store) MarkAppliedKeeping(id int64, bytes int64, records []byte) (dropped []int64, err error) {
+	if records == nil {
+		records = []byte{}
+	}
 	err = s.write(func(tx *sql.Tx) error {
 		dropped = nil // a second try starts anew (see write)
 		var state State
@@ -245,6 +249,9 @@ func (s *Store) MarkAppliedKeeping(id int64, bytes int64) (dropped []int64, err 
 			}
 			if _, err := tx.Exec(`UPDATE tx SET state = ?, applied_ns = ?, undo_bytes = ? WHERE id = ?`,
 				StateApplied, s.opt.Now().UnixNano(), bytes, id); err != nil {
+				return err
+			}
+			if _, err := tx.Exec(`INSERT OR REPLACE INTO undo_records (tx_id, data) VALUES (?, ?)`, id, records); err != nil {
 				return err
 			}
 		}
@@ -300,8 +307,25 @@ func setDropped(tx *sql.Tx, ids []int64) error {
 		if _, err := tx.Exec(`UPDATE tx SET undo = ? WHERE id = ? AND undo = ?`, UndoDropped, id, UndoKeep); err != nil {
 			return err
 		}
+		if _, err := tx.Exec(`DELETE FROM undo_records WHERE tx_id = ?`, id); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// UndoRecords returns the records MarkAppliedKeeping stored for
+// transaction id; ok is false when there are none (not applied yet, or
+// dropped).
+func (s *Store) UndoRecords(id int64) (records []byte, ok bool, err error) {
+	err = s.db.QueryRow(`SELECT data FROM undo_records WHERE tx_id = ?`, id).Scan(&records)
+	if err == sql.ErrNoRows {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read undo records of transaction %d: %w", id, err)
+	}
+	return records, true, nil
 }
 
 // DropUndo marks dropped the before-images of the given transactions (all

@@ -19,7 +19,7 @@ func applyKeeping(t *testing.T, s *Store, path string, bytes int64) (int64, []in
 		Writes: []Granule{{Kind: "entry", Path: path}}})
 	require.NoError(t, err)
 	require.NoError(t, s.MakeUndoDir(tx.ID))
-	dropped, err := s.MarkAppliedKeeping(tx.ID, bytes)
+	dropped, err := s.MarkAppliedKeeping(tx.ID, bytes, []byte("records"))
 	require.NoError(t, err)
 	return tx.ID, dropped
 }
@@ -54,7 +54,7 @@ func TestUndoRetention(t *testing.T) {
 	require.NoError(t, err)
 	_, err = s.Commit(tx.ID, nil, Prepared{Ops: []RedoOp{{Kind: OpUnlink, Path: "/c", Ino: 2}}, Undoes: id5})
 	require.NoError(t, err)
-	dropped, err = s.MarkAppliedKeeping(tx.ID, 1)
+	dropped, err = s.MarkAppliedKeeping(tx.ID, 1, nil)
 	require.NoError(t, err)
 	assert.Contains(t, dropped, id5)
 	u, err = s.Undo(id5)
@@ -63,6 +63,13 @@ func TestUndoRetention(t *testing.T) {
 	u, err = s.Undo(tx.ID)
 	require.NoError(t, err)
 	assert.Equal(t, id5, u.Undoes)
+	recs, ok, err := s.UndoRecords(id4)
+	require.NoError(t, err)
+	assert.True(t, ok)
+	assert.Equal(t, "records", string(recs))
+	_, ok, err = s.UndoRecords(id5)
+	require.NoError(t, err)
+	assert.False(t, ok, "dropped with its before-images")
 
 	// Which transaction changed a path after a commit.
 	rec4, _, err := s.Get(id4)

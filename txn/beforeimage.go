@@ -1,7 +1,7 @@
 package txn
 
 import (
-	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,8 +39,11 @@ type Keeper struct {
 	// in one (a link anchor) changes nothing on the host, and one whose
 	// source is in one places a new object.
 	Staging []string
-	// Bytes is set by Apply: the space the before-images hold.
-	Bytes int64
+	// Bytes and Records are set by Apply: the space the before-images
+	// hold, and the records (for Store.MarkAppliedKeeping, which makes
+	// them durable with the mark that the transaction is applied).
+	Bytes   int64
+	Records []byte
 	// Redo says the write-through is redone (recovery): an op found done
 	// already whose record is missing lost it (a power cut between the
 	// two), and the transaction cannot be undone.
@@ -69,8 +72,8 @@ type beforeImage struct {
 	Mode  uint32         `json:"mode,omitempty"`
 	UID   uint32         `json:"uid,omitempty"`
 	GID   uint32         `json:"gid,omitempty"`
-	Atime store.Timespec `json:"atime"`
-	Mtime store.Timespec `json:"mtime"`
+	Atime store.Timespec `json:"atime,omitzero"`
+	Mtime store.Timespec `json:"mtime,omitzero"`
 	// Xattrs are a removed or replaced directory's extended attributes.
 	Xattrs map[string][]byte `json:"xattrs,omitempty"`
 	// XattrValue is the value the op's extended attribute had, unless
@@ -102,7 +105,7 @@ type PathState struct {
 	UID    uint32         `json:"uid,omitempty"`
 	GID    uint32         `json:"gid,omitempty"`
 	Size   int64          `json:"size,omitempty"`
-	Mtime  store.Timespec `json:"mtime"`
+	Mtime  store.Timespec `json:"mtime,omitzero"`
 }
 
 // record is one line of the records file: a before-image, or the
@@ -124,6 +127,7 @@ type keeping struct {
 	bytes  int64
 	done   []int // ops with a record, in order
 	ops    []store.RedoOp
+	buf    []byte            // every record, as in the file
 	mounts map[string]uint64 // mount id of a directory
 	dirs   map[string]int    // O_PATH descriptors of directories (lstat)
 	// known is what each changed path holds after the ops so far, where
@@ -146,10 +150,19 @@ func startKeeping(k *Keeper, ops []store.RedoOp) (*keeping, error) {
 	}
 	dir := k.Store.UndoDir(k.ID)
 	kp := &keeping{k: k, have: map[int]bool{}, ops: ops, mounts: map[string]uint64{}, areas: map[uint64]undoArea{}}
-	recs, err := readRecords(dir)
-	if err != nil {
+	data, err := os.ReadFile(filepath.Join(dir, recordsName))
+	if err != nil && !os.IsNotExist(err) {
 		return nil, err
 	}
+	recs, valid := parseRecords(data)
+	if valid < len(data) {
+		// A line a power cut left partial: its op was not done, or is
+		// found done without it (Lost).
+		if err := os.Truncate(filepath.Join(dir, recordsName), int64(valid)); err != nil {
+			return nil, err
+		}
+	}
+	kp.buf = append([]byte(nil), data[:valid]...)
 	kp.known = map[string]*PathState{}
 	kp.redone = len(recs.before) > 0
 	for _, b := range recs.before {
@@ -182,25 +195,39 @@ type records struct {
 	ended bool
 }
 
-// readRecords reads the records file of undo area dir; a line cut short
-// by a crash ends it.
-func readRecords(dir string) (records, error) {
-	var r records
-	f, err := os.Open(filepath.Join(dir, recordsName))
-	if os.IsNotExist(err) {
-		return r, nil
-	}
+// loadRecords returns transaction id's records: those stored with the
+// mark that it is applied, else its records file (a write-through not
+// finished yet).
+func loadRecords(s *store.Store, id int64) (records, error) {
+	data, ok, err := s.UndoRecords(id)
 	if err != nil {
-		return r, err
+		return records{}, err
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		var rec record
-		if json.Unmarshal(sc.Bytes(), &rec) != nil {
+	if !ok {
+		data, err = os.ReadFile(filepath.Join(s.UndoDir(id), recordsName))
+		if err != nil && !os.IsNotExist(err) {
+			return records{}, err
+		}
+	}
+	r, _ := parseRecords(data)
+	return r, nil
+}
+
+// parseRecords parses records, one JSON line each, and returns how many
+// bytes of data were whole lines.
+func parseRecords(data []byte) (records, int) {
+	var r records
+	valid := 0
+	for len(data[valid:]) > 0 {
+		line, _, ok := bytes.Cut(data[valid:], []byte("\n"))
+		if !ok {
 			break
 		}
+		var rec record
+		if json.Unmarshal(line, &rec) != nil {
+			break
+		}
+		valid += len(line) + 1
 		switch {
 		case rec.Before != nil:
 			r.before = append(r.before, *rec.Before)
@@ -208,7 +235,7 @@ func readRecords(dir string) (records, error) {
 			r.after, r.staging, r.ended = rec.After, rec.Staging, true
 		}
 	}
-	return r, sc.Err()
+	return r, valid
 }
 
 func (kp *keeping) write(rec record) error {
@@ -216,9 +243,11 @@ func (kp *keeping) write(rec record) error {
 	if err != nil {
 		return err
 	}
-	if _, err := kp.f.Write(append(b, '\n')); err != nil {
+	b = append(b, '\n')
+	if _, err := kp.f.Write(b); err != nil {
 		return fmt.Errorf("write the undo records of transaction %d: %w", kp.k.ID, err)
 	}
+	kp.buf = append(kp.buf, b...)
 	return nil
 }
 
@@ -434,6 +463,11 @@ func (kp *keeping) link(a *applier, p string, st *unix.Stat_t, b *beforeImage) e
 		b.Bytes = st.Blocks * 512
 	}
 	a.syncLater(u.path, 0)
+	if u.mountPoint == "" {
+		// undo/ID may be new.
+		a.syncLater(filepath.Dir(u.path), 0)
+		a.syncLater(filepath.Dir(filepath.Dir(u.path)), 0)
+	}
 	return nil
 }
 
@@ -639,15 +673,10 @@ func (kp *keeping) finish(a *applier) error {
 	if err := kp.write(record{After: after, Staging: kp.k.Staging, End: true}); err != nil {
 		return err
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(kp.f.Fd()), &st); err != nil {
-		return err
-	}
-	dir := kp.k.Store.UndoDir(kp.k.ID)
-	a.syncLater(filepath.Join(dir, recordsName), st.Ino)
-	a.syncLater(dir, 0)
-	a.syncLater(filepath.Dir(dir), 0)
-	a.syncLater(filepath.Dir(filepath.Dir(dir)), 0)
+	// The records file is not synced: the records become durable with
+	// the mark that the transaction is applied (Keeper.Records), and a
+	// redo after a power cut finds what it lost (beforeImage.Lost).
+	kp.k.Records = kp.buf
 	return nil
 }
 

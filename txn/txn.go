@@ -369,7 +369,11 @@ func writeThrough(s *store.Store, id int64, ops []store.RedoOp, durable, keep, r
 	if !keep {
 		return s.MarkApplied(id)
 	}
-	dropped, err := s.MarkAppliedKeeping(id, opt.Keep.Bytes)
+	dropped, err := s.MarkAppliedKeeping(id, opt.Keep.Bytes, opt.Keep.Records)
+	if err == nil {
+		// Stored with the mark: the file was for a crash before it.
+		os.Remove(filepath.Join(s.UndoDir(id), recordsName))
+	}
 	for _, d := range dropped {
 		// Best effort: txexec gc finds what is left.
 		s.RemoveUndo(d)

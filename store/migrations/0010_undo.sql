@@ -32,3 +32,12 @@ CREATE TABLE setting (
 	name  TEXT PRIMARY KEY,
 	value TEXT NOT NULL
 ) WITHOUT ROWID;
+
+-- undo_records holds a transaction's before-image records (what each redo
+-- op changed in place, and the after-state of every path it changed),
+-- written with the mark that it is applied, so that they are durable with
+-- it at no fsync of their own. Until then they are in undo/ID/records.
+CREATE TABLE undo_records (
+	tx_id INTEGER PRIMARY KEY REFERENCES tx (id) ON DELETE CASCADE,
+	data  BLOB    NOT NULL -- JSON lines (txn's)
+);
