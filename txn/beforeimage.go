@@ -96,16 +96,55 @@ type beforeImage struct {
 // contents, its attributes or (for a directory) its entries moves. Not
 // its ctime: that moves with its link count too, which txexec's own undo
 // areas change when they link or drop a before-image that undo put back.
+//
+// In the records it is a JSON array without the path (the after-state
+// lists the paths afterPaths gives, in its order): a write-through of
+// many files stores one per file, with the mark that it is applied.
 type PathState struct {
-	Path   string         `json:"path"`
-	Exists bool           `json:"exists"`
-	Type   uint32         `json:"type,omitempty"`
-	Ino    uint64         `json:"ino,omitempty"`
-	Mode   uint32         `json:"mode,omitempty"`
-	UID    uint32         `json:"uid,omitempty"`
-	GID    uint32         `json:"gid,omitempty"`
-	Size   int64          `json:"size,omitempty"`
-	Mtime  store.Timespec `json:"mtime,omitzero"`
+	Path   string
+	Exists bool
+	Type   uint32
+	Ino    uint64
+	Mode   uint32
+	UID    uint32
+	GID    uint32
+	Size   int64
+	Mtime  store.Timespec
+}
+
+// MarshalJSON writes s as [] (absent) or [type, ino, mode, uid, gid,
+// size, mtime seconds, mtime nanoseconds].
+func (s PathState) MarshalJSON() ([]byte, error) {
+	if !s.Exists {
+		return []byte("[]"), nil
+	}
+	b := make([]byte, 0, 64)
+	b = append(b, '[')
+	for i, v := range []int64{int64(s.Type), int64(s.Ino), int64(s.Mode), int64(s.UID), int64(s.GID), s.Size, s.Mtime.Sec, s.Mtime.Nsec} {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, v, 10)
+	}
+	return append(b, ']'), nil
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (s *PathState) UnmarshalJSON(b []byte) error {
+	var v []int64
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	switch len(v) {
+	case 0:
+		*s = PathState{}
+	case 8:
+		*s = PathState{Exists: true, Type: uint32(v[0]), Ino: uint64(v[1]), Mode: uint32(v[2]), UID: uint32(v[3]),
+			GID: uint32(v[4]), Size: v[5], Mtime: store.Timespec{Sec: v[6], Nsec: v[7]}}
+	default:
+		return fmt.Errorf("a path state of %d numbers", len(v))
+	}
+	return nil
 }
 
 // record is one line of the records file: a before-image, or the
@@ -195,10 +234,10 @@ type records struct {
 	ended bool
 }
 
-// loadRecords returns transaction id's records: those stored with the
-// mark that it is applied, else its records file (a write-through not
-// finished yet).
-func loadRecords(s *store.Store, id int64) (records, error) {
+// loadRecords returns transaction id's records, whose redo ops are ops:
+// those stored with the mark that it is applied, else its records file (a
+// write-through not finished yet).
+func loadRecords(s *store.Store, id int64, ops []store.RedoOp) (records, error) {
 	data, ok, err := s.UndoRecords(id)
 	if err != nil {
 		return records{}, err
@@ -210,7 +249,31 @@ func loadRecords(s *store.Store, id int64) (records, error) {
 		}
 	}
 	r, _ := parseRecords(data)
-	return r, nil
+	return r, r.name(ops)
+}
+
+// name gives the after-state the paths it is of.
+func (r *records) name(ops []store.RedoOp) error {
+	var done []int
+	for _, b := range r.before {
+		if b.N >= len(ops) || ops[b.N].Kind != b.Kind {
+			return fmt.Errorf("the before-image records do not match the redo log (op %d)", b.N)
+		}
+		if !b.Lost {
+			done = append(done, b.N)
+		}
+	}
+	if !r.ended {
+		return nil
+	}
+	paths := afterPaths(ops, done, func(p string) bool { return inAreas(r.staging, p) })
+	if len(paths) != len(r.after) {
+		return fmt.Errorf("the after-state names %d paths, the records %d", len(r.after), len(paths))
+	}
+	for i := range r.after {
+		r.after[i].Path = paths[i]
+	}
+	return nil
 }
 
 // parseRecords parses records, one JSON line each, and returns how many

@@ -73,7 +73,7 @@ func TestKeepIsIdempotent(t *testing.T) {
 				f.apply(t, f.ops[:k])
 			}
 			f.apply(t, f.ops)
-			recs, err := loadRecords(f.s, f.id)
+			recs, err := loadRecords(f.s, f.id, f.ops)
 			require.NoError(t, err)
 			require.True(t, recs.ended)
 			var ns []int
@@ -108,7 +108,7 @@ func TestKeepIsIdempotent(t *testing.T) {
 func TestPlanUndoSkipsRelatedPaths(t *testing.T) {
 	f := newKeepFixture(t)
 	f.apply(t, f.ops)
-	recs, err := loadRecords(f.s, f.id)
+	recs, err := loadRecords(f.s, f.id, f.ops)
 	require.NoError(t, err)
 	all, err := planUndo(f.ops, recs, nil)
 	require.NoError(t, err)

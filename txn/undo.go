@@ -125,7 +125,7 @@ func (m *Manager) Undo(id int64, opt UndoOptions) (*UndoResult, error) {
 	case rec.Undo.State == store.UndoDropped:
 		return nil, &UndoRefusedError{ID: id, Why: "its before-images were dropped (retention or txexec gc)"}
 	}
-	recs, err := loadRecords(m.Store, id)
+	recs, err := loadRecords(m.Store, id, ops)
 	if err != nil {
 		return nil, fmt.Errorf("read the before-images of transaction %d: %w", id, err)
 	}
@@ -560,7 +560,7 @@ type FileChange struct {
 // transaction whose before-images are kept. A path changed since id by
 // anything is left out (what holds it is no longer what id left).
 func ChangedFiles(s *store.Store, id int64, ops []store.RedoOp) ([]FileChange, error) {
-	recs, err := loadRecords(s, id)
+	recs, err := loadRecords(s, id, ops)
 	if err != nil {
 		return nil, err
 	}
