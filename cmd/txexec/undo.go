@@ -156,7 +156,7 @@ func undoMark(r store.TxRecord) string {
 	switch {
 	case r.Undo.UndoneBy != 0:
 		return fmt.Sprintf("undone by %d", r.Undo.UndoneBy)
-	case r.Undo.Undoable(r.State):
+	case r.Undo.Undoable(r.State) && r.OpN > 0:
 		return "undoable, " + formatSize(r.Undo.Bytes)
 	}
 	return ""
