@@ -5,6 +5,9 @@
 // compared (docs/architecture.md §8). The in-program API's tests
 // (txapi_test.go) compile testdata/txapi.c against include/txexec.h, run
 // testdata/txapi.py with python/txexec.py, and build examples/maildir.
+// The undo tests (undo_test.go, and TestDpkgInstallUndone) run a script,
+// useradd or dpkg -i, then txexec undo, and compare the tree with what it
+// was before, also after txexec undo is killed at every fault point.
 //
 // TestMain builds txexec once from ./cmd/txexec into a temporary directory
 // (or uses $TXEXEC_BIN). Fixtures under testdata/ are compiled at test time
