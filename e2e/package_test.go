@@ -83,18 +83,19 @@ func TestDebPackage(t *testing.T) {
 	assert.True(t, strings.HasPrefix(string(v), "txexec "), "%q", v)
 }
 
-// TestMakeInstall: make install puts the binary, the man page and the
-// completion under PREFIX (in DESTDIR).
+// TestMakeInstall: make install puts the binary, the launcher template,
+// the man page and the completion under PREFIX (in DESTDIR).
 func TestMakeInstall(t *testing.T) {
 	requireTools(t, "make")
 	dest := t.TempDir()
-	out, err := exec.Command("make", "-s", "-C", "..", "install-files", "BIN="+txexecBin, "DESTDIR="+dest, "PREFIX=/opt/tx").CombinedOutput()
+	out, err := exec.Command("make", "-s", "-C", "..", "install-files", "BIN="+txexecBin, "LAUNCHER="+launcherBin, "DESTDIR="+dest, "PREFIX=/opt/tx").CombinedOutput()
 	require.NoError(t, err, string(out))
 	for _, f := range []struct {
 		path, from string
 		mode       os.FileMode
 	}{
 		{"opt/tx/bin/txexec", txexecBin, 0o755},
+		{"opt/tx/lib/txexec/txexec-launcher", launcherBin, 0o755},
 		{"opt/tx/share/man/man1/txexec.1", "../docs/txexec.1", 0o644},
 		{"opt/tx/share/bash-completion/completions/txexec", "../docs/txexec.bash", 0o644},
 	} {
