@@ -38,6 +38,7 @@ _txexec_subcommand() {
 	commit) flags+=' --no-durable' ;;
 	recover) flags+=' --no-durable' ;;
 	wrap) flags+=' --list --check --wrapped-dir' ;;
+	unwrap) flags='--wrapped-dir' ;;
 	replay) flags+=' --diff --commit' ;;
 	export) flags+=' -o' ;;
 	parallel) flags+=' --jobs --keep-going --json' ;;

@@ -51,7 +51,7 @@ func TestSubcommandTable(t *testing.T) {
 			args = append(args, "1")
 		}
 		flags := c.Flags
-		if c.Name != "unwrap" { // the launcher's configuration names the state directory
+		if !c.NoStateDir {
 			flags = append(flags, "--state-dir=/s")
 		}
 		for _, f := range flags {

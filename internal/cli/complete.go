@@ -83,11 +83,15 @@ func BashCompletion() string {
 	w("\tfi")
 	w("\tcase $1 in")
 	for i := range Subcommands {
-		if c := &Subcommands[i]; len(c.Flags) > 0 {
-			var names []string
-			for _, f := range c.Flags {
-				names = append(names, strings.Fields(f)[0]) // "-o FILE": the flag, not its value
-			}
+		c := &Subcommands[i]
+		var names []string
+		for _, f := range c.Flags {
+			names = append(names, strings.Fields(f)[0]) // "-o FILE": the flag, not its value
+		}
+		switch {
+		case c.NoStateDir:
+			w("\t%s) flags='%s' ;;", c.Name, strings.Join(names, " "))
+		case len(names) > 0:
 			w("\t%s) flags+=' %s' ;;", c.Name, strings.Join(names, " "))
 		}
 	}

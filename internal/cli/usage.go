@@ -10,8 +10,11 @@ import (
 type Subcommand struct {
 	Name  string
 	Args  string   // positional arguments, for help
-	Flags []string // its own flags (all take --state-dir DIR too)
+	Flags []string // its own flags (--state-dir DIR too, unless NoStateDir)
 	Help  string
+	// NoStateDir: it works on no state directory (unwrap: the wrapped
+	// program's configuration names the one its runs use).
+	NoStateDir bool
 }
 
 // Subcommands are txexec's subcommands, in the order help lists them.
@@ -21,9 +24,9 @@ var Subcommands = []Subcommand{
 	{Name: "commit", Args: "ID", Flags: []string{"--no-durable"}, Help: "commit a kept transaction (re-validated first)"},
 	{Name: "abort", Args: "ID", Help: "discard a kept transaction"},
 	{Name: "recover", Flags: []string{"--no-durable"}, Help: "finish interrupted commits (also done at every start)"},
-	{Name: "wrap", Args: "PATH...", Flags: []string{"--list", "--check", "--wrapped-dir"},
+	{Name: "wrap", Args: "PATH...", Flags: []string{"--list", "--check", "--wrapped-dir DIR"},
 		Help: "protect set-ID programs: whoever runs one, it runs in a transaction"},
-	{Name: "unwrap", Args: "PATH...", Help: "put wrapped programs back as they were"},
+	{Name: "unwrap", Args: "PATH...", Flags: []string{"--wrapped-dir DIR"}, NoStateDir: true, Help: "put wrapped programs back as they were"},
 	{Name: "replay", Args: "ID|FILE", Flags: []string{"--diff", "--commit"}, Help: "run a recording (--record) again from what it read; compare"},
 	{Name: "export", Args: "ID", Flags: []string{"-o FILE"}, Help: "write a recording to one file (recording-ID.tar), for replay FILE"},
 	{Name: "parallel", Flags: []string{"--jobs N", "--keep-going", "--json"},
