@@ -50,7 +50,7 @@ func TestMakeDemo(t *testing.T) {
 	assert.Equal(t, "   ./etc/demo/demo.conf\n   ./etc/passwd\n   ./usr/bin/demo-tool\nhello from the demo tool\n",
 		section("The tree after the good install: everything, at once"), "committed")
 	log := section("txexec log")
-	assert.Regexp(t, `(?m)^2 +applied .*/install\.sh .*/root ok$`, log)
+	assert.Regexp(t, `(?m)^2 +applied .*/install\.sh .*/root ok +\[undoable, [0-9.]+[KMG]?\]$`, log)
 	assert.Regexp(t, `(?m)^1 +aborted .*/install\.sh .*/root fail +\(the command exited with status 1\)$`, log)
 	show := section("txexec show (the committed transaction)")
 	assert.Regexp(t, `^transaction 2: applied\n`, show)
