@@ -40,6 +40,13 @@ type Config struct {
 	// its own environment: it reads it from a sealed memfd, so that a
 	// caller's variables never configure a root Go process.
 	Cred *Cred
+	// Program, if set, is the file Path names, opened by the supervisor
+	// (O_PATH will do): the stub executes it through its descriptor
+	// (execveat AT_EMPTY_PATH), with no path lookup by the command's
+	// credentials, which may not search the directories above it (a
+	// wrapped program with file capabilities, kept where only root can
+	// reach it: docs/semantics.md §7). Path then only names it in messages.
+	Program *os.File
 	// Umask is the command's umask.
 	Umask uint32
 	// Files are the command's stdin, stdout and stderr.
@@ -245,6 +252,10 @@ func (s *Session) startStub(filter func() ([]unix.SockFilter, error)) error {
 		defer envFile.Close()
 		files = append(files, envFile.Fd())
 		env = []string{fmt.Sprintf("%s=%d", stubEnvFDEnv, sockFD+1), stubCredEnv + "=" + s.cfg.Cred.encode()}
+	}
+	if s.cfg.Program != nil {
+		env = append(env, fmt.Sprintf("%s=%d", stubProgramFDEnv, len(files)))
+		files = append(files, s.cfg.Program.Fd())
 	}
 	env = append(env, StubEnv+"=1", fmt.Sprintf("%s=%o", stubUmaskEnv, s.cfg.Umask),
 		fmt.Sprintf("%s=%d", stubSockEnv, sockFD))

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -25,6 +26,10 @@ const stubFixedAddressesEnv = "_TXEXEC_FIXED_ADDRESSES"
 
 // addrNoRandomize is ADDR_NO_RANDOMIZE (include/uapi/linux/personality.h).
 const addrNoRandomize = 0x0040000
+
+// stubProgramFDEnv carries the number of the descriptor of
+// Config.Program.
+const stubProgramFDEnv = "_TXEXEC_PROGFD"
 
 // stubSockEnv carries the number of the stub's control socket descriptor,
 // the first above the descriptors the command inherits.
@@ -166,6 +171,10 @@ func stubMain() error {
 	if err != nil {
 		return err
 	}
+	progFD, err := stubProgramFD()
+	if err != nil {
+		return err
+	}
 	if cred != nil {
 		// Last, after the filter went in as root: the set*id calls are
 		// the tree's first notifications (observed, answered CONTINUE).
@@ -174,8 +183,48 @@ func stubMain() error {
 		}
 	}
 	path, argv := os.Args[1], os.Args[2:]
-	err = syscall.Exec(path, argv, env)
+	if progFD >= 0 {
+		err = execFD(progFD, argv, env)
+	} else {
+		err = syscall.Exec(path, argv, env)
+	}
 	return fmt.Errorf("%s: %w", path, err)
+}
+
+// stubProgramFD is the descriptor of Config.Program, made close-on-exec
+// (the program does not inherit it), or -1.
+func stubProgramFD() (int, error) {
+	s, ok := os.LookupEnv(stubProgramFDEnv)
+	if !ok {
+		return -1, nil
+	}
+	os.Unsetenv(stubProgramFDEnv)
+	fd, err := strconv.Atoi(s)
+	if err != nil || fd < 3 {
+		return -1, fmt.Errorf("stub: bad program descriptor %q", s)
+	}
+	unix.CloseOnExec(fd)
+	return fd, nil
+}
+
+// execFD is execveat(fd, "", argv, env, AT_EMPTY_PATH): the exec of the
+// file fd is open on, the kernel's path to it being the descriptor.
+func execFD(fd int, argv, env []string) error {
+	argvp, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		return err
+	}
+	envp, err := syscall.SlicePtrFromStrings(env)
+	if err != nil {
+		return err
+	}
+	empty, err := syscall.BytePtrFromString("")
+	if err != nil {
+		return err
+	}
+	_, _, e := unix.RawSyscall6(unix.SYS_EXECVEAT, uintptr(fd), uintptr(unsafe.Pointer(empty)),
+		uintptr(unsafe.Pointer(&argvp[0])), uintptr(unsafe.Pointer(&envp[0])), unix.AT_EMPTY_PATH, 0)
+	return e
 }
 
 // stubEnvAndCred is the command's environment and credentials: its own

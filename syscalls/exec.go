@@ -119,10 +119,15 @@ func (k *Kernel) planExec(req *interpose.ExecRequest) (interpose.ExecPlan, error
 	defer root.Release()
 	cl := &vfs.Caller{Tid: req.Tid, Tgid: t.Proc.Tgid, Cred: cred, Cwd: cwd.(*vfs.Handle), Root: root.(*vfs.Handle), Umask: umask}
 	at := cl.Cwd
+	var fdFile interpose.FileID // of the descriptor execveat(fd, "") executes
 	if req.Dirfd != unix.AT_FDCWD && !strings.HasPrefix(path, "/") {
 		fd, err := interpose.GetFD(req.Tid, int(req.Dirfd))
 		if err != nil {
 			return interpose.ExecPlan{}, err
+		}
+		var st unix.Stat_t
+		if path == "" && unix.Fstat(fd, &st) == nil {
+			fdFile = interpose.FileID{Dev: st.Dev, Ino: st.Ino}
 		}
 		h, err := k.View.HandleOf(cl, fd)
 		if err != nil {
@@ -141,6 +146,7 @@ func (k *Kernel) planExec(req *interpose.ExecRequest) (interpose.ExecPlan, error
 	if path == "" {
 		s.name = "/dev/fd/" + strconv.Itoa(int(req.Dirfd))
 		s.fd = int(req.Dirfd)
+		s.fdFile = fdFile
 	} else if req.Dirfd != unix.AT_FDCWD && !strings.HasPrefix(path, "/") {
 		s.name = "/dev/fd/" + strconv.Itoa(int(req.Dirfd)) + "/" + path
 	}
@@ -174,6 +180,8 @@ type execSubject struct {
 	// fd is the caller's descriptor that is the program itself
 	// (execveat AT_EMPTY_PATH), or -1.
 	fd int
+	// fdFile is the file fd is open on.
+	fdFile interpose.FileID
 }
 
 func (k *Kernel) planExecFile(cl *vfs.Caller, at *vfs.Handle, path string, flags int, s execSubject, depth int) (interpose.ExecPlan, error) {
@@ -191,6 +199,13 @@ func (k *Kernel) planExecFile(cl *vfs.Caller, at *vfs.Handle, path string, flags
 		// caller's own descriptor, opened before exec closes it. Which
 		// file that is when the kernel opens it is checked at
 		// PTRACE_EVENT_EXEC against Expect, as for any path.
+		exe.Path = "/proc/self/fd/" + strconv.Itoa(s.fd)
+	} else if s.fd >= 0 && s.fdFile == (interpose.FileID{Dev: exe.Dev, Ino: exe.Ino}) {
+		// The caller's descriptor is open on the very file the view
+		// executes: the kernel is given it, as natively, with no walk of
+		// the directories above the file, which the caller may not be
+		// allowed to search (a wrapped program kept where only root can
+		// reach it, docs/semantics.md §7).
 		exe.Path = "/proc/self/fd/" + strconv.Itoa(s.fd)
 	}
 	head := make([]byte, binprmBufSize)
