@@ -122,6 +122,9 @@ type command struct {
 	path string
 	env  []string
 	cred *interpose.Cred // nil: txexec's own
+	// program, if set, is the file path names, opened by txexec: the
+	// command is executed through it (interpose.Config.Program).
+	program *os.File
 	// gate is the commit gate of a command of txexec parallel, nil
 	// otherwise.
 	gate *commitGate
@@ -537,6 +540,7 @@ func supervise(k *syscalls.Kernel, cmd command, argv []string, a *runEffects) (i
 		Argv:     argv,
 		Env:      cmd.env,
 		Cred:     cmd.cred,
+		Program:  cmd.program,
 		Umask:    uint32(umask),
 		Rules:    k.Table.Rules(),
 		Handler:  k,

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"txexec/internal/wrap"
 	"txexec/interpose"
 )
@@ -148,5 +150,14 @@ func runWrapped(args []string) int {
 		return fail("%s: %v", r.conf, err)
 	}
 	o.Argv = r.argv
-	return runAndReport(o, command{path: c.Original, env: env, cred: credFor(c, r)})
+	// Opened as root and executed through its descriptor with the
+	// caller's ids: an original with file capabilities is in an entry
+	// only root can search (docs/semantics.md §7).
+	fd, err := unix.Open(c.Original, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fail("open original: %v", err)
+	}
+	program := os.NewFile(uintptr(fd), c.Original)
+	defer program.Close()
+	return runAndReport(o, command{path: c.Original, env: env, cred: credFor(c, r), program: program})
 }
