@@ -30,7 +30,9 @@
  * Started without euid 0 (no_new_privs, a nosuid mount, an unprivileged
  * tracer: wherever the kernel ignored the set-user-ID bit, as it would
  * have ignored the original's), it runs the original with the caller's
- * own credentials and environment, as the kernel would have.
+ * own credentials and environment, as the kernel would have; except a
+ * program with file capabilities, whose entry only root can search: it
+ * refuses.
  *
  * It exits 126 with one line "txexec-launcher: ..." when it refuses.
  */
@@ -258,6 +260,11 @@ int main(int argc, char **argv)
 		refuse("read credentials: %s", strerror(errno));
 	if (euid == 0)
 		secure_path("configuration", conf_path);
+	else if (access(conf_path, R_OK) != 0 && errno == EACCES)
+		/* The entry of a program with file capabilities is root's
+		 * alone: whoever could reach its copy would run it with them,
+		 * outside txexec. */
+		refuse("started without euid 0 (no_new_privs, a nosuid mount or a tracer), and this program's capabilities let only root reach it");
 	conf = read_conf(conf_path);
 	txexec = conf_value(conf, "txexec");
 	original = conf_value(conf, "original");

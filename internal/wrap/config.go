@@ -30,6 +30,10 @@ type Config struct {
 	// come from and Unwrap restores.
 	Mode     uint32
 	UID, GID uint32
+	// Capabilities says the original has file capabilities (the
+	// security.capability extended attribute), which its copy keeps: its
+	// entry is then searchable by root alone.
+	Capabilities bool
 	// Options are the run options txexec is given (--on-exit=..., each a
 	// word of the command line).
 	Options []string
@@ -46,6 +50,9 @@ func (c *Config) Format() []byte {
 	b.WriteString(confHeader)
 	fmt.Fprintf(&b, "path=%s\noriginal=%s\ntxexec=%s\nmode=%04o\nuid=%d\ngid=%d\n",
 		c.Path, c.Original, c.Txexec, c.Mode, c.UID, c.GID)
+	if c.Capabilities {
+		b.WriteString("capabilities=yes\n")
+	}
 	for _, o := range c.Options {
 		fmt.Fprintf(&b, "option=%s\n", o)
 	}
@@ -84,6 +91,11 @@ func ParseConfig(b []byte) (*Config, error) {
 			c.UID, err = parseUint(v, 10)
 		case "gid":
 			c.GID, err = parseUint(v, 10)
+		case "capabilities":
+			if v != "yes" {
+				err = fmt.Errorf("not yes")
+			}
+			c.Capabilities = true
 		case "option":
 			c.Options = append(c.Options, v)
 		default:
@@ -103,8 +115,8 @@ func ParseConfig(b []byte) (*Config, error) {
 			return nil, fmt.Errorf("%q is not a clean absolute path", p)
 		}
 	}
-	if c.Mode&^0o7777 != 0 || c.Mode&(modeSetuid|modeSetgid) == 0 {
-		return nil, fmt.Errorf("mode=%04o: not a set-ID mode", c.Mode)
+	if c.Mode&^0o7777 != 0 || c.Mode&(modeSetuid|modeSetgid) == 0 && !c.Capabilities {
+		return nil, fmt.Errorf("mode=%04o: not a set-ID mode, and no capabilities=yes", c.Mode)
 	}
 	return c, nil
 }

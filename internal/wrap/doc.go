@@ -1,6 +1,6 @@
 // Package wrap protects set-ID programs for every caller: it moves a
-// set-user-ID or set-group-ID program aside into a root-owned directory
-// (its set-ID bits removed there) and puts at its path a configured copy
+// set-user-ID or set-group-ID program, or one with file capabilities,
+// aside into a root-owned directory (its set-ID bits removed there) and puts at its path a configured copy
 // of the set-user-ID-root launcher (launcher/launcher.c), which starts
 // txexec as root to run the original with the credentials the kernel
 // would have given it (README "Protecting set-user-ID programs",
@@ -26,7 +26,9 @@
 //     Wrap, after that of Unwrap) or a launcher whose configuration and
 //     original are complete on disk: each file is written under a
 //     temporary name, synced, and renamed into place, the launcher last.
-//   - The wrapped copy of an original never carries a set-ID bit or file
-//     capabilities; the launcher is never set-group-ID (it would hide the
-//     caller's effective gid).
+//   - The wrapped copy of an original never carries a set-ID bit; it keeps
+//     its file capabilities only in an entry searchable by root alone (no
+//     one else may execute it: txexec executes it through a descriptor it
+//     opened as root). The launcher never has file capabilities and is
+//     never set-group-ID (it would hide the caller's effective gid).
 package wrap

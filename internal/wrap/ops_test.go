@@ -100,13 +100,6 @@ func TestWrapRefuses(t *testing.T) {
 	groupWritable := s.program(t, "group-writable", 0o4775, 0)
 	linked := s.program(t, "linked", 0o4755, 0)
 	require.NoError(t, os.Link(linked, filepath.Join(s.dir, "linked2")))
-	capable := s.program(t, "capable", 0o755, 0)
-	// A version-2 security.capability: effective, cap_net_raw permitted.
-	capv2 := make([]byte, 20)
-	binary.LittleEndian.PutUint32(capv2[0:], 0x02000001)
-	binary.LittleEndian.PutUint32(capv2[4:], 1<<unix.CAP_NET_RAW)
-	require.NoError(t, unix.Setxattr(capable, capabilityXattr, capv2, 0))
-	require.NoError(t, unix.Chmod(capable, 0o4755)) // chmod keeps the capability
 	script := s.program(t, "script", 0o4755, 0)
 	require.NoError(t, os.WriteFile(script, []byte("#!/bin/sh\necho hello\n"), 0o4755))
 	symlink := filepath.Join(s.dir, "symlink")
@@ -115,10 +108,9 @@ func TestWrapRefuses(t *testing.T) {
 	require.NoError(t, os.WriteFile(launcher, s.w.Template, 0o4755))
 
 	for _, tc := range []struct{ name, path, want string }{
-		{"not set-ID", plain, "neither set-user-ID nor set-group-ID: nothing to protect"},
+		{"not set-ID", plain, "neither set-user-ID nor set-group-ID, and no file capabilities: nothing to protect"},
 		{"writable by its group", groupWritable, "writable by others than its owner: fix its mode first"},
 		{"hard links", linked, "has 2 hard links: the other names would stay unprotected"},
-		{"file capabilities", capable, "has file capabilities, which wrap does not support (docs/semantics.md §7)"},
 		{"symlink", symlink, "a symlink: wrap the file it leads to"},
 		{"a script", script, "not an ELF program: Linux ignores its set-ID bits, so there is nothing to protect"},
 		{"a launcher", launcher, ErrAlreadyWrapped.Error()},
@@ -143,6 +135,70 @@ func TestWrapRefuses(t *testing.T) {
 		require.NoError(t, err)
 		assert.Empty(t, ents, "nothing left behind")
 	})
+}
+
+// capV2 is a version-2 security.capability: effective, cap_net_raw
+// permitted.
+func capV2() []byte {
+	b := make([]byte, 20)
+	binary.LittleEndian.PutUint32(b[0:], 0x02000001)
+	binary.LittleEndian.PutUint32(b[4:], 1<<unix.CAP_NET_RAW)
+	return b
+}
+
+func TestWrapKeepsFileCapabilities(t *testing.T) {
+	s := newFakeScene(t)
+	p := s.program(t, "capable", 0o750, 42)
+	require.NoError(t, unix.Setxattr(p, capabilityXattr, capV2(), 0))
+	c, err := s.w.Wrap(p)
+	require.NoError(t, err)
+	assert.True(t, c.Capabilities)
+	read, err := ReadConfig(c.ConfPath())
+	require.NoError(t, err)
+	assert.Equal(t, c, read)
+
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(filepath.Dir(c.Original), &st))
+	assert.Equal(t, uint32(0o700), st.Mode&0o7777, "the entry: searchable by root alone")
+	kept, err := capabilities(c.Original)
+	require.NoError(t, err)
+	assert.Equal(t, capV2(), kept, "the copy keeps them")
+	require.NoError(t, unix.Stat(c.Original, &st))
+	assert.Equal(t, uint32(0o750), st.Mode&0o7777)
+	onLauncher, err := capabilities(p)
+	require.NoError(t, err)
+	assert.Nil(t, onLauncher, "the launcher has none")
+	require.NoError(t, unix.Stat(p, &st))
+	assert.Equal(t, uint32(0o4750), st.Mode&0o7777)
+	require.NoError(t, SecurePath(c.Original, RegularFile))
+	assert.Equal(t, InPlace, StateOf(c))
+
+	_, err = Unwrap(p)
+	require.NoError(t, err)
+	restored, err := capabilities(p)
+	require.NoError(t, err)
+	assert.Equal(t, capV2(), restored)
+	require.NoError(t, unix.Stat(p, &st))
+	assert.Equal(t, uint32(0o750), st.Mode&0o7777)
+	assert.Equal(t, [2]uint32{0, 42}, [2]uint32{st.Uid, st.Gid})
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	assert.Equal(t, "\x7fELF, the program capable", string(b))
+}
+
+func TestStateOfAFileCapabilityProgram(t *testing.T) {
+	s := newFakeScene(t)
+	p := s.program(t, "capable", 0o755, 0)
+	require.NoError(t, unix.Setxattr(p, capabilityXattr, capV2(), 0))
+	c, err := s.w.Wrap(p)
+	require.NoError(t, err)
+	// An upgrade: a new program with capabilities renamed over the launcher.
+	upgrade := s.program(t, "upgrade", 0o755, 0)
+	require.NoError(t, unix.Setxattr(upgrade, capabilityXattr, capV2(), 0))
+	require.NoError(t, os.Rename(upgrade, p))
+	assert.Equal(t, Replaced, StateOf(c))
+	require.NoError(t, unix.Removexattr(p, capabilityXattr))
+	assert.Equal(t, NoLongerSetID, StateOf(c), "neither set-ID nor capabilities")
 }
 
 func TestRefresh(t *testing.T) {

@@ -60,15 +60,17 @@ func (w *Wrapper) Wrap(path string) (*Config, error) {
 		return nil, errors.New("a symlink: wrap the file it leads to")
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
 		return nil, errors.New("not a regular file")
-	case mode&(modeSetuid|modeSetgid) == 0:
-		return nil, errors.New("neither set-user-ID nor set-group-ID: nothing to protect")
 	case mode&0o022 != 0:
 		return nil, errors.New("writable by others than its owner: fix its mode first")
 	case st.Nlink > 1:
 		return nil, fmt.Errorf("has %d hard links: the other names would stay unprotected", st.Nlink)
 	}
-	if _, err := unix.Lgetxattr(path, capabilityXattr, nil); err == nil {
-		return nil, errors.New("has file capabilities, which wrap does not support (docs/semantics.md §7)")
+	caps, err := capabilities(path)
+	if err != nil {
+		return nil, err
+	}
+	if mode&(modeSetuid|modeSetgid) == 0 && caps == nil {
+		return nil, errors.New("neither set-user-ID nor set-group-ID, and no file capabilities: nothing to protect")
 	}
 	image, err := os.ReadFile(path)
 	if err != nil {
@@ -103,13 +105,21 @@ func (w *Wrapper) Wrap(path string) (*Config, error) {
 	entry := filepath.Join(dir, ID(path))
 	c := &Config{
 		Path: path, Original: filepath.Join(entry, filepath.Base(path)), Txexec: w.Txexec,
-		Mode: mode, UID: st.Uid, GID: st.Gid, Options: w.Options,
+		Mode: mode, UID: st.Uid, GID: st.Gid, Capabilities: caps != nil, Options: w.Options,
 	}
 	launcher, err := Configure(w.Template, c.ConfPath())
 	if err != nil {
 		return nil, err
 	}
-	if err := os.Mkdir(entry, 0o755); err != nil {
+	// An original that keeps its file capabilities must be reachable by
+	// root alone: anyone who could execute it would get them outside
+	// txexec. txexec opens it as root and executes it through that
+	// descriptor with the caller's ids (interpose.Config.Program).
+	entryMode := uint32(0o755)
+	if caps != nil {
+		entryMode = 0o700
+	}
+	if err := os.Mkdir(entry, 0o700); err != nil {
 		if errors.Is(err, os.ErrExist) {
 			return nil, fmt.Errorf("%s exists: an earlier wrap of it (see txexec wrap --check)", entry)
 		}
@@ -121,16 +131,17 @@ func (w *Wrapper) Wrap(path string) (*Config, error) {
 			os.RemoveAll(entry)
 		}
 	}()
-	if err := unix.Chmod(entry, 0o755); err != nil { // whatever the umask
+	if err := unix.Chmod(entry, entryMode); err != nil { // whatever the umask
 		return nil, err
 	}
 	// The original, set-ID bits removed, owned by root, in its group (whose
-	// members may be the only ones allowed to run it).
+	// members may be the only ones allowed to run it), with its file
+	// capabilities.
 	times := []unix.Timespec{st.Atim, st.Mtim}
-	if err := writeFile(c.Original, image, 0, st.Gid, mode&0o777, times); err != nil {
+	if err := writeFile(c.Original, image, 0, st.Gid, mode&0o777, caps, times); err != nil {
 		return nil, err
 	}
-	if err := writeFile(c.ConfPath(), c.Format(), 0, 0, 0o644, nil); err != nil {
+	if err := writeFile(c.ConfPath(), c.Format(), 0, 0, 0o644, nil, nil); err != nil {
 		return nil, err
 	}
 	if err := syncDir(entry); err != nil {
@@ -142,7 +153,7 @@ func (w *Wrapper) Wrap(path string) (*Config, error) {
 	// The launcher: root's, set-user-ID, with the original's permission
 	// bits and group (the kernel's check of who may execute the program
 	// happens on it), never set-group-ID.
-	if err := replaceFile(path, launcher, 0, st.Gid, mode&0o777|modeSetuid, times); err != nil {
+	if err := replaceFile(path, launcher, 0, st.Gid, mode&0o777|modeSetuid, nil, times); err != nil {
 		return nil, err
 	}
 	ok = true
@@ -188,7 +199,14 @@ func Unwrap(path string) (*Config, error) {
 	if err := unix.Stat(c.Original, &st); err != nil {
 		return nil, err
 	}
-	if err := replaceFile(path, image, c.UID, c.GID, c.Mode, []unix.Timespec{st.Atim, st.Mtim}); err != nil {
+	caps, err := capabilities(c.Original)
+	if err != nil {
+		return nil, err
+	}
+	if c.Capabilities != (caps != nil) {
+		return nil, fmt.Errorf("%s: its file capabilities are not those recorded in %s", c.Original, c.ConfPath())
+	}
+	if err := replaceFile(path, image, c.UID, c.GID, c.Mode, caps, []unix.Timespec{st.Atim, st.Mtim}); err != nil {
 		return nil, err
 	}
 	return c, removeEntry(c)
@@ -275,14 +293,38 @@ func StateOf(c *Config) State {
 		return Foreign
 	}
 	if st.Mode&(modeSetuid|modeSetgid) == 0 {
-		return NoLongerSetID
+		if caps, err := capabilities(c.Path); err != nil || caps == nil {
+			return NoLongerSetID
+		}
 	}
 	return Replaced
 }
 
+// capabilities is the security.capability attribute of the file at path,
+// or nil if it has none.
+func capabilities(path string) ([]byte, error) {
+	buf := make([]byte, 64)
+	for {
+		n, err := unix.Lgetxattr(path, capabilityXattr, buf)
+		switch {
+		case errors.Is(err, unix.ENODATA):
+			return nil, nil
+		case errors.Is(err, unix.ERANGE):
+			buf = make([]byte, 2*len(buf))
+			continue
+		case err != nil:
+			return nil, fmt.Errorf("read file capabilities: %w", err)
+		}
+		return buf[:n], nil
+	}
+}
+
 // searchable is nil if every user may search dir and the directories
-// above it: a wrapped program is executed with its caller's credentials
-// (an effective uid other than root's for a set-group-ID program).
+// above it: a launcher started without euid 0 (no_new_privs, a nosuid
+// mount) reads its configuration and executes a set-ID program's copy
+// with its caller's credentials, as the kernel would have executed the
+// original. (txexec itself executes the copy through a descriptor it
+// opened as root.)
 func searchable(dir string) error {
 	for d := dir; ; d = filepath.Dir(d) {
 		var st unix.Stat_t
@@ -313,7 +355,7 @@ func Refresh(c *Config, image []byte) (bool, error) {
 	if err := unix.Lstat(c.Path, &st); err != nil {
 		return false, err
 	}
-	return true, replaceFile(c.Path, image, st.Uid, st.Gid, st.Mode&0o7777, []unix.Timespec{st.Atim, st.Mtim})
+	return true, replaceFile(c.Path, image, st.Uid, st.Gid, st.Mode&0o7777, nil, []unix.Timespec{st.Atim, st.Mtim})
 }
 
 // Rewrap wraps again the new set-ID program at c.Path (State Replaced),
@@ -331,13 +373,13 @@ func (w *Wrapper) Rewrap(c *Config) (*Config, error) {
 func Drop(c *Config) error { return removeEntry(c) }
 
 // writeFile creates path (which must not exist) with data, owner, group,
-// mode and times, and syncs it.
-func writeFile(path string, data []byte, uid, gid, mode uint32, times []unix.Timespec) error {
+// mode, file capabilities (caps, if not nil) and times, and syncs it.
+func writeFile(path string, data []byte, uid, gid, mode uint32, caps []byte, times []unix.Timespec) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
 		return err
 	}
-	err = fillFile(f, data, uid, gid, mode, times)
+	err = fillFile(f, data, uid, gid, mode, caps, times)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
@@ -347,7 +389,7 @@ func writeFile(path string, data []byte, uid, gid, mode uint32, times []unix.Tim
 	return err
 }
 
-func fillFile(f *os.File, data []byte, uid, gid, mode uint32, times []unix.Timespec) error {
+func fillFile(f *os.File, data []byte, uid, gid, mode uint32, caps []byte, times []unix.Timespec) error {
 	if _, err := f.Write(data); err != nil {
 		return err
 	}
@@ -358,6 +400,12 @@ func fillFile(f *os.File, data []byte, uid, gid, mode uint32, times []unix.Times
 	if err := unix.Fchmod(int(f.Fd()), mode); err != nil {
 		return fmt.Errorf("chmod %s: %w", f.Name(), err)
 	}
+	// chown removes file capabilities too: they come last.
+	if caps != nil {
+		if err := unix.Fsetxattr(int(f.Fd()), capabilityXattr, caps, 0); err != nil {
+			return fmt.Errorf("set file capabilities of %s: %w", f.Name(), err)
+		}
+	}
 	if times != nil {
 		if err := unix.UtimesNanoAt(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", f.Fd()), times, 0); err != nil {
 			return fmt.Errorf("set times of %s: %w", f.Name(), err)
@@ -367,10 +415,10 @@ func fillFile(f *os.File, data []byte, uid, gid, mode uint32, times []unix.Times
 }
 
 // replaceFile replaces path with a new file (writeFile's), by rename.
-func replaceFile(path string, data []byte, uid, gid, mode uint32, times []unix.Timespec) error {
+func replaceFile(path string, data []byte, uid, gid, mode uint32, caps []byte, times []unix.Timespec) error {
 	tmp := filepath.Join(filepath.Dir(path), ".txexec-wrap."+filepath.Base(path)+".new")
 	os.Remove(tmp) // left by an interrupted wrap
-	if err := writeFile(tmp, data, uid, gid, mode, times); err != nil {
+	if err := writeFile(tmp, data, uid, gid, mode, caps, times); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, path); err != nil {

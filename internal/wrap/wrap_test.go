@@ -51,6 +51,7 @@ func TestParseConfigRefuses(t *testing.T) {
 		{"relative path", "path=p\noriginal=/w/x/p\ntxexec=/t\nmode=4755\nuid=0\ngid=0\n"},
 		{"unclean path", "path=/p\noriginal=/w/../x/p\ntxexec=/t\nmode=4755\nuid=0\ngid=0\n"},
 		{"not set-ID", "path=/p\noriginal=/w/x/p\ntxexec=/t\nmode=0755\nuid=0\ngid=0\n"},
+		{"capabilities not yes", "path=/p\noriginal=/w/x/p\ntxexec=/t\nmode=0755\nuid=0\ngid=0\ncapabilities=no\n"},
 		{"bad mode", "path=/p\noriginal=/w/x/p\ntxexec=/t\nmode=99\nuid=0\ngid=0\n"},
 		{"no equals", good + "option\n"},
 	} {
@@ -61,6 +62,10 @@ func TestParseConfigRefuses(t *testing.T) {
 	}
 	_, err := ParseConfig([]byte(good))
 	assert.NoError(t, err)
+	c, err := ParseConfig([]byte("path=/p\noriginal=/w/x/p\ntxexec=/t\nmode=0755\nuid=0\ngid=0\ncapabilities=yes\n"))
+	require.NoError(t, err, "not set-ID, but with file capabilities")
+	assert.True(t, c.Capabilities)
+	assert.Contains(t, string(c.Format()), "\ncapabilities=yes\n")
 }
 
 func TestConfigure(t *testing.T) {
