@@ -359,6 +359,109 @@ func TestWrapCredentials(t *testing.T) {
 	}
 }
 
+// TestWrapFileCapabilities: a program with file capabilities (setcap) is
+// wrapped with them, where only root can reach its copy, and run by uid
+// 1000 gets what the kernel gives it natively: its ids, the capability
+// sets the file grants (all of them effective for +ep, none for a
+// capability-aware +p), AT_SECURE. unwrap puts back the same bytes, mode,
+// owner and security.capability attribute.
+func TestWrapFileCapabilities(t *testing.T) {
+	s := newWrapScene(t)
+	requireTools(t, "setcap", "getcap")
+	creds := buildC(t, s.root, "wrap_creds", "creds")
+	// setpriv keeps root's permitted capabilities up to its exec, whose
+	// checks they would pass and whose dumpability they would decide: the
+	// program is executed by a shell that has none.
+	setpriv := []string{"setpriv", "--reuid", "1000", "--regid", "1000", "--groups", "27,100", "/bin/sh", "-c", `exec "$0"`}
+	caller := func(prog string) []string { return append(append([]string{}, setpriv...), prog) }
+	for _, tc := range []struct {
+		name, caps string
+		mode       uint32
+		gid        int
+		wantEff    string
+	}{
+		{"effective", "cap_net_raw,cap_net_bind_service+ep", 0o755, 0, "CapEff:\t0000000000002400\n"},
+		{"permitted only", "cap_net_raw+p", 0o750, 27, "CapEff:\t0000000000000000\n"},
+		{"with set-user-ID", "cap_net_raw+ep", 0o4755, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			prog := filepath.Join(s.root, "caps-"+strings.ReplaceAll(tc.name, " ", "-"))
+			require.NoError(t, exec.Command("cp", creds, prog).Run())
+			require.NoError(t, os.Chown(prog, 0, tc.gid))
+			require.NoError(t, unix.Chmod(prog, tc.mode))
+			b, err := exec.Command("setcap", tc.caps, prog).CombinedOutput()
+			require.NoError(t, err, "%s", b)
+			xattr := make([]byte, 64)
+			n, err := unix.Lgetxattr(prog, "security.capability", xattr)
+			require.NoError(t, err)
+			xattr = xattr[:n]
+			image, err := os.ReadFile(prog)
+			require.NoError(t, err)
+
+			natively := run(t, native, command{Argv: caller(prog)})
+			require.Equal(t, 0, natively.Status, natively.Stderr)
+			t.Logf("native: %s", natively.Stdout)
+			require.Contains(t, natively.Stdout, " secure=1 ")
+			if tc.mode&0o4000 == 0 {
+				require.Contains(t, natively.Stdout, "uid=1000,1000,1000 gid=1000,1000,1000 ")
+				require.Contains(t, natively.Stdout, tc.wantEff)
+			}
+
+			got := s.wrap(t, prog)
+			require.Equal(t, 0, got.Status, got.Stderr)
+			_, moved, ok := strings.Cut(strings.TrimSuffix(got.Stdout, ")\n"), "(original in ")
+			require.True(t, ok, got.Stdout)
+			entry := filepath.Dir(moved)
+			require.Equal(t, s.wrapped, filepath.Dir(entry))
+			var st unix.Stat_t
+			require.NoError(t, unix.Stat(entry, &st))
+			assert.Equal(t, uint32(0o700), st.Mode&0o7777, "the entry: root's alone")
+			_, err = unix.Lgetxattr(prog, "security.capability", make([]byte, 64))
+			assert.ErrorIs(t, err, unix.ENODATA, "the launcher has no file capabilities")
+			kept := make([]byte, 64)
+			n, err = unix.Lgetxattr(moved, "security.capability", kept)
+			require.NoError(t, err)
+			assert.Equal(t, xattr, kept[:n], "the copy keeps them")
+
+			wrapped := run(t, native, command{Argv: caller(prog)})
+			require.Equal(t, 0, wrapped.Status, wrapped.Stderr)
+			assert.Equal(t, natively.Stdout, wrapped.Stdout)
+			assert.Empty(t, wrapped.Stderr)
+			log := s.txexecRoot(t, "log", "--state-dir", s.state)
+			require.Equal(t, 0, log.Status, log.Stderr)
+			newest, _, _ := strings.Cut(log.Stdout, "\n")
+			assert.Regexp(t, `^\d+ +applied .* status 0 +`+regexp.QuoteMeta(prog)+`$`, newest, "it ran in a transaction")
+
+			direct := run(t, native, command{Argv: caller(moved)})
+			assert.Equal(t, 126, direct.Status, "no one but root reaches the copy: %s", direct.Stdout)
+
+			// Under no_new_privs the kernel ignores the launcher's
+			// set-user-ID bit, and the launcher cannot reach the copy.
+			nnp := append([]string{"setpriv", "--no-new-privs"}, caller(prog)...)
+			wrappedNNP := run(t, native, command{Argv: nnp})
+			assert.Equal(t, 126, wrappedNNP.Status, wrappedNNP.Stdout)
+			assert.Equal(t, "txexec-launcher: started without euid 0 (no_new_privs, a nosuid mount or a tracer), and this program's capabilities let only root reach it\n", wrappedNNP.Stderr)
+
+			got = s.txexecRoot(t, "unwrap", prog)
+			require.Equal(t, 0, got.Status, got.Stderr)
+			require.NoError(t, unix.Stat(prog, &st))
+			assert.Equal(t, tc.mode, st.Mode&0o7777)
+			assert.Equal(t, [2]uint32{0, uint32(tc.gid)}, [2]uint32{st.Uid, st.Gid})
+			after, err := os.ReadFile(prog)
+			require.NoError(t, err)
+			assert.True(t, bytes.Equal(image, after), "the same bytes")
+			restored := make([]byte, 64)
+			n, err = unix.Lgetxattr(prog, "security.capability", restored)
+			require.NoError(t, err)
+			assert.Equal(t, xattr, restored[:n], "the same security.capability attribute")
+			assert.NoDirExists(t, entry)
+			again := run(t, native, command{Argv: caller(prog)})
+			require.Equal(t, 0, again.Status, again.Stderr)
+			assert.Equal(t, natively.Stdout, again.Stdout)
+		})
+	}
+}
+
 // TestWrapRecordedOptions: the run options given to wrap decide a wrapped
 // program's transaction, and the caller's arguments reach the program as
 // they are, never txexec.

@@ -19,6 +19,8 @@ fi
 command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 build_need=$need
 command -v setpriv >/dev/null 2>&1 || need="$need util-linux"
+# setcap and getcap: the wrap tests of programs with file capabilities.
+command -v setcap >/dev/null 2>&1 || PATH="$PATH:/usr/sbin:/sbin" command -v setcap >/dev/null 2>&1 || need="$need libcap2-bin"
 command -v dpkg-deb >/dev/null 2>&1 || need="$need dpkg"
 command -v strace >/dev/null 2>&1 || need="$need strace"
 command -v chattr >/dev/null 2>&1 || need="$need e2fsprogs"
