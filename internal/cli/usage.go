@@ -25,7 +25,7 @@ var Subcommands = []Subcommand{
 	{Name: "abort", Args: "ID", Help: "discard a kept transaction"},
 	{Name: "recover", Flags: []string{"--no-durable"}, Help: "finish interrupted commits (also done at every start)"},
 	{Name: "wrap", Args: "PATH...", Flags: []string{"--list", "--check", "--wrapped-dir DIR"},
-		Help: "protect set-ID programs: whoever runs one, it runs in a transaction"},
+		Help: "protect set-ID programs and programs with file capabilities: whoever runs one, it runs in a transaction"},
 	{Name: "unwrap", Args: "PATH...", Flags: []string{"--wrapped-dir DIR"}, NoStateDir: true, Help: "put wrapped programs back as they were"},
 	{Name: "replay", Args: "ID|FILE", Flags: []string{"--diff", "--commit"}, Help: "run a recording (--record) again from what it read; compare"},
 	{Name: "export", Args: "ID", Flags: []string{"-o FILE"}, Help: "write a recording to one file (recording-ID.tar), for replay FILE"},
