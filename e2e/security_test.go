@@ -267,6 +267,32 @@ func TestExecPathRace(t *testing.T) {
 	}
 }
 
+// TestExecThroughADescriptorAsOtherUser: a root process opens a program in
+// a directory only root can search, becomes uid 1000 and executes it
+// through the descriptor (execveat AT_EMPTY_PATH). Linux walks no
+// directory then; nor may txexec, which hands the kernel the descriptor
+// (/proc/self/fd/N), and the process is named after the file.
+func TestExecThroughADescriptorAsOtherUser(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	work := t.TempDir()
+	state := filepath.Join(t.TempDir(), "state")
+	openToOthers(t, work)
+	fexec := buildC(t, work, "fexec_as_user", "fexec")
+	private := filepath.Join(work, "private")
+	require.NoError(t, os.Mkdir(private, 0o700))
+	prog := filepath.Join(private, "privsh")
+	b, err := os.ReadFile("/bin/sh")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(prog, b, 0o755))
+	require.NoError(t, os.Chmod(prog, 0o755))
+	for _, m := range []mode{native, transaction} {
+		got := run(t, m, command{Argv: []string{fexec, prog, "privsh", "-c", `echo $(id -u) $(cat /proc/$$/comm)`},
+			Dir: work, Env: []string{"TXEXEC_STATE_DIR=" + state}})
+		assert.Equal(t, 0, got.Status, "%s: stderr:\n%s", m, got.Stderr)
+		assert.Equal(t, "1000 privsh\n", got.Stdout, "%s", m)
+	}
+}
+
 // TestExecStagedAsOtherUser: under a root txexec, a process running as
 // another user executes a program the transaction made — an ELF binary,
 // whose path the kernel walks for that user into the staging area.
