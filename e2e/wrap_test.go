@@ -247,7 +247,7 @@ func TestWrapSetuidProgram(t *testing.T) {
 
 		got = s.txexecRoot(t, "wrap", "--check", "--wrapped-dir", s.wrapped)
 		require.Equal(t, 0, got.Status, got.Stderr)
-		assert.Equal(t, s.victim+": replaced by a new set-ID program (a package upgrade?); wrapped again\n", got.Stdout)
+		assert.Equal(t, s.victim+": replaced by a new privileged program (a package upgrade?); wrapped again\n", got.Stdout)
 		b, err := os.ReadFile(moved)
 		require.NoError(t, err)
 		assert.True(t, bytes.Equal(upgradedBytes, b), "the new program moved aside")
@@ -552,7 +552,7 @@ func TestWrapDpkgUpgrade(t *testing.T) {
 	assert.Equal(t, before.Stdout, asUser().Stdout)
 
 	got = dpkg("-i", buildSetIDDeb(t, pkg, "2.0", v2))
-	assert.Contains(t, got.Stdout, prog+": replaced by a new set-ID program (a package upgrade?); wrapped again\n")
+	assert.Contains(t, got.Stdout, prog+": replaced by a new privileged program (a package upgrade?); wrapped again\n")
 	got = s.txexecRoot(t, "wrap", "--list", "--wrapped-dir", s.wrapped)
 	require.Equal(t, 0, got.Status, got.Stderr)
 	assert.Equal(t, prog+"\t4755 0:0\t"+s.txexec+"\t--state-dir="+s.state+"\twrapped\n", got.Stdout)

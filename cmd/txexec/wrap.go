@@ -238,7 +238,7 @@ func wrapList(l *wrapLine, out, errOut io.Writer) int {
 }
 
 // wrapCheck finds wrapped paths that a package upgrade or removal changed,
-// wraps the new set-ID programs again and drops the wraps of those gone.
+// wraps the new privileged (set-ID or file-capability) programs again and drops the wraps of those gone.
 // It needs the launcher template only to wrap again: as dpkg's hook, with
 // nothing wrapped, it does nothing and cannot fail.
 func wrapCheck(l *wrapLine, out, errOut io.Writer) int {
@@ -290,11 +290,11 @@ func wrapCheck(l *wrapLine, out, errOut io.Writer) int {
 				_, err = w.Rewrap(c)
 			}
 			if err != nil {
-				fmt.Fprintf(errOut, "txexec: wrap --check: %s was replaced by a new set-ID program, which could not be wrapped: %v\n", c.Path, err)
+				fmt.Fprintf(errOut, "txexec: wrap --check: %s was replaced by a new privileged program, which could not be wrapped: %v\n", c.Path, err)
 				status = exitRefused
 				continue
 			}
-			fmt.Fprintf(out, "%s: replaced by a new set-ID program (a package upgrade?); wrapped again\n", c.Path)
+			fmt.Fprintf(out, "%s: replaced by a new privileged program (a package upgrade?); wrapped again\n", c.Path)
 		case wrap.NoLongerSetID, wrap.Gone:
 			what := "no longer set-ID"
 			if wrap.StateOf(c) == wrap.Gone {
