@@ -97,6 +97,7 @@ func Flock(k *Kernel, c *interpose.Call) interpose.Reply {
 	hostWait, waited := k.watchHostWait(wait)
 	err = k.HostLocks.Flock(key, lt.Original, how, hostWait)
 	waited()
+	k.refusedHostLock(wait, err)
 	unix.Close(lt.Original)
 	if errors.Is(err, hostlock.ErrLost) {
 		k.lockLost(lt, err)
@@ -359,6 +360,7 @@ func Fcntl(k *Kernel, c *interpose.Call) interpose.Reply {
 		hostWait, waited := k.watchHostWait(wait)
 		err := k.HostLocks.Record(hostKey(lt), lt.Original, lk.Type, start, end, hostWait)
 		waited()
+		k.refusedHostLock(wait, err)
 		if err != nil {
 			return k.reply(c, 0, err)
 		}

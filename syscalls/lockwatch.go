@@ -3,6 +3,8 @@ package syscalls
 import (
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"txexec/hostlock"
 )
 
@@ -21,6 +23,11 @@ type HostLockWatch interface {
 	// request's wait ends, however it ends.
 	Waiting()
 	Waited()
+	// Busy: a request that does not wait (flock's LOCK_NB, F_SETLK,
+	// F_OFD_SETLK, lockf's F_TLOCK) failed because the lock is held
+	// outside the transaction, by whomever: the caller is told
+	// EWOULDBLOCK or EAGAIN.
+	Busy()
 }
 
 // LockWaitReported is how long a blocking request waits for a host lock
@@ -53,6 +60,15 @@ func (k *Kernel) watchHostWait(wait hostlock.Waiter) (hostWait hostlock.Waiter, 
 		if reported {
 			w.Waited()
 		}
+	}
+}
+
+// refusedHostLock tells k.HostLockWatch when err, the answer of the host
+// lock table to a request that does not wait (nil wait), says the lock is
+// held outside the transaction.
+func (k *Kernel) refusedHostLock(wait hostlock.Waiter, err error) {
+	if k.HostLockWatch != nil && wait == nil && (err == unix.EWOULDBLOCK || err == unix.EAGAIN) {
+		k.HostLockWatch.Busy()
 	}
 }
 

@@ -20,6 +20,7 @@ type watchLog struct{ events []string }
 func (w *watchLog) Held()    { w.events = append(w.events, "held") }
 func (w *watchLog) Waiting() { w.events = append(w.events, "waiting") }
 func (w *watchLog) Waited()  { w.events = append(w.events, "waited") }
+func (w *watchLog) Busy()    { w.events = append(w.events, "busy") }
 
 // TestWatchHostWait: a blocking request for a host lock another table
 // holds is told Waiting once it has waited LockWaitReported, and Waited
@@ -86,4 +87,45 @@ func TestWatchHostWait(t *testing.T) {
 	assert.Nil(t, hostWait)
 	hostWait, _ = k.watchHostWait(nil)
 	assert.Nil(t, hostWait)
+}
+
+// TestRefusedHostLock: a request that does not wait, refused because
+// another table holds the host lock (flock's EWOULDBLOCK, a record lock's
+// EAGAIN), is told Busy; one granted, or a blocking request whose wait
+// ended otherwise, is not.
+func TestRefusedHostLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	require.NoError(t, os.WriteFile(path, nil, 0o644))
+	original, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer unix.Close(original)
+	var st unix.Stat_t
+	require.NoError(t, unix.Fstat(original, &st))
+	key := hostlock.Key{Dev: st.Dev, Ino: st.Ino}
+
+	holder, other := hostlock.NewTable(), hostlock.NewTable()
+	defer holder.Release()
+	defer other.Release()
+	require.NoError(t, holder.Flock(key, original, unix.LOCK_EX, nil))
+	require.NoError(t, holder.Record(key, original, unix.F_WRLCK, 0, 10, nil))
+	w := &watchLog{}
+	k := &Kernel{HostLockWatch: w}
+	tell := func(wait hostlock.Waiter, err error) error {
+		k.refusedHostLock(wait, err)
+		return err
+	}
+
+	require.ErrorIs(t, tell(nil, other.Flock(key, original, unix.LOCK_SH, nil)), unix.EWOULDBLOCK)
+	assert.Equal(t, []string{"busy"}, w.events)
+	require.ErrorIs(t, tell(nil, other.Record(key, original, unix.F_RDLCK, 5, 6, nil)), unix.EAGAIN)
+	assert.Equal(t, []string{"busy", "busy"}, w.events)
+	require.NoError(t, tell(nil, other.Record(key, original, unix.F_RDLCK, 10, 20, nil)))
+	assert.Equal(t, []string{"busy", "busy"}, w.events, "granted")
+
+	gaveUp := errors.New("interrupted")
+	wait := func() error { return gaveUp }
+	require.ErrorIs(t, tell(wait, other.Flock(key, original, unix.LOCK_EX, wait)), gaveUp)
+	assert.Equal(t, []string{"busy", "busy"}, w.events, "a blocking request is Waiting's")
+
+	(&Kernel{}).refusedHostLock(nil, unix.EAGAIN) // without a watch: nobody to tell
 }
