@@ -31,8 +31,9 @@ const parallelEnv = "_TXEXEC_PARALLEL"
 // transaction's id) when its transaction first holds a lock on a host
 // file, and gateLockWait when a
 // request of it has waited syscalls.LockWaitReported for a host lock,
-// then gateLockWaited when that wait ends: the driver stops the later
-// commands that may hold the lock (parallel_locks.go).
+// then gateLockWaited when that wait ends, and gateLockBusy when a request
+// that does not wait was refused a host lock held by another: the driver
+// stops the later commands that may hold the lock (parallel_locks.go).
 const (
 	gateReady      = "ready"
 	gateGo         = "go"
@@ -41,6 +42,7 @@ const (
 	gateLocked     = "locked"
 	gateLockWait   = "lockwait"
 	gateLockWaited = "lockwaited"
+	gateLockBusy   = "lockbusy"
 )
 
 // commitGate is the command's side of txexec parallel's ordered commit:
@@ -131,6 +133,9 @@ func (w *gateLockWatch) Waiting() { w.g.say(gateLockWait) }
 
 // Waited implements syscalls.HostLockWatch.
 func (w *gateLockWatch) Waited() { w.g.say(gateLockWaited) }
+
+// Busy implements syscalls.HostLockWatch.
+func (w *gateLockWatch) Busy() { w.g.say(gateLockBusy) }
 
 // parseGateLine splits a gate message into its word and transaction id.
 func parseGateLine(line string) (word string, id int64) {

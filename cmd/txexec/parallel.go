@@ -80,8 +80,10 @@ type parallelCmd struct {
 	stderr  []byte
 	settled chan struct{}
 	// wounds counts its attempts stopped for an earlier command's lock
-	// wait (parallel_locks.go), which reruns counts too.
-	wounds int
+	// wait or lock try (parallel_locks.go), voids those not judged
+	// because a lock try of theirs was refused while another command of
+	// the run held host locks; reruns counts both.
+	wounds, voids int
 
 	// Its current attempt, guarded by parallelRun.mu:
 	// passed says it was let through its gate: an interruption lets it
@@ -90,9 +92,10 @@ type parallelCmd struct {
 	// wound stops it (kills its txexec); nil when none runs.
 	wound context.CancelFunc
 	// wounded says wound was called for the lock wait of command
-	// woundedBy.
-	wounded   bool
-	woundedBy int
+	// woundedBy, by a wait (or, if woundedByTry, a refused try).
+	wounded      bool
+	woundedBy    int
+	woundedByTry bool
 	// holdsLocks says its transaction lockTx took a host lock
 	// (gateLocked).
 	holdsLocks bool
@@ -100,6 +103,18 @@ type parallelCmd struct {
 	// lockWaits counts its requests waiting for host locks (gateLockWait
 	// less gateLockWaited).
 	lockWaits int
+	// attemptEpoch is parallelRun.lockEpoch when the attempt began;
+	// heldEnded, when the last attempt of it that held host locks ended.
+	attemptEpoch, heldEnded uint64
+	// tried says a lock try of the attempt was refused (gateLockBusy);
+	// void, that the attempt is not judged for it: it is stopped at its
+	// gate and run again once the earlier commands have settled and the
+	// attempts in voidWaits (those it may have met) have ended.
+	tried     bool
+	void      bool
+	voidWaits []<-chan struct{}
+	// ended is closed when the attempt's txexec has exited.
+	ended chan struct{}
 }
 
 // parallelRun is one txexec parallel.
@@ -120,6 +135,9 @@ type parallelRun struct {
 	// interrupted is the signal that stopped the run, nil if none;
 	// guarded by mu.
 	interrupted os.Signal
+	// lockEpoch counts the beginnings of attempts and the ends of those
+	// that held host locks (parallel_locks.go); guarded by mu.
+	lockEpoch uint64
 }
 
 // runParallel is txexec parallel ARGS, reading commands from stdin when
@@ -352,13 +370,20 @@ func (r *parallelRun) runCmd(c *parallelCmd) {
 			r.settle(c, outcomeStopped, 0)
 			return
 		}
-		if a.wounded {
-			// Stopped for an earlier command's lock wait (never let
-			// through its gate): run again once they have settled, when
-			// none can wait for it any more.
+		if a.wounded || a.void {
+			// Stopped for an earlier command's lock wait or try, or not
+			// judged for a try of its own that met another command's
+			// lock (never let through its gate): run again once the
+			// earlier ones have settled, when none can wait for it or
+			// hold its lock any more, and the later ones it met have
+			// let go of theirs.
 			c.reruns++
-			c.wounds++
-			if r.order.Wait(c.ctx, uint64(c.seq)) != nil {
+			if a.wounded {
+				c.wounds++
+			} else {
+				c.voids++
+			}
+			if r.order.Wait(c.ctx, uint64(c.seq)) != nil || waitAll(c.ctx, a.voidWaits) != nil {
 				r.settle(c, outcomeStopped, 0)
 				return
 			}
@@ -412,8 +437,12 @@ type attemptResult struct {
 	txIDs               []int64
 	stdout, stderr      []byte
 	busy                time.Duration
-	// wounded: stopped for an earlier command's lock wait.
+	// wounded: stopped for an earlier command's lock wait or try.
 	wounded bool
+	// void: not judged for a refused lock try (parallel_locks.go); run
+	// again once the attempts of voidWaits have ended too.
+	void      bool
+	voidWaits []<-chan struct{}
 }
 
 // attempt runs c's txexec once, answering its gate in order.
@@ -445,10 +474,14 @@ func (r *parallelRun) attempt(c *parallelCmd) attemptResult {
 		res.status, res.stderr = exitInternal, fmt.Appendf(nil, "txexec: parallel: start %s: %v\n", r.exe, err)
 		return res
 	}
+	ended := make(chan struct{})
 	r.mu.Lock()
 	r.running++
 	c.passed, c.wound, c.wounded, c.holdsLocks, c.lockTx, c.lockWaits = false, wound, false, false, 0, 0
+	r.lockEpoch++
+	c.attemptEpoch, c.tried, c.void, c.voidWaits, c.ended = r.lockEpoch, false, false, nil, ended
 	r.mu.Unlock()
+	var voidTx int64 // its transaction, stopped at its gate for being void
 	var gateWait time.Duration
 	gateDone := make(chan struct{})
 	go func() {
@@ -464,6 +497,9 @@ func (r *parallelRun) attempt(c *parallelCmd) attemptResult {
 				if len(res.txIDs) == 0 || res.txIDs[len(res.txIDs)-1] != id { // not said at gateLocked
 					res.txIDs = append(res.txIDs, id)
 				}
+				if r.stopVoid(c, wound, id, &voidTx) {
+					return
+				}
 				r.count(&r.atGate, 1)
 				t0 := time.Now()
 				err := r.order.Wait(ctx, uint64(c.seq))
@@ -475,6 +511,13 @@ func (r *parallelRun) attempt(c *parallelCmd) attemptResult {
 				r.mu.Lock()
 				if r.interrupted != nil {
 					// Its txexec reads the end of the gate and aborts.
+					r.mu.Unlock()
+					return
+				}
+				if c.void {
+					// Made void while it waited: never let through.
+					voidTx = id
+					wound()
 					r.mu.Unlock()
 					return
 				}
@@ -492,6 +535,8 @@ func (r *parallelRun) attempt(c *parallelCmd) attemptResult {
 				r.lockWaitBegan(c)
 			case gateLockWaited:
 				r.lockWaitEnded(c)
+			case gateLockBusy:
+				r.lockTryRefused(c)
 			}
 		}
 	}()
@@ -502,12 +547,23 @@ func (r *parallelRun) attempt(c *parallelCmd) attemptResult {
 	r.running--
 	// Its locks went with its txexec.
 	res.wounded = c.wounded && !res.committed
-	lockTx, by := c.lockTx, c.woundedBy
-	c.wound, c.holdsLocks, c.lockWaits = nil, false, 0
-	r.mu.Unlock()
-	if res.wounded && lockTx != 0 {
-		r.recordWounded(c, lockTx, by)
+	res.void, res.voidWaits = c.void && !res.committed, c.voidWaits
+	lockTx, by, byTry := c.lockTx, c.woundedBy, c.woundedByTry
+	if c.holdsLocks {
+		r.lockEpoch++
+		c.heldEnded = r.lockEpoch
 	}
+	c.wound, c.holdsLocks, c.lockWaits, c.tried, c.voidWaits = nil, false, 0, false, nil
+	r.mu.Unlock()
+	switch {
+	case res.wounded && lockTx != 0:
+		r.recordStopped(lockTx, woundedWhy(c, by, byTry))
+	case res.void && voidTx != 0:
+		r.recordStopped(voidTx, voidWhy(c))
+	}
+	// After the record: the command waiting for it to end starts a
+	// txexec, whose recovery would record its own reason.
+	close(ended)
 	res.busy = time.Since(start) - gateWait
 	res.stdout, res.stderr = out.Bytes(), errb.Bytes()
 	var ee *exec.ExitError
@@ -596,15 +652,19 @@ type parallelSummary struct {
 	Committed int   `json:"committed"`
 	Failed    int   `json:"failed"`
 	Stopped   int   `json:"stopped"`
-	Rerun     int   `json:"rerun"`  // commands run again after a conflict or a lock wait
-	Reruns    int   `json:"reruns"` // attempts that followed a conflict or a lock wait
+	Rerun     int   `json:"rerun"`  // commands run again after a conflict or a lock wait or try
+	Reruns    int   `json:"reruns"` // attempts that followed a conflict or a lock wait or try
 	// Wounded counts the attempts stopped for an earlier command's lock
-	// wait (each followed by a re-run).
-	Wounded int     `json:"wounded"`
-	Wall    float64 `json:"wall_seconds"`
-	Busy    float64 `json:"busy_seconds"` // the sum of the commands' times
-	Speedup float64 `json:"speedup"`
-	Status  int     `json:"status"`
+	// wait or try (each followed by a re-run).
+	Wounded int `json:"wounded"`
+	// LockTries counts the attempts not judged because a lock try of
+	// theirs was refused while another command of the run held host
+	// locks (each followed by a re-run).
+	LockTries int     `json:"lock_tries"`
+	Wall      float64 `json:"wall_seconds"`
+	Busy      float64 `json:"busy_seconds"` // the sum of the commands' times
+	Speedup   float64 `json:"speedup"`
+	Status    int     `json:"status"`
 	// FirstFailed is the place of the first failed command; -1 if none.
 	FirstFailed int `json:"first_failed"`
 	// Interrupted names the signal that stopped the run; "" if none.
@@ -630,6 +690,7 @@ func (r *parallelRun) summarize(wall time.Duration) parallelSummary {
 			s.Reruns += c.reruns
 		}
 		s.Wounded += c.wounds
+		s.LockTries += c.voids
 		s.Busy += c.busy.Seconds()
 	}
 	if s.Wall > 0 {
@@ -655,7 +716,10 @@ func (s parallelSummary) line(r *parallelRun) string {
 		l += fmt.Sprintf("; %d failed, the first with status %d: %s", s.Failed, c.status, c.line)
 	}
 	if s.Wounded > 0 {
-		l += fmt.Sprintf("; %d attempts stopped for an earlier command's lock wait", s.Wounded)
+		l += fmt.Sprintf("; %d attempts stopped for an earlier command's lock wait or try", s.Wounded)
+	}
+	if s.LockTries > 0 {
+		l += fmt.Sprintf("; %d attempts run again after a lock try met another command's lock", s.LockTries)
 	}
 	if s.Stopped > 0 {
 		l += fmt.Sprintf("; %d stopped", s.Stopped)

@@ -42,20 +42,22 @@ func TestParallelSummary(t *testing.T) {
 		status  int
 		reruns  int
 		wounds  int
+		voids   int
 		busy    time.Duration
 	}{
-		{outcomeCommitted, 0, 2, 1, 2 * time.Second},
-		{outcomeFailed, 3, 0, 0, time.Second},
-		{outcomeFailed, 4, 0, 0, time.Second},
-		{outcomeStopped, 0, 0, 0, 0},
+		{outcomeCommitted, 0, 3, 1, 1, 2 * time.Second},
+		{outcomeFailed, 3, 0, 0, 0, time.Second},
+		{outcomeFailed, 4, 0, 0, 0, time.Second},
+		{outcomeStopped, 0, 0, 0, 0, 0},
 	} {
 		r.cmds = append(r.cmds, &parallelCmd{seq: i, line: "cmd" + string(rune('a'+i)), outcome: c.outcome,
-			status: c.status, reruns: c.reruns, wounds: c.wounds, busy: c.busy})
+			status: c.status, reruns: c.reruns, wounds: c.wounds, voids: c.voids, busy: c.busy})
 	}
 	s := r.summarize(2 * time.Second)
-	assert.Equal(t, parallelSummary{Run: 7, Commands: 4, Committed: 1, Failed: 2, Stopped: 1, Rerun: 1, Reruns: 2,
-		Wounded: 1, Wall: 2, Busy: 4, Speedup: 2, Status: 3, FirstFailed: 1}, s)
+	assert.Equal(t, parallelSummary{Run: 7, Commands: 4, Committed: 1, Failed: 2, Stopped: 1, Rerun: 1, Reruns: 3,
+		Wounded: 1, LockTries: 1, Wall: 2, Busy: 4, Speedup: 2, Status: 3, FirstFailed: 1}, s)
 	assert.Equal(t, "4 commands, 1 committed, 1 re-run after conflicts, wall time 2.00s, speed-up 2.00x over the sum "+
 		"of the commands' times (4.00s); txexec log --run 7; 2 failed, the first with status 3: cmdb; "+
-		"1 attempts stopped for an earlier command's lock wait; 1 stopped", s.line(r))
+		"1 attempts stopped for an earlier command's lock wait or try; "+
+		"1 attempts run again after a lock try met another command's lock; 1 stopped", s.line(r))
 }
