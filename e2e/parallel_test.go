@@ -422,3 +422,101 @@ func TestParallelLockWait(t *testing.T) {
 		})
 	}
 }
+
+// tryLockScript appends, under a write lock on F it only tries
+// (lockf(3)'s F_TLOCK: fcntl F_SETLK), its argument and the last line of
+// the shared file, then says it holds the lock in sig/. A refused try
+// fails it.
+const tryLockScript = `import fcntl, sys
+f = open("F", "r+")
+fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+last = open("shared").read().splitlines()[-1]
+with open("shared", "a") as s:
+    s.write(sys.argv[1] + " " + last + "\n")
+open("sig/" + sys.argv[1], "w").close()
+`
+
+// TestParallelLockTry: commands that each append to a shared file under a
+// lock on one file they only try (flock -n, or F_SETLK), the earlier ones
+// trying only once the next one holds it (it says so in a directory
+// outside the transactions, --exclude). The later command holds its lock
+// until its commit, after the earlier one's: without more, the earlier
+// one's try fails, and so does the run, where one after another every try
+// succeeds. With it, the refused try voids the earlier command's attempt
+// and stops the later one: the run ends with the file as one after
+// another, each command committed once, in order, and reports the void
+// and stopped attempts as re-runs; txexec log says why they aborted.
+func TestParallelLockTry(t *testing.T) {
+	requireTools(t, "python3", "flock")
+	const n = 5
+	var want strings.Builder
+	want.WriteString("start\n")
+	prev := "start"
+	for k := 1; k <= n; k++ {
+		prev = fmt.Sprintf("%d %s", k, prev)
+		want.WriteString(prev + "\n")
+	}
+	s := newTxState(t)
+	for _, try := range []struct {
+		name string
+		cmd  func(k int) string
+	}{
+		{"flock", func(k int) string {
+			return fmt.Sprintf(`flock -n F sh -c 'l=$(tail -n 1 shared); echo "%d $l" >> shared; touch sig/%d'`, k, k)
+		}},
+		{"setlk", func(k int) string { return fmt.Sprintf(`python3 lock.py %d`, k) }},
+	} {
+		for _, jobs := range []int{2, 4} {
+			t.Run(fmt.Sprintf("%s/j%d", try.name, jobs), func(t *testing.T) {
+				dir := t.TempDir()
+				sig := filepath.Join(dir, "sig")
+				require.NoError(t, os.Mkdir(sig, 0o755))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "shared"), []byte("start\n"), 0o644))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "lock.py"), []byte(tryLockScript), 0o644))
+				// The lock file exists on the host: its lock is the host's.
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "F"), nil, 0o644))
+				var lines []string
+				for k := 1; k <= n; k++ {
+					// Up to 2 s for the next command to hold the lock (it
+					// may not be running); the command's status is the
+					// try's.
+					lines = append(lines, fmt.Sprintf(`i=0; while [ ! -e sig/%d ] && [ $i -lt 40 ]; do sleep 0.05; i=$((i+1)); done; %s`,
+						k+1, try.cmd(k)))
+				}
+				res := s.runParallel(t, dir, strings.Join(lines, "\n")+"\n", "-j", strconv.Itoa(jobs), "--json", "--exclude", sig)
+				require.Equal(t, 0, res.status, "%s\n%s", res.stdout, res.stderr)
+				got, err := os.ReadFile(filepath.Join(dir, "shared"))
+				require.NoError(t, err)
+				assert.Equal(t, want.String(), string(got))
+
+				outLines := strings.Split(strings.TrimSpace(res.stdout), "\n")
+				var sum struct {
+					Summary struct {
+						Committed, Rerun, Reruns, Wounded int
+						LockTries                         int `json:"lock_tries"`
+					} `json:"summary"`
+				}
+				require.NoError(t, json.Unmarshal([]byte(outLines[len(outLines)-1]), &sum), res.stdout)
+				assert.Equal(t, n, sum.Summary.Committed)
+				assert.GreaterOrEqual(t, sum.Summary.LockTries, 1, "an earlier command's try met a later one's lock")
+				assert.GreaterOrEqual(t, sum.Summary.Wounded, 1, "the later one was stopped")
+				assert.GreaterOrEqual(t, sum.Summary.Reruns, sum.Summary.Wounded+sum.Summary.LockTries, "and both run again")
+
+				txs := s.runLog(t, regexp.MustCompile(`"run":\s*(\d+)`).FindStringSubmatch(res.stdout)[1])
+				requireCommittedInOrder(t, txs, n)
+				void, stopped := 0, 0
+				for _, tx := range txs {
+					switch {
+					case strings.Contains(tx.Reason, "stopped by txexec parallel") && strings.Contains(tx.Reason, "while another command of the run held host locks"):
+						void++
+					case strings.Contains(tx.Reason, "stopped by txexec parallel") && strings.Contains(tx.Reason, "was refused a lock on a host file it tried"):
+						stopped++
+					}
+				}
+				// Unless a txexec starting meanwhile recovered them first.
+				assert.Positive(t, void, "the void attempts' transactions, aborted with the reason: %+v", txs)
+				assert.Positive(t, stopped, "the stopped attempts' transactions, aborted with the reason: %+v", txs)
+			})
+		}
+	}
+}
