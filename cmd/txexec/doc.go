@@ -9,8 +9,9 @@
 //
 // txexec parallel (parallel.go) runs each command as a child txexec (this
 // binary, re-executed) whose commit waits at a gate (gate.go) for its turn
-// in input order; a command waiting for a host lock there stops the later
-// commands that may hold it (parallel_locks.go).
+// in input order; a command waiting for a host lock there, or refused one
+// it tried, stops the later commands that may hold it, and a refused try is
+// run again (parallel_locks.go).
 //
 // See README.md and docs/ for the user guide and docs/semantics.md for what
 // is guaranteed. Two environment variables serve the benchmarks, not
