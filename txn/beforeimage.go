@@ -456,11 +456,19 @@ func (kp *keeping) capture(a *applier, op store.RedoOp, b *beforeImage) error {
 		if isDir {
 			return kp.captureDir(op.Path, b)
 		}
+		if st.Nlink > 1 && b.Type == unix.S_IFREG {
+			// The object lives on under another name. A link kept here
+			// would show in that name's link count (st_nlink), which a
+			// native run leaves one lower: keep a copy with the
+			// object's owner, mode and extended attributes instead.
+			// Undo puts the name back as a file of its own.
+			return kp.copy(a, op.Path, &st, b, true)
+		}
 		return kp.link(a, op.Path, &st, b)
 	case store.OpRmdir:
 		return kp.captureDir(op.Path, b)
 	case store.OpCopyData:
-		return kp.copy(a, op.Path, &st, b)
+		return kp.copy(a, op.Path, &st, b, false)
 	case store.OpSetxattr, store.OpRemovexattr:
 		v, err := getxattr(op.Path, op.XattrName)
 		if err == unix.ENODATA {
@@ -539,8 +547,10 @@ func (kp *keeping) link(a *applier, p string, st *unix.Stat_t, b *beforeImage) e
 // a clone (FICLONE) where the file system can share the extents, else a
 // copy. It is made under a temporary name and renamed, so that a crash
 // never leaves a partial copy under the image's name; when durable it is
-// fsynced before the write that overwrites the original.
-func (kp *keeping) copy(a *applier, p string, st *unix.Stat_t, b *beforeImage) error {
+// fsynced before the write that overwrites the original. whole: the copy
+// is to stand for the object itself (undo renames it into place), so it
+// takes its owner, mode and extended attributes too.
+func (kp *keeping) copy(a *applier, p string, st *unix.Stat_t, b *beforeImage, whole bool) error {
 	u, err := kp.areaFor(a, filepath.Dir(p))
 	if err != nil {
 		return err
@@ -572,6 +582,11 @@ func (kp *keeping) copy(a *applier, p string, st *unix.Stat_t, b *beforeImage) e
 			return fmt.Errorf("copy %s to %s: %w", p, tmp, err)
 		}
 	}
+	if whole {
+		if err := copyIdentity(name, dst, st); err != nil {
+			return fmt.Errorf("copy %s to %s: %w", p, tmp, err)
+		}
+	}
 	if err := unix.UtimesNanoAt(unix.AT_FDCWD, tmp, []unix.Timespec{st.Atim, st.Mtim}, 0); err != nil {
 		return &os.PathError{Op: "set times of", Path: tmp, Err: err}
 	}
@@ -590,6 +605,36 @@ func (kp *keeping) copy(a *applier, p string, st *unix.Stat_t, b *beforeImage) e
 	if a.opt.Durable {
 		if err := sysx.Sync([]sysx.SyncTarget{{Path: u.path, Dir: true}}); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// copyIdentity gives dst the owner, mode and extended attributes of the
+// file at name (st): owner first, since a change of owner clears the
+// set-ID bits and security.capability.
+func copyIdentity(name string, dst *os.File, st *unix.Stat_t) error {
+	fd := int(dst.Fd())
+	if err := unix.Fchown(fd, int(st.Uid), int(st.Gid)); err != nil {
+		return err
+	}
+	if err := unix.Fchmod(fd, st.Mode&0o7777); err != nil {
+		return err
+	}
+	names, err := listxattr(name)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		v, err := getxattr(name, n)
+		if err == unix.ENODATA {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := unix.Fsetxattr(fd, n, v, 0); err != nil {
+			return fmt.Errorf("set extended attribute %s: %w", n, err)
 		}
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"txexec/store"
 )
@@ -122,4 +123,51 @@ func TestPlanUndoSkipsRelatedPaths(t *testing.T) {
 	}
 	assert.Equal(t, []string{"remove " + filepath.Join(f.host, "made"), "put back " + filepath.Join(f.host, "removed"),
 		"put back " + filepath.Join(f.host, "replaced")}, descs)
+}
+
+// TestKeepSharedObjectAsCopy: the before-image of a name whose object
+// has another name is a copy with the object's contents, owner, mode and
+// extended attributes, not a link: the other name's link count is what a
+// native run leaves (one), and the replaced object is untouched.
+func TestKeepSharedObjectAsCopy(t *testing.T) {
+	s, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	tx, err := s.Begin(store.TxInfo{KeepUndo: true})
+	require.NoError(t, err)
+	host, area := t.TempDir(), s.StagingDir(tx.ID)
+	shared, other := filepath.Join(host, "shared"), filepath.Join(host, "other")
+	require.NoError(t, os.WriteFile(shared, []byte("old\n"), 0o640))
+	require.NoError(t, os.Chown(shared, 1000, 1000))
+	require.NoError(t, unix.Chmod(shared, 0o4750)) // after chown, which clears set-user-ID
+	require.NoError(t, unix.Setxattr(shared, "user.kept", []byte("v"), 0))
+	require.NoError(t, os.Link(shared, other))
+	staged := filepath.Join(area, "a")
+	require.NoError(t, os.WriteFile(staged, []byte("new\n"), 0o644))
+	ops := []store.RedoOp{{Kind: store.OpRename, Src: staged, Path: shared, Ino: inoOf(t, staged)}}
+	_, err = s.Commit(tx.ID, nil, store.Prepared{Ops: ops})
+	require.NoError(t, err)
+
+	require.NoError(t, Apply(ops, ApplyOptions{Keep: &Keeper{Store: s, ID: tx.ID, Staging: []string{area}}}))
+
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(other, &st))
+	assert.Equal(t, uint64(1), uint64(st.Nlink), "the other name's link count, as natively")
+	recs, err := loadRecords(s, tx.ID, ops)
+	require.NoError(t, err)
+	require.Len(t, recs.before, 1)
+	img := recs.before[0].Image
+	var ist unix.Stat_t
+	require.NoError(t, unix.Stat(img, &ist))
+	assert.NotEqual(t, st.Ino, ist.Ino, "a copy")
+	assert.Equal(t, uint32(0o4750), ist.Mode&0o7777)
+	assert.Equal(t, [2]uint32{1000, 1000}, [2]uint32{ist.Uid, ist.Gid})
+	assert.Equal(t, st.Mtim, ist.Mtim)
+	b, err := os.ReadFile(img)
+	require.NoError(t, err)
+	assert.Equal(t, "old\n", string(b))
+	v := make([]byte, 16)
+	n, err := unix.Getxattr(img, "user.kept", v)
+	require.NoError(t, err)
+	assert.Equal(t, "v", string(v[:n]))
 }
