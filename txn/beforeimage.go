@@ -456,13 +456,16 @@ func (kp *keeping) capture(a *applier, op store.RedoOp, b *beforeImage) error {
 		if isDir {
 			return kp.captureDir(op.Path, b)
 		}
-		if st.Nlink > 1 && b.Type == unix.S_IFREG {
+		if st.Nlink > 1 {
 			// The object lives on under another name. A link kept here
 			// would show in that name's link count (st_nlink), which a
 			// native run leaves one lower: keep a copy with the
 			// object's owner, mode and extended attributes instead.
-			// Undo puts the name back as a file of its own.
-			return kp.copy(a, op.Path, &st, b, true)
+			// Undo puts the name back as an object of its own.
+			if b.Type == unix.S_IFREG {
+				return kp.copy(a, op.Path, &st, b, true)
+			}
+			return kp.remake(a, op.Path, &st, b)
 		}
 		return kp.link(a, op.Path, &st, b)
 	case store.OpRmdir:
@@ -606,6 +609,78 @@ func (kp *keeping) copy(a *applier, p string, st *unix.Stat_t, b *beforeImage, w
 		if err := sysx.Sync([]sysx.SyncTarget{{Path: u.path, Dir: true}}); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// remake makes in the undo area a new object like the symlink, FIFO,
+// socket or device at p (st), whose object lives on under another name:
+// the same target or device number, owner, mode, times and extended
+// attributes. It is made under a temporary name and renamed, as copy's.
+func (kp *keeping) remake(a *applier, p string, st *unix.Stat_t, b *beforeImage) error {
+	u, err := kp.areaFor(a, filepath.Dir(p))
+	if err != nil {
+		return err
+	}
+	b.Image, b.MountPoint = filepath.Join(u.path, strconv.Itoa(b.N)), u.mountPoint
+	if _, ok, err := lstat(b.Image); err != nil || ok {
+		return err
+	}
+	name, err := a.sys(p)
+	if err != nil {
+		return err
+	}
+	tmp := b.Image + ".tmp"
+	if err := os.Remove(tmp); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		target, err := os.Readlink(name)
+		if err != nil {
+			return err
+		}
+		err = os.Symlink(target, tmp)
+	} else {
+		err = unix.Mknod(tmp, st.Mode, int(st.Rdev))
+	}
+	if err != nil {
+		return &os.PathError{Op: "make", Path: tmp, Err: err}
+	}
+	if err := unix.Lchown(tmp, int(st.Uid), int(st.Gid)); err != nil {
+		return &os.PathError{Op: "chown", Path: tmp, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		if err := unix.Chmod(tmp, st.Mode&0o7777); err != nil {
+			return &os.PathError{Op: "chmod", Path: tmp, Err: err}
+		}
+	}
+	names, err := listxattr(name)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		v, err := getxattr(name, n)
+		if err == unix.ENODATA {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := unix.Lsetxattr(tmp, n, v, 0); err != nil {
+			return &os.PathError{Op: "set extended attribute " + n + " of", Path: tmp, Err: err}
+		}
+	}
+	ts := []unix.Timespec{st.Atim, st.Mtim}
+	if err := unix.UtimesNanoAt(unix.AT_FDCWD, tmp, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &os.PathError{Op: "set times of", Path: tmp, Err: err}
+	}
+	if err := os.Rename(tmp, b.Image); err != nil {
+		return err
+	}
+	a.syncLater(u.path, 0)
+	if u.mountPoint == "" {
+		a.syncLater(filepath.Dir(u.path), 0)
+		a.syncLater(filepath.Dir(filepath.Dir(u.path)), 0)
 	}
 	return nil
 }

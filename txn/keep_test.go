@@ -171,3 +171,46 @@ func TestKeepSharedObjectAsCopy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "v", string(v[:n]))
 }
+
+// TestKeepSharedSpecialAsNew: a FIFO or symlink that lives on under
+// another name is kept as a new object of its kind with its owner, mode
+// and target; the other name's link count is what a native run leaves.
+func TestKeepSharedSpecialAsNew(t *testing.T) {
+	s, err := store.Open(t.TempDir(), store.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	tx, err := s.Begin(store.TxInfo{KeepUndo: true})
+	require.NoError(t, err)
+	host := t.TempDir()
+	fifo, symlink := filepath.Join(host, "fifo"), filepath.Join(host, "symlink")
+	require.NoError(t, unix.Mkfifo(fifo, 0o620))
+	require.NoError(t, unix.Chmod(fifo, 0o620)) // whatever the umask
+	require.NoError(t, os.Chown(fifo, 1000, 1000))
+	require.NoError(t, os.Link(fifo, fifo+"-other"))
+	require.NoError(t, os.Symlink("target", symlink))
+	require.NoError(t, os.Link(symlink, symlink+"-other"))
+	ops := []store.RedoOp{
+		{Kind: store.OpUnlink, Path: fifo, Ino: inoOf(t, fifo)},
+		{Kind: store.OpUnlink, Path: symlink, Ino: inoOf(t, symlink)},
+	}
+	_, err = s.Commit(tx.ID, nil, store.Prepared{Ops: ops})
+	require.NoError(t, err)
+
+	require.NoError(t, Apply(ops, ApplyOptions{Keep: &Keeper{Store: s, ID: tx.ID, Staging: []string{s.StagingDir(tx.ID)}}}))
+
+	recs, err := loadRecords(s, tx.ID, ops)
+	require.NoError(t, err)
+	require.Len(t, recs.before, 2)
+	for _, other := range []string{fifo + "-other", symlink + "-other"} {
+		var st unix.Stat_t
+		require.NoError(t, unix.Lstat(other, &st))
+		assert.Equal(t, uint64(1), uint64(st.Nlink), other)
+	}
+	var st unix.Stat_t
+	require.NoError(t, unix.Lstat(recs.before[0].Image, &st))
+	assert.Equal(t, uint32(unix.S_IFIFO|0o620), st.Mode)
+	assert.Equal(t, [2]uint32{1000, 1000}, [2]uint32{st.Uid, st.Gid})
+	target, err := os.Readlink(recs.before[1].Image)
+	require.NoError(t, err)
+	assert.Equal(t, "target", target)
+}
