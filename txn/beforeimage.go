@@ -635,8 +635,8 @@ func (kp *keeping) remake(a *applier, p string, st *unix.Stat_t, b *beforeImage)
 		return err
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-		target, err := os.Readlink(name)
-		if err != nil {
+		var target string
+		if target, err = os.Readlink(name); err != nil {
 			return err
 		}
 		err = os.Symlink(target, tmp)
