@@ -96,7 +96,10 @@ type stageReq struct {
 	name       string // in the undo's staging area on the mount
 	mountPoint string // "" for the state directory's
 	image      string // the before-image to link; "" for a directory
-	dir        *beforeImage
+	// imageOf is the inode the before-image stands for: the object it
+	// is, or the one it is a copy of (see keeping.copy and remake).
+	imageOf uint64
+	dir     *beforeImage
 	// op is the index in ops of the op whose Src (and Ino) the staged
 	// object fills in.
 	op int
@@ -321,7 +324,7 @@ func inverse(op store.RedoOp, b *beforeImage, staged func(string) bool) (undoSte
 // putBack puts the before-image of the object b kept back at p, replacing
 // what is there.
 func (s *undoStep) putBack(p string, b *beforeImage) {
-	s.stage = append(s.stage, stageReq{name: "image-" + strconv.Itoa(b.N), mountPoint: b.MountPoint, image: b.Image, op: len(s.ops)})
+	s.stage = append(s.stage, stageReq{name: "image-" + strconv.Itoa(b.N), mountPoint: b.MountPoint, image: b.Image, imageOf: b.Ino, op: len(s.ops)})
 	s.ops = append(s.ops, store.RedoOp{Kind: store.OpRename, Path: p})
 	if s.desc == "" {
 		s.desc = "put back " + p
@@ -366,8 +369,9 @@ func (m *Manager) commitUndo(id, seq int64, after []PathState, changed []Changed
 	areas := map[string]string{"": m.Store.StagingDir(t.ID)}
 	var ops, tail []store.RedoOp
 	var flagsFirst []store.RedoOp
-	// A directory made anew has a new inode: the ops after it that
-	// expect the one it replaces expect it instead.
+	// A directory made anew, or an object put back from a copy, has a
+	// new inode: the ops after it that expect the one it stands for
+	// expect it instead.
 	remade := map[uint64]uint64{}
 	renumber := func(ops []store.RedoOp) {
 		for i := range ops {
@@ -407,6 +411,9 @@ func (m *Manager) commitUndo(id, seq int64, after []PathState, changed []Changed
 			}
 			if r.dir != nil && r.dir.Ino != 0 {
 				remade[r.dir.Ino] = ino
+			}
+			if r.imageOf != 0 && r.imageOf != ino {
+				remade[r.imageOf] = ino
 			}
 		}
 		for _, op := range s.ops {
