@@ -64,6 +64,11 @@ func Apply(ops []store.RedoOp, opt ApplyOptions) error {
 	for i, op := range ops {
 		store.Fault(FaultBeforeOp)
 		a.n = i
+		if a.keep != nil && i >= a.keep.unplanned {
+			if err := a.keep.plan(a, i); err != nil {
+				return &OpError{Index: i, Op: op, Err: err}
+			}
+		}
 		why, err := a.apply(op)
 		a.closeNames()
 		if err != nil {
@@ -208,9 +213,13 @@ func expect(path string, ino uint64) (st unix.Stat_t, why string, err error) {
 }
 
 func (a *applier) rename(op store.RedoOp) (string, error) {
-	sst, why, err := expect(op.Src, op.Ino)
-	if why != "" || err != nil {
-		return why, err
+	sst, planned := a.keep.plannedSource(a.n)
+	if !planned {
+		var why string
+		var err error
+		if sst, why, err = expect(op.Src, op.Ino); why != "" || err != nil {
+			return why, err
+		}
 	}
 	a.srcType, a.srcStat = sst.Mode&unix.S_IFMT, sst
 	if err := a.before(op); err != nil {

@@ -115,10 +115,13 @@ type PathState struct {
 // MarshalJSON writes s as [] (absent) or [type, ino, mode, uid, gid,
 // size, mtime seconds, mtime nanoseconds].
 func (s PathState) MarshalJSON() ([]byte, error) {
+	return s.appendJSON(make([]byte, 0, 64)), nil
+}
+
+func (s PathState) appendJSON(b []byte) []byte {
 	if !s.Exists {
-		return []byte("[]"), nil
+		return append(b, "[]"...)
 	}
-	b := make([]byte, 0, 64)
 	b = append(b, '[')
 	for i, v := range []int64{int64(s.Type), int64(s.Ino), int64(s.Mode), int64(s.UID), int64(s.GID), s.Size, s.Mtime.Sec, s.Mtime.Nsec} {
 		if i > 0 {
@@ -126,7 +129,7 @@ func (s PathState) MarshalJSON() ([]byte, error) {
 		}
 		b = strconv.AppendInt(b, v, 10)
 	}
-	return append(b, ']'), nil
+	return append(b, ']')
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -178,6 +181,10 @@ type keeping struct {
 	redone bool
 	areas  map[uint64]undoArea
 	home   uint64 // the state directory's mount id
+	// unplanned is the first op plan has not looked at; pre holds, for
+	// the ops of the last group plan kept, the source each moves.
+	unplanned int
+	pre       map[int]unix.Stat_t
 }
 
 type undoArea struct{ path, mountPoint string }
@@ -302,16 +309,86 @@ func parseRecords(data []byte) (records, int) {
 }
 
 func (kp *keeping) write(rec record) error {
-	b, err := json.Marshal(rec)
+	b, err := appendRecord(nil, rec)
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
+	return kp.writeLines(b)
+}
+
+// writeLines appends whole record lines to the records file.
+func (kp *keeping) writeLines(b []byte) error {
 	if _, err := kp.f.Write(b); err != nil {
 		return fmt.Errorf("write the undo records of transaction %d: %w", kp.k.ID, err)
 	}
 	kp.buf = append(kp.buf, b...)
 	return nil
+}
+
+// appendRecord appends rec's line to buf. The two lines a write-through
+// of many files writes most, a create's before-image and the
+// after-state, are encoded by hand (encoding/json's reflection costs
+// about as much as the rest of keeping them); the bytes are those
+// json.Marshal writes.
+func appendRecord(buf []byte, rec record) ([]byte, error) {
+	switch b := rec.Before; {
+	case b != nil && rec.After == nil && rec.Staging == nil && !rec.End && b.onlyAbsent():
+		buf = append(buf, `{"before":{"n":`...)
+		buf = strconv.AppendInt(buf, int64(b.N), 10)
+		buf = append(buf, `,"kind":"`...)
+		buf = append(buf, b.Kind...)
+		buf = append(buf, `","absent":true`...)
+		if b.Placed != 0 {
+			buf = append(buf, `,"placed":`...)
+			buf = strconv.AppendUint(buf, uint64(b.Placed), 10)
+		}
+		return append(buf, "}}\n"...), nil
+	case b == nil && rec.End:
+		buf = append(buf, '{')
+		if len(rec.After) > 0 {
+			buf = append(buf, `"after":[`...)
+			for i, a := range rec.After {
+				if i > 0 {
+					buf = append(buf, ',')
+				}
+				buf = a.appendJSON(buf)
+			}
+			buf = append(buf, "],"...)
+		}
+		if len(rec.Staging) > 0 {
+			st, err := json.Marshal(rec.Staging)
+			if err != nil {
+				return nil, err
+			}
+			buf = append(buf, `"staging":`...)
+			buf = append(buf, st...)
+			buf = append(buf, ',')
+		}
+		return append(buf, `"end":true}`+"\n"...), nil
+	}
+	line, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(buf, line...), '\n'), nil
+}
+
+// onlyAbsent reports whether b says no more than that nothing was at the
+// op's path (and what the op placed there).
+func (b *beforeImage) onlyAbsent() bool {
+	return b.Absent && isPlainKind(b.Kind) && b.Image == "" && b.MountPoint == "" && b.Ino == 0 && b.Type == 0 &&
+		b.Mode == 0 && b.UID == 0 && b.GID == 0 && b.Atime == (store.Timespec{}) && b.Mtime == (store.Timespec{}) &&
+		b.Xattrs == nil && b.XattrValue == nil && !b.XattrAbsent && b.Flags == 0 && !b.Lost && b.Bytes == 0
+}
+
+// isPlainKind reports whether k needs no escaping in JSON.
+func isPlainKind(k store.OpKind) bool {
+	for _, c := range []byte(k) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func (kp *keeping) staged(p string) bool {
@@ -396,6 +473,92 @@ func (kp *keeping) areaFor(a *applier, dir string) (undoArea, error) {
 	a.syncLater(p, 0)
 	a.syncLater(top, 0)
 	return u, nil
+}
+
+// planMax is the most ops plan records in one write.
+const planMax = 256
+
+// plan keeps, from op from on, the before-images of a group of ops that
+// place staged objects other than directories at host paths none of
+// which is another's or above another's, and writes their records in one
+// write, before the first of them is done: what one of them finds at its
+// path cannot be changed by the others, so each record says what its op
+// replaces as well as one written just before it. An op found done
+// already (its source is not the expected object), or one a record of an
+// earlier run covers, ends the group; an op that is not one of these is
+// left to before. A failure to keep one ends the group before it (before
+// meets it again, at its own op).
+func (kp *keeping) plan(a *applier, from int) error {
+	kp.unplanned = from + 1
+	clear(kp.pre)
+	if kp.pre == nil {
+		kp.pre = map[int]unix.Stat_t{}
+	}
+	placed := map[string]bool{} // the group's paths
+	above := map[string]bool{}  // every directory above them
+	var lines []byte
+	var group []*beforeImage
+	for j := from; j < len(kp.ops) && j-from < planMax; j++ {
+		op := kp.ops[j]
+		if op.Kind != store.OpRename || !kp.staged(op.Src) || kp.staged(op.Path) || kp.have[j] ||
+			placed[op.Path] || above[op.Path] || kp.below(placed, op.Path) {
+			break
+		}
+		sst, why, err := expect(op.Src, op.Ino)
+		if err != nil || why != "" || sst.Mode&unix.S_IFMT == unix.S_IFDIR {
+			break
+		}
+		a.srcType = sst.Mode & unix.S_IFMT
+		b := &beforeImage{N: j, Kind: op.Kind}
+		err = kp.capture(a, op, b)
+		a.closeNames()
+		if err != nil {
+			break
+		}
+		if lines, err = appendRecord(lines, record{Before: b}); err != nil {
+			return err
+		}
+		group = append(group, b)
+		kp.pre[j] = sst
+		placed[op.Path] = true
+		for d := filepath.Dir(op.Path); d != "/" && d != "." && !above[d]; d = filepath.Dir(d) {
+			above[d] = true
+		}
+	}
+	if len(group) == 0 {
+		return nil
+	}
+	if err := kp.writeLines(lines); err != nil {
+		clear(kp.pre)
+		return err
+	}
+	for _, b := range group {
+		kp.have[b.N] = true
+		kp.done = append(kp.done, b.N)
+		kp.bytes += b.Bytes
+	}
+	kp.unplanned = group[len(group)-1].N + 1
+	return nil
+}
+
+// plannedSource returns, for an op of the group plan kept last, the
+// source it checked the op moves: nothing has moved it since.
+func (kp *keeping) plannedSource(n int) (unix.Stat_t, bool) {
+	if kp == nil {
+		return unix.Stat_t{}, false
+	}
+	st, ok := kp.pre[n]
+	return st, ok
+}
+
+// below reports whether p is below one of the paths placed.
+func (kp *keeping) below(placed map[string]bool, p string) bool {
+	for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+		if placed[d] {
+			return true
+		}
+	}
+	return false
 }
 
 // before keeps what op n is about to replace, remove or change, unless an

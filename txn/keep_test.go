@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -213,4 +214,71 @@ func TestKeepSharedSpecialAsNew(t *testing.T) {
 	target, err := os.Readlink(recs.before[1].Image)
 	require.NoError(t, err)
 	assert.Equal(t, "target", target)
+}
+
+// TestRecordEncoding checks that the records encoded by hand are the
+// bytes encoding/json writes, and read back the same.
+func TestRecordEncoding(t *testing.T) {
+	for _, rec := range []record{
+		{Before: &beforeImage{N: 0, Kind: store.OpRename, Absent: true, Placed: unix.S_IFREG}},
+		{Before: &beforeImage{N: 1234, Kind: store.OpRename, Absent: true}},
+		{Before: &beforeImage{N: 7, Kind: store.OpLink, Absent: true, Lost: true}},
+		{Before: &beforeImage{N: 3, Kind: store.OpRename, Image: "/x/3", Ino: 9, Type: unix.S_IFREG, Mode: 0o644}},
+		{After: []PathState{{Exists: true, Type: unix.S_IFREG, Ino: 5, Mode: 0o600, UID: 1, GID: 2, Size: 10,
+			Mtime: store.Timespec{Sec: 1, Nsec: 2}}, {}}, Staging: []string{"/s/a", "/s/\"b\""}, End: true},
+		{After: []PathState{{}}, End: true},
+		{End: true},
+	} {
+		want, err := json.Marshal(rec)
+		require.NoError(t, err)
+		got, err := appendRecord([]byte("x"), rec)
+		require.NoError(t, err)
+		assert.Equal(t, "x"+string(want)+"\n", string(got))
+		r, valid := parseRecords(got[1:])
+		assert.Equal(t, len(got)-1, valid)
+		if rec.Before != nil {
+			require.Len(t, r.before, 1)
+			assert.Equal(t, *rec.Before, r.before[0])
+		}
+	}
+}
+
+// TestKeepGroupEndsAtAPathPlacedAgain: the records of a run of
+// placements are written together before the first is done, so an op
+// that replaces what an earlier op of the run placed starts a new group
+// and keeps that object, not "absent"; applied again after any prefix,
+// the records are the same.
+func TestKeepGroupEndsAtAPathPlacedAgain(t *testing.T) {
+	for k := 0; k <= 3; k++ {
+		t.Run(string(rune('0'+k)), func(t *testing.T) {
+			f := newKeepFixture(t)
+			area := f.s.StagingDir(f.id)
+			stage := func(name string) (string, uint64) {
+				p := filepath.Join(area, name)
+				require.NoError(t, os.WriteFile(p, []byte(name), 0o644))
+				return p, inoOf(t, p)
+			}
+			x, xi := stage("x")
+			y, yi := stage("y")
+			z, zi := stage("z")
+			ops := []store.RedoOp{
+				{Kind: store.OpRename, Src: x, Path: filepath.Join(f.host, "p"), Ino: xi},
+				{Kind: store.OpRename, Src: y, Path: filepath.Join(f.host, "q"), Ino: yi},
+				{Kind: store.OpRename, Src: z, Path: filepath.Join(f.host, "p"), Ino: zi},
+			}
+			if k > 0 {
+				f.apply(t, ops[:k])
+			}
+			f.apply(t, ops)
+			recs, err := loadRecords(f.s, f.id, ops)
+			require.NoError(t, err)
+			require.Len(t, recs.before, 3)
+			assert.True(t, recs.before[0].Absent)
+			assert.True(t, recs.before[1].Absent)
+			assert.False(t, recs.before[2].Absent)
+			assert.Equal(t, xi, recs.before[2].Ino, "the object op 0 placed")
+			assert.Equal(t, xi, inoOf(t, recs.before[2].Image))
+			assert.Equal(t, zi, inoOf(t, filepath.Join(f.host, "p")))
+		})
+	}
 }
