@@ -658,22 +658,8 @@ func (kp *keeping) captureDir(p string, b *beforeImage) error {
 	if b.MountPoint, err = kp.mountPointOf(filepath.Dir(p)); err != nil {
 		return err
 	}
-	names, err := listxattr(p)
-	if err != nil {
+	if b.Xattrs, err = xattrsOf(p); err != nil {
 		return err
-	}
-	for _, n := range names {
-		v, err := getxattr(p, n)
-		if err == unix.ENODATA {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if b.Xattrs == nil {
-			b.Xattrs = map[string][]byte{}
-		}
-		b.Xattrs[n] = v
 	}
 	b.Flags, err = inodeFlags(p, unix.S_IFDIR)
 	return err
@@ -699,12 +685,7 @@ func (kp *keeping) link(a *applier, p string, st *unix.Stat_t, b *beforeImage) e
 		// Once the op is done, the undo area's link alone holds it.
 		b.Bytes = st.Blocks * 512
 	}
-	a.syncLater(u.path, 0)
-	if u.mountPoint == "" {
-		// undo/ID may be new.
-		a.syncLater(filepath.Dir(u.path), 0)
-		a.syncLater(filepath.Dir(filepath.Dir(u.path)), 0)
-	}
+	a.syncAreaLater(u)
 	return nil
 }
 
@@ -817,18 +798,11 @@ func (kp *keeping) remake(a *applier, p string, st *unix.Stat_t, b *beforeImage)
 			return &os.PathError{Op: "chmod", Path: tmp, Err: err}
 		}
 	}
-	names, err := listxattr(name)
+	xattrs, err := xattrsOf(name)
 	if err != nil {
 		return err
 	}
-	for _, n := range names {
-		v, err := getxattr(name, n)
-		if err == unix.ENODATA {
-			continue
-		}
-		if err != nil {
-			return err
-		}
+	for n, v := range xattrs {
 		if err := unix.Lsetxattr(tmp, n, v, 0); err != nil {
 			return &os.PathError{Op: "set extended attribute " + n + " of", Path: tmp, Err: err}
 		}
@@ -840,12 +814,19 @@ func (kp *keeping) remake(a *applier, p string, st *unix.Stat_t, b *beforeImage)
 	if err := os.Rename(tmp, b.Image); err != nil {
 		return err
 	}
+	a.syncAreaLater(u)
+	return nil
+}
+
+// syncAreaLater has the write-through's end fsync undo area u, where an
+// entry was made, and on the state directory's mount the directories
+// above it, since undo/ID may be new.
+func (a *applier) syncAreaLater(u undoArea) {
 	a.syncLater(u.path, 0)
 	if u.mountPoint == "" {
 		a.syncLater(filepath.Dir(u.path), 0)
 		a.syncLater(filepath.Dir(filepath.Dir(u.path)), 0)
 	}
-	return nil
 }
 
 // copyIdentity gives dst the owner, mode and extended attributes of the
@@ -859,23 +840,40 @@ func copyIdentity(name string, dst *os.File, st *unix.Stat_t) error {
 	if err := unix.Fchmod(fd, st.Mode&0o7777); err != nil {
 		return err
 	}
-	names, err := listxattr(name)
+	xattrs, err := xattrsOf(name)
 	if err != nil {
 		return err
 	}
-	for _, n := range names {
-		v, err := getxattr(name, n)
-		if err == unix.ENODATA {
-			continue
-		}
-		if err != nil {
-			return err
-		}
+	for n, v := range xattrs {
 		if err := unix.Fsetxattr(fd, n, v, 0); err != nil {
 			return fmt.Errorf("set extended attribute %s: %w", n, err)
 		}
 	}
 	return nil
+}
+
+// xattrsOf reads every extended attribute of p (not following a final
+// symlink); nil when it has none.
+func xattrsOf(p string) (map[string][]byte, error) {
+	names, err := listxattr(p)
+	if err != nil {
+		return nil, err
+	}
+	var xattrs map[string][]byte
+	for _, n := range names {
+		v, err := getxattr(p, n)
+		if err == unix.ENODATA {
+			continue // removed since it was listed
+		}
+		if err != nil {
+			return nil, err
+		}
+		if xattrs == nil {
+			xattrs = map[string][]byte{}
+		}
+		xattrs[n] = v
+	}
+	return xattrs, nil
 }
 
 // afterPaths are the host paths the recorded ops of ops changed: each
