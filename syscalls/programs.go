@@ -204,8 +204,12 @@ func (p *Programs) hostKernel() *Kernel {
 	return p.host
 }
 
-// bindingOf returns thread tid and its binding, made on first use.
+// bindingOf returns thread tid and its binding, made on first use;
+// ENOSYS when the supervisor serves no in-program API (p is nil).
 func (p *Programs) bindingOf(tid int) (*proc.Thread, *binding, error) {
+	if p == nil {
+		return nil, nil, unix.ENOSYS
+	}
 	th := p.base.Procs.Thread(tid)
 	if th == nil {
 		return nil, nil, errUnknownThread(tid)
@@ -224,14 +228,11 @@ func (p *Programs) treeMode() bool { return p.base.inTransaction() || p.Manager 
 
 // begin serves xbegin.
 func (p *Programs) begin(c *interpose.Call, flags uint32, seq uint64) (int64, error) {
-	if p == nil {
-		return 0, unix.ENOSYS
-	}
-	p.used.Store(true)
 	th, b, err := p.bindingOf(c.Tid)
 	if err != nil {
 		return 0, err
 	}
+	p.used.Store(true)
 	b.mu.Lock()
 	switch {
 	case b.paused || b.outside:
@@ -380,9 +381,6 @@ func commandOf(tgid int) []string {
 
 // end serves xend.
 func (p *Programs) end(k *Kernel, c *interpose.Call) error {
-	if p == nil {
-		return unix.ENOSYS
-	}
 	th, b, err := p.bindingOf(c.Tid)
 	if err != nil {
 		return err
@@ -500,9 +498,6 @@ func (p *Programs) leave(th *proc.Thread, b *binding, tx *programTx, conflict bo
 
 // abort serves xabort: the transaction is doomed; its xend rolls it back.
 func (p *Programs) abort(k *Kernel, c *interpose.Call) error {
-	if p == nil {
-		return unix.ENOSYS
-	}
 	_, b, err := p.bindingOf(c.Tid)
 	if err != nil {
 		return err
@@ -532,9 +527,6 @@ func (e *AbortedError) Error() string { return fmt.Sprintf("pid %d called xabort
 
 // pause serves xpause.
 func (p *Programs) pause(k *Kernel, c *interpose.Call) error {
-	if p == nil {
-		return unix.ENOSYS
-	}
 	th, b, err := p.bindingOf(c.Tid)
 	if err != nil {
 		return err
@@ -586,9 +578,6 @@ func hostFS(v vfs.View, host *vfs.Host, fs *proc.FS) (*proc.FS, error) {
 
 // resume serves xresume.
 func (p *Programs) resume(c *interpose.Call) error {
-	if p == nil {
-		return unix.ENOSYS
-	}
 	th, b, err := p.bindingOf(c.Tid)
 	if err != nil {
 		return err
