@@ -477,10 +477,12 @@ func TestParallelLockTry(t *testing.T) {
 				require.NoError(t, os.WriteFile(filepath.Join(dir, "F"), nil, 0o644))
 				var lines []string
 				for k := 1; k <= n; k++ {
-					// Up to 2 s for the next command to hold the lock (it
-					// may not be running); the command's status is the
-					// try's.
-					lines = append(lines, fmt.Sprintf(`i=0; while [ ! -e sig/%d ] && [ $i -lt 40 ]; do sleep 0.05; i=$((i+1)); done; %s`,
+					// Up to 5 s for the next command to hold the lock (it
+					// may not be running; on a loaded machine a starting
+					// txexec took more than 2 s, and the earlier command
+					// then took the lock first); the command's status is
+					// the try's.
+					lines = append(lines, fmt.Sprintf(`i=0; while [ ! -e sig/%d ] && [ $i -lt 100 ]; do sleep 0.05; i=$((i+1)); done; %s`,
 						k+1, try.cmd(k)))
 				}
 				res := s.runParallel(t, dir, strings.Join(lines, "\n")+"\n", "-j", strconv.Itoa(jobs), "--json", "--exclude", sig)
