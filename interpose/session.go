@@ -182,6 +182,19 @@ func (s *Session) Done() <-chan struct{} { return s.done }
 // every notification the filter raised, whatever the reply.
 func (s *Session) Served() uint64 { return s.lst.served.Load() }
 
+// Counts are the process-tree events the tracer saw, for benchmarks'
+// accounting of where a run's time went (TXEXEC_STATS).
+type Counts struct {
+	// Forks are new processes (fork, vfork, clone without CLONE_THREAD),
+	// Threads new threads, Execs execs that replaced an image.
+	Forks, Threads, Execs uint64
+}
+
+// Counts returns the process-tree events seen so far.
+func (s *Session) Counts() Counts {
+	return Counts{Forks: s.tr.forks.Load(), Threads: s.tr.threads.Load(), Execs: s.tr.execs.Load()}
+}
+
 // Live lists the threads of the tree that are still running.
 func (s *Session) Live() []int { return s.tr.liveTids() }
 

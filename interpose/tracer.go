@@ -92,6 +92,10 @@ type tracer struct {
 	onCommandExit func(ws unix.WaitStatus, live []int)
 	// killing is set by Session.Kill: every thread that shows up is killed.
 	killing atomic.Bool
+	// forks, threads and execs count the tree's new processes (fork,
+	// vfork, clone without CLONE_THREAD), new threads and successful
+	// execs, as the tracer's events report them (Session.Counts).
+	forks, threads, execs atomic.Uint64
 
 	// The fields below are touched only on the tracer thread.
 	// known: threads whose creation the parent's event has reported.
@@ -222,7 +226,13 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
 		msg, _ := unix.PtraceGetEventMsg(tid)
 		child := int(msg)
-		t.events.Clone(tid, child, t.cloneFlags(tid, cause))
+		flags := t.cloneFlags(tid, cause)
+		if flags&unix.CLONE_THREAD != 0 {
+			t.threads.Add(1)
+		} else {
+			t.forks.Add(1)
+		}
+		t.events.Clone(tid, child, flags)
 		t.known[child] = true
 		t.mu.Lock()
 		t.live[child] = true
@@ -258,6 +268,7 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 				return
 			}
 		}
+		t.execs.Add(1)
 		t.events.Execed(tid, former)
 		ptrace(unix.PTRACE_CONT, tid, 0, 0)
 	case unix.PTRACE_EVENT_SECCOMP:

@@ -8,8 +8,10 @@ import (
 	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"txexec/internal/procfs"
+	"txexec/interpose"
 )
 
 // Two environment variables serve the benchmarks (bench/workload_test.go,
@@ -29,12 +31,32 @@ import (
 //	staging_files=N   inodes in it, the directory itself excluded
 //	trapped_calls=N   system calls the supervisor answered (every seccomp
 //	                  notification), over all --retry attempts
+//	execs=N           execs that replaced a process image (PTRACE_EVENT_EXEC),
+//	                  the command's own included
+//	forks=N           new processes: fork, vfork, clone without CLONE_THREAD
+//	                  (PTRACE_EVENT_FORK, _VFORK, _CLONE)
+//	threads=N         new threads (clone with CLONE_THREAD)
+//	commit_ns=N       time of the commit: validation, records, write-through
+//	                  and its syncs (0 with --passthrough, or an abort);
+//	                  execs to commit_ns are over all --retry attempts too
 //
 // TXEXEC_CPUPROFILE=FILE writes a CPU profile of the supervisor (Go's
 // runtime/pprof) from before the command starts until txexec exits.
 // trappedCalls counts the calls answered by every supervised run of this
 // txexec (supervise adds each session's count), for TXEXEC_STATS.
 var trappedCalls atomic.Uint64
+
+// treeEvents counts the process-tree events of every supervised run of
+// this txexec, for TXEXEC_STATS.
+var treeEvents treeCounts
+
+type treeCounts struct{ forks, threads, execs atomic.Uint64 }
+
+func (c *treeCounts) add(n interpose.Counts) {
+	c.forks.Add(n.Forks)
+	c.threads.Add(n.Threads)
+	c.execs.Add(n.Execs)
+}
 
 const (
 	statsEnv      = "TXEXEC_STATS"
@@ -48,6 +70,7 @@ type benchHooks struct {
 	profile      *os.File
 	stagingBytes int64
 	stagingFiles int64
+	commit       time.Duration
 }
 
 // startBenchHooks reads the environment and starts the CPU profile. A
@@ -88,6 +111,14 @@ func (h *benchHooks) measureStaging(dir string) {
 	h.stagingFiles = max(h.stagingFiles, files)
 }
 
+// timeCommit runs commit and adds its time to commit_ns.
+func (h *benchHooks) timeCommit(commit func() error) error {
+	start := time.Now()
+	err := commit()
+	h.commit += time.Since(start)
+	return err
+}
+
 // finish stops the profile and writes the stats file.
 func (h *benchHooks) finish() {
 	if h.profile != nil {
@@ -99,8 +130,10 @@ func (h *benchHooks) finish() {
 	}
 	hwm, err := vmHWM("/proc/self/status")
 	if err == nil {
-		s := fmt.Sprintf("vmhwm_bytes=%d\nstaging_bytes=%d\nstaging_files=%d\ntrapped_calls=%d\n",
-			hwm, h.stagingBytes, h.stagingFiles, trappedCalls.Load())
+		s := fmt.Sprintf("vmhwm_bytes=%d\nstaging_bytes=%d\nstaging_files=%d\ntrapped_calls=%d\n"+
+			"execs=%d\nforks=%d\nthreads=%d\ncommit_ns=%d\n",
+			hwm, h.stagingBytes, h.stagingFiles, trappedCalls.Load(),
+			treeEvents.execs.Load(), treeEvents.forks.Load(), treeEvents.threads.Load(), h.commit.Nanoseconds())
 		err = os.WriteFile(h.statsPath, []byte(s), 0o644)
 	}
 	if err != nil {

@@ -387,7 +387,7 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 				err = writeChanges(st, t.ID, changesFile)
 			}
 		} else {
-			err = t.Commit()
+			err = hooks.timeCommit(t.Commit)
 		}
 		locks.Release()
 		if err == nil {
@@ -588,6 +588,7 @@ func supervise(k *syscalls.Kernel, cmd command, argv []string, a *runEffects) (i
 	}()
 	ws, err := sess.Wait()
 	trappedCalls.Add(sess.Served())
+	treeEvents.add(sess.Counts())
 	a.finished()
 	if err != nil {
 		return 0, err
