@@ -36,8 +36,10 @@ import (
 //go:embed percall.c
 var percallSource []byte
 
-// Ops are the fixture's operations, in the order of the per-call table.
-var Ops = []string{"access", "stat", "statat", "open", "create", "unlink", "link", "mkdir", "rmdir", "read", "write", "listdir"}
+// Ops are the fixture's operations, in the order of the per-call table,
+// then fork and exec, the unit costs of docs/performance.md's accounting
+// of the workloads.
+var Ops = []string{"access", "stat", "statat", "open", "create", "unlink", "link", "mkdir", "rmdir", "read", "write", "listdir", "fork", "exec"}
 
 // DirEnv names the parent directory of the benchmarks' temporary
 // directories; without it they are made on a tmpfs that TestMain mounts
@@ -128,6 +130,36 @@ func BuildPercall(tb testing.TB) string {
 	bin := filepath.Join(dir, "percall")
 	if out, err := exec.Command(cc, "-O2", "-Wall", "-o", bin, src).CombinedOutput(); err != nil {
 		tb.Fatalf("bench: %s -O2 percall.c: %v\n%s", cc, err, out)
+	}
+	return bin
+}
+
+// tinySource is the program the fixture's exec operation executes: static,
+// without libc, it only exits, so that the exec is the only call the
+// supervisor sees of it.
+const tinySource = `void _start(void) {
+	__asm__ volatile("mov $231, %eax\n\txor %edi, %edi\n\tsyscall"); /* exit_group(0) */
+	for (;;)
+		;
+}
+`
+
+// BuildTiny compiles tinySource with "cc -static -nostdlib" into a
+// temporary directory and returns the binary's path.
+func BuildTiny(tb testing.TB) string {
+	tb.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		testenv.SkipOrFail(tb, "bench: no C compiler (cc) in PATH, cannot build the tiny program: %v", err)
+	}
+	dir := tb.TempDir()
+	src := filepath.Join(dir, "tiny.c")
+	if err := os.WriteFile(src, []byte(tinySource), 0o644); err != nil {
+		tb.Fatalf("bench: %v", err)
+	}
+	bin := filepath.Join(dir, "tiny")
+	if out, err := exec.Command(cc, "-O2", "-static", "-nostdlib", "-o", bin, src).CombinedOutput(); err != nil {
+		tb.Fatalf("bench: %s -static -nostdlib tiny.c: %v\n%s", cc, err, out)
 	}
 	return bin
 }

@@ -10,9 +10,9 @@
 // system call) around blocks of calls, so every number is the cost of the
 // calls themselves, not of process start-up or commit.
 //
-// Usage: percall -o OP -d DIR [-n N] [-w W] [-F]
+// Usage: percall -o OP -d DIR [-n N] [-w W] [-F] [-b B] [-x PROG]
 //   -o OP   stat | statat | statx | open | access | create | unlink | mkdir | rmdir |
-//           link | read | write | listdir
+//           link | read | write | listdir | busy | fork | exec
 //   -d DIR  absolute directory prepared by the harness: DIR/file is an
 //           unmodified 1 MiB host file
 //   -n N    timed calls (default 10000; rounded up to a multiple of 64)
@@ -20,6 +20,10 @@
 //   -F      first install a seccomp filter that allows every call (after
 //           checking the architecture): the cost of being filtered at all,
 //           the floor of calls txexec lets through
+//   -b B    (stat and busy) B iterations of a CPU loop after each call: a
+//           program that computes between its calls (bench/floor's
+//           notify_floor.c -b runs the same loop)
+//   -x PROG (exec) the absolute path of the program to execute
 //
 // What one call is:
 //   stat    stat(DIR/file)
@@ -41,6 +45,11 @@
 //   listdir open(DIR/many, O_DIRECTORY) + getdents64 with a 32 KiB buffer
 //           until the end + close: a whole listing of the harness's
 //           directory of 1000 files (several getdents64 calls)
+//   busy    the -b loop alone, no system call: how long the gap is
+//   fork    fork(); the child _exits at once; waitpid
+//   exec    fork(); the child execve()s PROG (a tiny static program that
+//           only exits: no dynamic loader, so no path call after execve);
+//           waitpid
 // The paired operations (create/unlink, mkdir/rmdir, link/unlink) run in
 // blocks of 64 over 64 names reused block after block: the timed half of a
 // block, then the untimed half that restores the directory.
@@ -61,6 +70,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 
 #include <linux/audit.h>
 #include <linux/filter.h>
@@ -80,6 +90,9 @@ static char names[BLOCK][4096];
 static char iobuf[IOSIZE] __attribute__((aligned(4096)));
 static int iofd = -1, dirfd = -1;
 static long iopos;
+static long busy_iters;
+static const char *exec_prog;
+extern char **environ;
 
 static void die(const char *what) {
 	fprintf(stderr, "percall: %s: %s\n", what, strerror(errno));
@@ -97,12 +110,68 @@ static void set_names(char prefix) {
 		snprintf(names[i], sizeof(names[i]), "%s/%c%d", dir, prefix, i);
 }
 
+// busy runs busy_iters steps of a linear congruential generator, each
+// depending on the one before, in registers only: CPU work the compiler
+// cannot drop or shorten, of a length that does not depend on the caches.
+static volatile uint64_t busy_sink;
+static void busy(void) {
+	uint64_t x = busy_sink;
+	for (long i = 0; i < busy_iters; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		__asm__ volatile("" : "+r"(x));
+	}
+	busy_sink = x;
+}
+
 // The timed half of one block of each operation.
 static void do_stat(void) {
 	struct stat st;
-	for (int i = 0; i < BLOCK; i++)
+	for (int i = 0; i < BLOCK; i++) {
 		if (stat(file, &st) != 0)
 			die("stat");
+		busy();
+	}
+}
+
+static void do_busy(void) {
+	for (int i = 0; i < BLOCK; i++)
+		busy();
+}
+
+static void reap(pid_t pid) {
+	int status;
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			die("waitpid");
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "percall: child ended with status 0x%x\n", status);
+		exit(2);
+	}
+}
+
+static void do_fork(void) {
+	for (int i = 0; i < BLOCK; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (pid == 0)
+			_exit(0);
+		reap(pid);
+	}
+}
+
+static void do_exec(void) {
+	for (int i = 0; i < BLOCK; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			die("fork");
+		if (pid == 0) {
+			char *argv[] = {(char *)exec_prog, NULL};
+			execve(exec_prog, argv, environ);
+			_exit(127);
+		}
+		reap(pid);
+	}
 }
 
 static void do_statx(void) {
@@ -230,6 +299,9 @@ static const struct op ops[] = {
 	{"read", 0, do_read, NULL, NULL},
 	{"write", 0, do_write, NULL, NULL},
 	{"listdir", 0, do_listdir, NULL, NULL},
+	{"busy", 0, do_busy, NULL, NULL},
+	{"fork", 0, do_fork, NULL, NULL},
+	{"exec", 0, do_exec, NULL, NULL},
 };
 
 static uint64_t run_blocks(const struct op *o, long blocks) {
@@ -266,7 +338,7 @@ static void allow_all(void) {
 }
 
 static int usage(void) {
-	fprintf(stderr, "usage: percall -o OP -d DIR [-n N] [-w W] [-F]\n");
+	fprintf(stderr, "usage: percall -o OP -d DIR [-n N] [-w W] [-F] [-b B] [-x PROG]\n");
 	return 2;
 }
 
@@ -283,13 +355,15 @@ int main(int argc, char **argv) {
 	const char *opname = NULL, *d = NULL;
 	long n = 10000, warm = 256;
 	int filter = 0, opt;
-	while ((opt = getopt(argc, argv, "o:d:n:w:F")) != -1) {
+	while ((opt = getopt(argc, argv, "o:d:n:w:Fb:x:")) != -1) {
 		switch (opt) {
 		case 'o': opname = optarg; break;
 		case 'd': d = optarg; break;
 		case 'n': n = parse_count(optarg); break;
 		case 'w': warm = parse_count(optarg); break;
 		case 'F': filter = 1; break;
+		case 'b': busy_iters = parse_count(optarg); break;
+		case 'x': exec_prog = optarg; break;
 		default: return usage();
 		}
 	}
@@ -300,7 +374,8 @@ int main(int argc, char **argv) {
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
 		if (strcmp(ops[i].name, opname) == 0)
 			o = &ops[i];
-	if (!o)
+	if (!o || busy_iters < 0 || (busy_iters && o->timed != do_stat && o->timed != do_busy) ||
+	    (o->timed == do_exec) != (exec_prog != NULL) || (exec_prog && exec_prog[0] != '/'))
 		return usage();
 	strcpy(dir, d);
 	snprintf(file, sizeof(file), "%s/file", dir);

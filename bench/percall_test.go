@@ -42,13 +42,19 @@ const minCalls = 256
 // machine's noise averages out.
 const ioScale = 50
 
+// procScale divides b.N for fork and exec, which cost a few hundred
+// microseconds each.
+const procScale = 4
+
 // calls is the number of timed calls of op for b.N.
 func calls(op string, n int) int {
-	n = max(n, minCalls)
-	if op == "read" || op == "write" {
-		n *= ioScale
+	switch op {
+	case "read", "write":
+		return max(n, minCalls) * ioScale
+	case "fork", "exec":
+		return max(n/procScale, minCalls)
 	}
-	return n
+	return max(n, minCalls)
 }
 
 // BinEnv names a txexec binary to benchmark instead of building
@@ -94,7 +100,18 @@ func txexecBinary(tb testing.TB) string {
 var (
 	floorOnce sync.Once
 	floorBin  string
+	tinyOnce  sync.Once
+	tinyBin   string
 )
+
+// tinyBinary builds the exec operation's program once per test process.
+func tinyBinary(tb testing.TB) string {
+	tinyOnce.Do(func() { tinyBin = BuildTiny(&onceTB{tb}) })
+	if tinyBin == "" {
+		tb.Fatal("bench: could not build the tiny program")
+	}
+	return tinyBin
+}
 
 // floorBinary builds bench/floor's C supervisor once per test process.
 func floorBinary(tb testing.TB) string {
@@ -225,6 +242,9 @@ func runFixture(tb testing.TB, m mode, bin, op string, n int) float64 {
 		}
 	}
 	argv := append(append(m.prefix(tb), PercallArgs(bin, op, dir, n)...), m.args...)
+	if op == "exec" {
+		argv = append(argv, "-x", tinyBinary(tb))
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+TempDir(tb, "txexec-bench-state-"))
 	var stdout, stderr bytes.Buffer

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -56,6 +57,15 @@ import (
 //	P/M-rss-MiB      txexec's own peak RSS (txexec modes)
 //	P/M-staging-MiB  the transaction's staging disk use before commit
 //	                 (transactional modes)
+//	P/M-cs           context switches of the whole tree, txexec's threads
+//	                 included (every mode runs under perf stat -e
+//	                 context-switches,cpu-migrations where perf works; else
+//	                 rusage's, and no migrations: see SwitchCounter)
+//	P/M-migrations   CPU migrations of the tree, likewise
+//	P/M-calls, -execs, -forks, -commit-s, -staged
+//	                 from TXEXEC_STATS (txexec modes): trapped calls, execs,
+//	                 new processes and threads, the commit's seconds and the
+//	                 staged files
 //	ns/op            the durable phases together
 //
 // and for dpkg one of apt-hello or built-deb (1), saying which package was
@@ -179,6 +189,7 @@ func runWorkload(b *testing.B, w workload) {
 		phases[i] = ph.name
 	}
 	fmt.Printf("workload-%s: %s\nphases-%s: %s\n", w.name, plan.what, w.name, strings.Join(phases, " "))
+	fmt.Println(SwitchCounter().Describe())
 	// Warm the caches (programs, libraries, headers, package database)
 	// with one untimed native run of every phase.
 	warm := tempDirIn(b, workloadDir, "txexec-bench-"+w.name+"-")
@@ -209,9 +220,17 @@ func runWorkload(b *testing.B, w workload) {
 			key := ph.name + "/" + r.mode.name
 			st.sum[key+"-s"] += t.wall
 			st.sum[key+"-cpu-s"] += t.cpu
+			st.sum[key+"-cs"] += t.switches.Switches
+			if !math.IsNaN(t.switches.Migrations) {
+				st.sum[key+"-migrations"] += t.switches.Migrations
+			}
 			if r.mode.txexec {
 				st.max[key+"-rss-MiB"] = max(st.max[key+"-rss-MiB"], float64(stats["vmhwm_bytes"])/(1<<20))
 				st.sum[key+"-calls"] += float64(stats["trapped_calls"])
+				st.sum[key+"-execs"] += float64(stats["execs"])
+				st.sum[key+"-forks"] += float64(stats["forks"] + stats["threads"])
+				st.sum[key+"-commit-s"] += float64(stats["commit_ns"]) / 1e9
+				st.sum[key+"-staged"] += float64(stats["staging_files"])
 			}
 			if r.mode.transactional() {
 				st.max[key+"-staging-MiB"] = max(st.max[key+"-staging-MiB"], float64(stats["staging_bytes"])/(1<<20))
@@ -287,8 +306,13 @@ const transientTries = 5
 
 // phaseTime is how long a run took, in seconds: wall time, and the CPU
 // time (user + system) of the command's process tree — txexec's
-// included under txexec — which other load on the machine disturbs less.
-type phaseTime struct{ wall, cpu float64 }
+// included under txexec — which other load on the machine disturbs less;
+// and the context switches and CPU migrations of the tree (SwitchCounter:
+// every mode runs under perf stat where perf works).
+type phaseTime struct {
+	wall, cpu float64
+	switches  SwitchCounts
+}
 
 // runPhase runs one phase in one mode after a sync(2), and returns its
 // times and, under txexec, the TXEXEC_STATS values.
@@ -309,6 +333,7 @@ func runPhase(b *testing.B, bin string, r modeRun, ph workloadPhase) (phaseTime,
 		cmd.Env = env
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
+		counts := SwitchCounter().Wrap(cmd, b.TempDir())
 		start := time.Now()
 		err := cmd.Run()
 		if err == nil && r.mode.syncfs {
@@ -325,6 +350,9 @@ func runPhase(b *testing.B, bin string, r modeRun, ph workloadPhase) (phaseTime,
 				continue
 			}
 			b.Fatalf("bench: %s: %v\n%s", strings.Join(argv, " "), err, stderr.String())
+		}
+		if t.switches, err = counts(); err != nil {
+			b.Fatalf("bench: %s: %v", strings.Join(argv, " "), err)
 		}
 		if ph.check != nil {
 			ph.check(b, r.dir)

@@ -9,6 +9,7 @@
 //	-c    reply CONTINUE       -m  native fstatat, no filter
 //	-p    pin both to CPU 0    -v  also SECCOMP_IOCTL_NOTIF_ID_VALID
 //	-o    open+close (openat trapped, answered with ADDFD+SEND)
+//	-b B  B iterations of a CPU loop after each call (the gap)
 //	-f P  absolute path to stat (default "/")
 package floor
 

@@ -19,7 +19,11 @@
 // SECCOMP_ADDFD_FLAG_SEND (the reply is the new descriptor), as txexec does
 // for every open; close is not trapped.
 //
-// Usage: notify_floor [-n N] [-s] [-c] [-m] [-p] [-v] [-o] [-f path]
+// With -b B, each call is followed by B iterations of a CPU loop (the one of
+// bench/percall.c -b): a program that computes between its calls, so that
+// the supervisor waits idle for the next one.
+//
+// Usage: notify_floor [-n N] [-s] [-c] [-m] [-p] [-v] [-o] [-b B] [-f path]
 //   -n N     timed iterations (default 10000)
 //   -s       SECCOMP_IOCTL_NOTIF_SET_FLAGS(SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 //   -c       reply SECCOMP_USER_NOTIF_FLAG_CONTINUE instead of emulating
@@ -27,6 +31,7 @@
 //   -p       pin supervisor and child to CPU 0 (sched_setaffinity)
 //   -v       also do SECCOMP_IOCTL_NOTIF_ID_VALID after reading child memory
 //   -o       time open+close (ADDFD|SEND) instead of fstatat
+//   -b B     B iterations of the CPU loop after each call (default 0)
 //   -f path  absolute path to stat or open (default "/")
 //
 // Output (stdout, one line): ns_per_call=<float>
@@ -118,6 +123,19 @@ static void pin_cpu0(void) {
 // open_mode is -o: the timed call is open+close, the trapped one openat.
 static int open_mode;
 
+// busy runs busy_iters (-b) steps of a linear congruential generator, each
+// depending on the one before, in registers only (as bench/percall.c).
+static long busy_iters;
+static volatile uint64_t busy_sink;
+static void busy(void) {
+	uint64_t x = busy_sink;
+	for (long i = 0; i < busy_iters; i++) {
+		x = x * 6364136223846793005ull + 1442695040888963407ull;
+		__asm__ volatile("" : "+r"(x));
+	}
+	busy_sink = x;
+}
+
 static int one_call(const char *path) {
 	if (open_mode) {
 		int fd = openat(AT_FDCWD, path, O_RDONLY);
@@ -132,13 +150,17 @@ static int one_call(const char *path) {
 
 // Timed loop shared by native mode and the child. Returns ns per call.
 static double time_stat(const char *path, long n) {
-	for (int i = 0; i < WARMUP; i++)
+	for (int i = 0; i < WARMUP; i++) {
 		if (one_call(path) != 0)
 			return -1;
+		busy();
+	}
 	uint64_t t0 = now_ns();
-	for (long i = 0; i < n; i++)
+	for (long i = 0; i < n; i++) {
 		if (one_call(path) != 0)
 			return -1;
+		busy();
+	}
 	uint64_t t1 = now_ns();
 	return (double)(t1 - t0) / (double)n;
 }
@@ -265,7 +287,7 @@ static void on_sigchld(int sig) {
 
 static int usage(void) {
 	fprintf(stderr,
-	        "usage: notify_floor [-n N] [-s] [-c] [-m] [-p] [-v] [-o] [-f path]\n");
+	        "usage: notify_floor [-n N] [-s] [-c] [-m] [-p] [-v] [-o] [-b B] [-f path]\n");
 	return 2;
 }
 
@@ -274,7 +296,7 @@ int main(int argc, char **argv) {
 	int sync_wake = 0, cont = 0, native = 0, pin = 0, id_valid = 0;
 	const char *path = "/";
 	int opt;
-	while ((opt = getopt(argc, argv, "n:scmpvof:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:scmpvob:f:")) != -1) {
 		switch (opt) {
 		case 'n': {
 			char *end;
@@ -290,6 +312,14 @@ int main(int argc, char **argv) {
 		case 'p': pin = 1; break;
 		case 'v': id_valid = 1; break;
 		case 'o': open_mode = 1; break;
+		case 'b': {
+			char *end;
+			errno = 0;
+			busy_iters = strtol(optarg, &end, 10);
+			if (errno || *end || busy_iters < 0)
+				return usage();
+			break;
+		}
 		case 'f': path = optarg; break;
 		default: return usage();
 		}
@@ -299,8 +329,9 @@ int main(int argc, char **argv) {
 	if (native && (sync_wake || cont || id_valid))
 		fail("-m cannot be combined with -s, -c or -v");
 
-	// Watchdog: never hang a test run (allows >= 100us per call).
-	alarm((unsigned)(30 + n / 10000));
+	// Watchdog: never hang a test run (allows >= 100us per call, and
+	// the gap's loop at 10 ns an iteration or faster).
+	alarm((unsigned)(30 + n / 10000 + (n + WARMUP) * (busy_iters / 100000000.0)));
 
 	if (pin)
 		pin_cpu0(); // inherited by the child

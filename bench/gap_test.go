@@ -1,0 +1,183 @@
+package bench
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// GapsUS are the lengths of the CPU work after each call in
+// BenchmarkFloorGap, in µs: none, and about what a real program computes
+// between its path calls (dpkg's man-db trigger and the C build spend 15
+// to 30 µs of native CPU time per trapped call).
+var GapsUS = []int{0, 10, 30, 100}
+
+// gapMode is one way of running the stat loop with a gap.
+type gapMode struct {
+	name string
+	// argv is the command line for n timed calls of stat on dir/file,
+	// each followed by iters iterations of the CPU loop.
+	argv func(tb testing.TB, n, iters int, dir string) []string
+	// counted says whether its context switches are counted.
+	counted bool
+}
+
+// gapModes: natively (bench/percall.c, and bench/floor's own native loop,
+// which its floor is compared with), the bare C supervisor with
+// SYNC_WAKE_UP, txexec --passthrough and a transaction; "gap" times the CPU
+// loop alone.
+func gapModes(percall string) []gapMode {
+	fixture := func(prefix ...string) func(tb testing.TB, n, iters int, dir string) []string {
+		return func(tb testing.TB, n, iters int, dir string) []string {
+			return append(append(prefix, PercallArgs(percall, "stat", dir, n)...), "-b", strconv.Itoa(iters))
+		}
+	}
+	floorRun := func(args ...string) func(tb testing.TB, n, iters int, dir string) []string {
+		return func(tb testing.TB, n, iters int, dir string) []string {
+			return append([]string{floorBinary(tb), "-n", strconv.Itoa(n), "-b", strconv.Itoa(iters), "-f", filepath.Join(dir, "file")}, args...)
+		}
+	}
+	return []gapMode{
+		{name: "gap", argv: func(tb testing.TB, n, iters int, dir string) []string {
+			return []string{percall, "-o", "busy", "-d", dir, "-n", strconv.Itoa(n), "-b", strconv.Itoa(iters)}
+		}},
+		{name: "native", argv: fixture(), counted: true},
+		{name: "floor-native", argv: floorRun("-m"), counted: true},
+		{name: "floor", argv: floorRun("-s"), counted: true},
+		{name: "passthrough", counted: true, argv: func(tb testing.TB, n, iters int, dir string) []string {
+			return fixture(txexecBinary(tb), "--passthrough", "--")(tb, n, iters, dir)
+		}},
+		{name: "tx", counted: true, argv: func(tb testing.TB, n, iters int, dir string) []string {
+			return fixture(txexecBinary(tb), "--")(tb, n, iters, dir)
+		}},
+	}
+}
+
+// BenchmarkFloorGap times a loop of stat calls, each followed by a
+// calibrated CPU loop of GapsUS µs (not a sleep: the caller stays on its
+// CPU while the supervisor waits), natively, under the bare C supervisor
+// (bench/floor, SYNC_WAKE_UP), under `txexec --passthrough` and in a
+// transaction, one after another for each gap. The overhead of a call is
+// its time less the native loop's with the same gap (the floor's less its
+// own native loop's). Metrics: ns/call, and the context switches
+// (cs/call) and CPU migrations (migrations/call) per call of the whole
+// process tree — txexec's threads and the floor's supervisor included —
+// counted by perf stat where it works (else switches from rusage, no
+// migrations; the "switch-counter:" line says which) over a run of n
+// calls less one of 64, so that start-up and commit drop out.
+func BenchmarkFloorGap(b *testing.B) {
+	bin := BuildPercall(b)
+	perUS := busyItersPerUS(b, bin)
+	sw := SwitchCounter()
+	fmt.Println(sw.Describe())
+	for _, g := range GapsUS {
+		iters := int(math.Round(float64(g) * perUS))
+		b.Run(fmt.Sprintf("%dus", g), func(b *testing.B) {
+			for _, m := range gapModes(bin) {
+				b.Run(m.name, func(b *testing.B) {
+					n := roundUp(max(b.N, minCalls), 64)
+					ns := gapRun(b, m.argv(b, n, iters, WorkDir(b)), nil)
+					b.ReportMetric(ns, "ns/op")
+					b.ReportMetric(ns, "ns/call")
+					if !m.counted {
+						return
+					}
+					var c [2]SwitchCounts
+					for i, k := range []int{gapBaseCalls, n} {
+						gapRun(b, m.argv(b, k, iters, WorkDir(b)), func(cmd *exec.Cmd) func() (SwitchCounts, error) {
+							return sw.Wrap(cmd, b.TempDir())
+						}, &c[i])
+					}
+					calls := float64(n - gapBaseCalls)
+					if calls <= 0 {
+						return
+					}
+					b.ReportMetric((c[1].Switches-c[0].Switches)/calls, "cs/call")
+					if !math.IsNaN(c[1].Migrations) {
+						b.ReportMetric((c[1].Migrations-c[0].Migrations)/calls, "migrations/call")
+					}
+				})
+			}
+		})
+	}
+}
+
+// gapBaseCalls are the calls of the run whose counts are subtracted.
+const gapBaseCalls = 64
+
+func roundUp(n, k int) int { return (n + k - 1) / k * k }
+
+// gapRun runs argv with a fresh state directory and returns its ns/call.
+// With wrap, it runs under the switch counter and stores the counts in
+// *counts.
+func gapRun(tb testing.TB, argv []string, wrap func(*exec.Cmd) func() (SwitchCounts, error), counts ...*SwitchCounts) float64 {
+	tb.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+TempDir(tb, "txexec-bench-state-"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	var read func() (SwitchCounts, error)
+	if wrap != nil {
+		read = wrap(cmd)
+	}
+	if err := cmd.Run(); err != nil {
+		tb.Fatalf("bench: %s: %v\n%s", strings.Join(cmd.Args, " "), err, stderr.String())
+	}
+	ns, err := ParseNsPerCall(stdout.Bytes())
+	if err != nil {
+		tb.Fatalf("%v (stderr: %s)", err, stderr.String())
+	}
+	if read != nil {
+		c, err := read()
+		if err != nil {
+			tb.Fatal(err)
+		}
+		*counts[0] = c
+	}
+	return ns
+}
+
+var (
+	busyOnce  sync.Once
+	busyPerUS float64
+)
+
+// busyItersPerUS is how many iterations of the fixture's CPU loop take a
+// microsecond here: the fastest of three native runs of 100,000, measured
+// once per test process so that every mode and gap of a run uses the same
+// counts.
+func busyItersPerUS(tb testing.TB, percall string) float64 {
+	busyOnce.Do(func() {
+		const iters = 100000
+		best := math.Inf(1)
+		for range 3 {
+			dir := TempDir(tb, "txexec-bench-busy-")
+			best = min(best, gapRun(tb, []string{percall, "-o", "busy", "-d", dir, "-n", "64", "-w", "64", "-b", strconv.Itoa(iters)}, nil))
+		}
+		busyPerUS = iters / (best / 1000)
+	})
+	if !(busyPerUS > 0) {
+		tb.Fatal("bench: could not calibrate the CPU loop")
+	}
+	return busyPerUS
+}
+
+func TestParsePerfStat(t *testing.T) {
+	c, err := parsePerfStat([]byte("# started on Thu Nov 26 02:24:12 2026\n\n4449,,context-switches,54624246,100.00,,\n1,,cpu-migrations,54624246,100.00,,\n"))
+	require.NoError(t, err)
+	assert.Equal(t, SwitchCounts{Switches: 4449, Migrations: 1}, c)
+	for _, bad := range []string{"", "<not counted>,,context-switches,0,0.00,,\n1,,cpu-migrations,1,100.00,,\n", "12,,context-switches,1,100.00,,\n"} {
+		_, err := parsePerfStat([]byte(bad))
+		assert.Error(t, err, "%q", bad)
+	}
+}
