@@ -51,8 +51,11 @@ type report struct {
 	Commit                    *commit
 	Parallel                  *parallelRuns
 	Server                    *server
+	FloorGaps                 *floorGaps
 	Workloads                 *workloads
 	CallBudget                *callBudget
+	WorkloadSwitches          *workloadSwitches
+	Accounting                *accounting
 	Targets                   targets
 	WorkloadTargets           workloadTargets
 	Where                     where
@@ -231,6 +234,9 @@ func newReport(r *Results, steps []Step, m Machine, now time.Time) report {
 	ws := r.Workloads()
 	rep.Workloads = newWorkloads(ws)
 	rep.CallBudget = newCallBudget(ws, floorSync, floorNative)
+	rep.FloorGaps = newFloorGaps(r)
+	rep.WorkloadSwitches = newWorkloadSwitches(ws, r.Header["switch-counter"])
+	rep.Accounting = newAccounting(r, ws, rep.FloorGaps)
 	rep.Targets = newTargets(r, floorSync)
 	rep.WorkloadTargets = newWorkloadTargets(ws, floorSync, floorNative)
 	rep.Where = newWhere(r, floorSync)

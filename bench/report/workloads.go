@@ -43,20 +43,28 @@ type Workload struct {
 	Phases []string
 	// Secs (wall time), CPU (seconds of the command's tree and txexec),
 	// RSS (MiB), Staging (MiB) and Calls (system calls the supervisor
-	// answered) map phase → mode → one value per round.
-	Secs, CPU, RSS, Staging, Calls map[string]map[string][]float64
+	// answered) map phase → mode → one value per round; so do Switches
+	// and Migrations (context switches and CPU migrations of the tree),
+	// Execs, Forks (new processes and threads), Commit (s) and Staged
+	// (files), from TXEXEC_STATS.
+	Secs, CPU, RSS, Staging, Calls                     map[string]map[string][]float64
+	Switches, Migrations, Execs, Forks, Commit, Staged map[string]map[string][]float64
 	// Flags are the metrics reported as 1 (which variant ran: apt-hello).
 	Flags []string
 }
 
+// workloadQtys are the quantities of BenchmarkWorkload's metric units,
+// those that end in another's suffix first ("commit-s" before "s").
+var workloadQtys = []string{"rss-MiB", "staging-MiB", "cpu-s", "commit-s", "calls", "cs", "migrations", "execs", "forks", "staged", "s"}
+
 // workloadUnit splits a BenchmarkWorkload metric unit "PHASE/MODE-QTY"
-// (QTY one of s, cpu-s, rss-MiB, staging-MiB, calls).
+// (QTY one of workloadQtys).
 func workloadUnit(unit string) (phase, mode, qty string, ok bool) {
 	phase, rest, ok := strings.Cut(unit, "/")
 	if !ok {
 		return "", "", "", false
 	}
-	for _, q := range []string{"rss-MiB", "staging-MiB", "cpu-s", "calls", "s"} {
+	for _, q := range workloadQtys {
 		if m, found := strings.CutSuffix(rest, "-"+q); found && m != "" {
 			return phase, m, q, true
 		}
@@ -83,7 +91,10 @@ func (r *Results) Workloads() []Workload {
 		w := Workload{Name: name, Title: name, What: r.Header["workload-"+name],
 			Secs: map[string]map[string][]float64{}, CPU: map[string]map[string][]float64{},
 			RSS: map[string]map[string][]float64{}, Staging: map[string]map[string][]float64{},
-			Calls: map[string]map[string][]float64{}}
+			Calls: map[string]map[string][]float64{}, Switches: map[string]map[string][]float64{},
+			Migrations: map[string]map[string][]float64{}, Execs: map[string]map[string][]float64{},
+			Forks: map[string]map[string][]float64{}, Commit: map[string]map[string][]float64{},
+			Staged: map[string]map[string][]float64{}}
 		for _, d := range workloadDefs {
 			if d.name == name {
 				w.Title, w.TxOS = d.title, d.txos
@@ -100,7 +111,9 @@ func (r *Results) Workloads() []Workload {
 				}
 				continue
 			}
-			m := map[string]map[string]map[string][]float64{"s": w.Secs, "cpu-s": w.CPU, "rss-MiB": w.RSS, "staging-MiB": w.Staging, "calls": w.Calls}[qty]
+			m := map[string]map[string]map[string][]float64{"s": w.Secs, "cpu-s": w.CPU, "rss-MiB": w.RSS,
+				"staging-MiB": w.Staging, "calls": w.Calls, "cs": w.Switches, "migrations": w.Migrations,
+				"execs": w.Execs, "forks": w.Forks, "commit-s": w.Commit, "staged": w.Staged}[qty]
 			if m[phase] == nil {
 				m[phase] = map[string][]float64{}
 			}

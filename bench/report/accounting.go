@@ -1,0 +1,281 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Targets of issue 17.
+const (
+	// targetGapRatio: txexec's overhead per call at most this many times
+	// the bare C floor's, at every gap.
+	targetGapRatio = 1.3
+	// targetSwitches: context switches per trapped call of dpkg and the
+	// build under txexec.
+	targetSwitches = 2.3
+	// targetEffective: a workload's overhead per trapped call at most this
+	// many times the floor's at the workload's gap.
+	targetEffective = 1.5
+)
+
+// gapPoint is one gap of BenchmarkFloorGap: the gap's length and each
+// mode's overhead per call over its native loop (ns), and the context
+// switches and migrations per call (NaN when not counted).
+type gapPoint struct {
+	Name                      string
+	Gap, Native               float64
+	Floor, Passthrough, Tx    float64
+	SwitchFloor, SwitchPT     float64
+	SwitchTx, SwitchNative    float64
+	MigrFloor, MigrPT, MigrTx float64
+}
+
+// floorGaps is the floor-with-gaps table and its target.
+type floorGaps struct {
+	Points []gapPoint
+	Rows   [][]string
+	// Counter says how switches were counted (the benchmark's
+	// "switch-counter:" line); Switches and Migrations whether they were.
+	Counter              string
+	Switches, Migrations bool
+	Target               float64
+	Met                  bool
+	// Worst is the largest txexec / floor ratio, at WorstGap in WorstMode.
+	Worst               float64
+	WorstGap, WorstMode string
+}
+
+// newFloorGaps is BenchmarkFloorGap's table, nil if it did not run.
+func newFloorGaps(r *Results) *floorGaps {
+	var names []string
+	for _, n := range r.Order {
+		if rest, ok := strings.CutPrefix(n, "FloorGap/"); ok {
+			if g, _, ok := strings.Cut(rest, "/"); ok && !slices.Contains(names, g) {
+				names = append(names, g)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	fg := &floorGaps{Counter: r.Header["switch-counter"], Target: targetGapRatio, Met: true}
+	for _, g := range names {
+		at := func(mode, unit string) float64 { return r.MedianOrNaN("FloorGap/"+g+"/"+mode, unit) }
+		ns := func(mode string) float64 { return at(mode, "ns/call") }
+		p := gapPoint{Name: g, Gap: ns("gap"), Native: ns("native"),
+			Floor: ns("floor") - ns("floor-native"), Passthrough: ns("passthrough") - ns("native"), Tx: ns("tx") - ns("native"),
+			SwitchNative: at("native", "cs/call"), SwitchFloor: at("floor", "cs/call"), SwitchPT: at("passthrough", "cs/call"), SwitchTx: at("tx", "cs/call"),
+			MigrFloor: at("floor", "migrations/call"), MigrPT: at("passthrough", "migrations/call"), MigrTx: at("tx", "migrations/call")}
+		if math.IsNaN(p.Floor + p.Passthrough + p.Tx) {
+			fg.Met = false
+			continue
+		}
+		fg.Points = append(fg.Points, p)
+		fg.Switches = fg.Switches || !math.IsNaN(p.SwitchFloor)
+		fg.Migrations = fg.Migrations || !math.IsNaN(p.MigrFloor)
+		for _, m := range []struct {
+			name string
+			v    float64
+		}{{"passthrough", p.Passthrough}, {"in a transaction", p.Tx}} {
+			ratio := m.v / p.Floor
+			if !(ratio <= targetGapRatio) {
+				fg.Met = false
+			}
+			if ratio > fg.Worst || math.IsNaN(ratio) {
+				fg.Worst, fg.WorstGap, fg.WorstMode = ratio, strings.TrimSuffix(g, "us"), m.name
+			}
+		}
+	}
+	if len(fg.Points) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(fg.Points, func(a, b gapPoint) int { return cmpFloat(a.Gap, b.Gap) })
+	for _, p := range fg.Points {
+		row := []string{strings.TrimSuffix(p.Name, "us"), us(p.Gap), us(p.Native), us(p.Floor), us(p.Passthrough), us(p.Tx),
+			ratio(p.Passthrough, p.Floor), ratio(p.Tx, p.Floor)}
+		if fg.Switches {
+			row = append(row, perCall(p.SwitchFloor)+" / "+perCall(p.SwitchPT)+" / "+perCall(p.SwitchTx))
+		}
+		if fg.Migrations {
+			row = append(row, perCall(p.MigrFloor)+" / "+perCall(p.MigrPT)+" / "+perCall(p.MigrTx))
+		}
+		fg.Rows = append(fg.Rows, row)
+	}
+	return fg
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// perCall formats a count per call; a difference of counts that is
+// negative by noise shows as 0.00.
+func perCall(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", math.Max(v, 0))
+}
+
+// at interpolates linearly between the gaps the value that pick takes at
+// a gap of gapNs, and holds the end values beyond the measured gaps.
+func (fg *floorGaps) at(gapNs float64, pick func(gapPoint) float64) float64 {
+	if fg == nil || len(fg.Points) == 0 || math.IsNaN(gapNs) {
+		return math.NaN()
+	}
+	ps := fg.Points
+	if gapNs <= ps[0].Gap {
+		return pick(ps[0])
+	}
+	for i := 1; i < len(ps); i++ {
+		if gapNs <= ps[i].Gap {
+			a, b := ps[i-1], ps[i]
+			f := (gapNs - a.Gap) / (b.Gap - a.Gap)
+			return pick(a) + f*(pick(b)-pick(a))
+		}
+	}
+	return pick(ps[len(ps)-1])
+}
+
+// workloadSwitches is the table of the workloads' context switches and
+// CPU migrations per trapped call, natively and under txexec.
+type workloadSwitches struct {
+	Counter    string
+	Migrations bool
+	Rows       [][]string
+	// Targets are dpkg's and the build's switches per trapped call under
+	// txexec (durable), all phases together.
+	Targets []switchTarget
+}
+
+type switchTarget struct {
+	Title     string
+	PerCall   float64
+	Target    float64
+	Met       bool
+	NativePer float64
+}
+
+// newWorkloadSwitches is the switch table, nil when no run counted
+// switches.
+func newWorkloadSwitches(ws []Workload, counter string) *workloadSwitches {
+	t := &workloadSwitches{Counter: counter}
+	for _, wl := range ws {
+		for _, ph := range wl.rows() {
+			calls := medianOf(wl.times(wl.Calls, ph, modeDurable))
+			nat, dur := medianOf(wl.times(wl.Switches, ph, modeNative)), medianOf(wl.times(wl.Switches, ph, modeDurable))
+			if math.IsNaN(dur) || !(calls > 0) {
+				continue
+			}
+			mNat, mDur := medianOf(wl.times(wl.Migrations, ph, modeNative)), medianOf(wl.times(wl.Migrations, ph, modeDurable))
+			t.Migrations = t.Migrations || !math.IsNaN(mDur)
+			name, phase := wl.rowNames(ph)
+			t.Rows = append(t.Rows, []string{name, phase, fmt.Sprintf("%.0f", calls), count0(nat), count0(dur),
+				perCall(nat / calls), perCall(dur / calls), perCall(mNat / calls), perCall(mDur / calls)})
+			if ph == "" || len(wl.Phases) == 1 {
+				if wl.Name == "dpkg" || wl.Name == "build" {
+					t.Targets = append(t.Targets, switchTarget{Title: wl.Title, PerCall: dur / calls, Target: targetSwitches,
+						Met: dur/calls <= targetSwitches, NativePer: nat / calls})
+				}
+			}
+		}
+	}
+	if len(t.Rows) == 0 {
+		return nil
+	}
+	return t
+}
+
+func count0(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f", v)
+}
+
+// accounting splits each workload's overhead over native (durable) into
+// what the unit costs measured in the same run explain, and the rest.
+type accounting struct {
+	// The unit costs (ns, s for Fixed): a fork (PerCall/fork), an exec
+	// beyond its fork (PerCall/exec), the empty transaction's time over
+	// native true (Workload/true) and its commit (s).
+	Fork, Exec, Fixed, EmptyCommit float64
+	// Gaps are the per-gap overheads of a trapped call in a transaction.
+	Gaps []gapPoint
+	Rows [][]string
+	// Effective are the workloads' overheads per trapped call against
+	// the floor's at their gap.
+	Effective [][]string
+	Targets   []effectiveTarget
+}
+
+type effectiveTarget struct {
+	Title                 string
+	PerCall, Floor, Ratio float64
+	Target                float64
+	Met                   bool
+}
+
+// newAccounting is the accounting table, nil when the run lacks what it
+// needs: the workloads' counts, the floor with gaps, fork and exec, and the
+// empty transaction.
+func newAccounting(r *Results, ws []Workload, fg *floorGaps) *accounting {
+	forkTx, forkNat := r.NsPerCall("PerCall/fork/tx"), r.NsPerCall("PerCall/fork/native")
+	execTx, execNat := r.NsPerCall("PerCall/exec/tx"), r.NsPerCall("PerCall/exec/native")
+	tr := findWorkload(ws, "true")
+	if fg == nil || tr == nil || math.IsNaN(forkTx+forkNat+execTx+execNat) {
+		return nil
+	}
+	a := &accounting{Fork: forkTx - forkNat, Gaps: fg.Points,
+		Fixed:       medianOf(tr.Secs["true"][modeDurable]) - medianOf(tr.Secs["true"][modeNative]),
+		EmptyCommit: medianOf(tr.Commit["true"][modeDurable])}
+	a.Exec = execTx - execNat - a.Fork
+	if math.IsNaN(a.EmptyCommit) || math.IsNaN(a.Fixed) {
+		return nil
+	}
+	for _, wl := range ws {
+		if wl.Name == "true" {
+			continue
+		}
+		calls := medianOf(wl.times(wl.Calls, "", modeDurable))
+		execs, forks := medianOf(wl.times(wl.Execs, "", modeDurable)), medianOf(wl.times(wl.Forks, "", modeDurable))
+		commit := medianOf(wl.times(wl.Commit, "", modeDurable))
+		nat := medianOf(wl.times(wl.Secs, "", modeNative))
+		over := medianOf(wl.times(wl.Secs, "", modeDurable)) - nat
+		if !(calls > 0) || math.IsNaN(execs+forks+commit+over) {
+			continue
+		}
+		// A program's gap between trapped calls: its native CPU time per call.
+		gap := medianOf(wl.times(wl.CPU, "", modeNative)) / calls * 1e9
+		unit := fg.at(gap, func(p gapPoint) float64 { return p.Tx })
+		floor := fg.at(gap, func(p gapPoint) float64 { return p.Floor })
+		phases := float64(len(wl.Phases))
+		callS, execS, forkS := calls*unit/1e9, execs*a.Exec/1e9, forks*a.Fork/1e9
+		fixedS, writeS := phases*a.Fixed, commit-phases*a.EmptyCommit
+		left := over - callS - execS - forkS - fixedS - writeS
+		a.Rows = append(a.Rows, []string{wl.Title, secs(nat), secs(over),
+			fmt.Sprintf("%s (%.0f × %s µs)", secs(callS), calls, us(unit)),
+			fmt.Sprintf("%s (%.0f × %s µs)", secs(execS), execs, us(a.Exec)),
+			fmt.Sprintf("%s (%.0f × %s µs)", secs(forkS), forks, us(a.Fork)),
+			fmt.Sprintf("%s (%.0f × %s s)", secs(fixedS), phases, secs(a.Fixed)),
+			secs(writeS), secs(left), fmt.Sprintf("%.0f%%", 100*left/over)})
+		eff := over / calls * 1e9
+		a.Effective = append(a.Effective, []string{wl.Title, us(gap), us(eff), us(floor), ratio(eff, floor)})
+		if wl.Name == "dpkg" || wl.Name == "build" {
+			a.Targets = append(a.Targets, effectiveTarget{Title: wl.Title, PerCall: eff, Floor: floor, Ratio: eff / floor,
+				Target: targetEffective, Met: eff/floor <= targetEffective})
+		}
+	}
+	if len(a.Rows) == 0 {
+		return nil
+	}
+	return a
+}

@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// gapSample is BenchmarkFloorGap at two gaps: the floor adds 10 µs and
+// 12 µs, passthrough 12 µs and 16 µs, a transaction 11 µs and 14 µs.
+const gapSample = `switch-counter: perf stat
+BenchmarkFloorGap/0us/gap-2           2000  1 ns/call
+BenchmarkFloorGap/0us/native-2        2000  1000 ns/call  0.01 cs/call  0 migrations/call
+BenchmarkFloorGap/0us/floor-native-2  2000  2000 ns/call  0.02 cs/call  0 migrations/call
+BenchmarkFloorGap/0us/floor-2         2000  12000 ns/call  2.0 cs/call  0.01 migrations/call
+BenchmarkFloorGap/0us/passthrough-2   2000  13000 ns/call  2.2 cs/call  -0.01 migrations/call
+BenchmarkFloorGap/0us/tx-2            2000  12000 ns/call  2.1 cs/call  0.02 migrations/call
+BenchmarkFloorGap/20us/gap-2          2000  20001 ns/call
+BenchmarkFloorGap/20us/native-2       2000  21000 ns/call  0.01 cs/call  0 migrations/call
+BenchmarkFloorGap/20us/floor-native-2 2000  22000 ns/call  0.02 cs/call  0 migrations/call
+BenchmarkFloorGap/20us/floor-2        2000  34000 ns/call  2.0 cs/call  0 migrations/call
+BenchmarkFloorGap/20us/passthrough-2  2000  37000 ns/call  2.4 cs/call  0 migrations/call
+BenchmarkFloorGap/20us/tx-2           2000  35000 ns/call  2.3 cs/call  0 migrations/call
+`
+
+func TestFloorGaps(t *testing.T) {
+	r, err := Parse(strings.NewReader(gapSample), "gapSample")
+	require.NoError(t, err)
+	fg := newFloorGaps(r)
+	require.NotNil(t, fg)
+	assert.Equal(t, [][]string{
+		{"0", "0.00", "1.00", "10.0", "12.0", "11.0", "1.20", "1.10", "2.00 / 2.20 / 2.10", "0.01 / 0.00 / 0.02"},
+		{"20", "20.0", "21.0", "12.0", "16.0", "14.0", "1.33", "1.17", "2.00 / 2.40 / 2.30", "0.00 / 0.00 / 0.00"},
+	}, fg.Rows)
+	assert.False(t, fg.Met, "passthrough at 20 µs is 1.33× the floor")
+	assert.InDelta(t, 16.0/12, fg.Worst, 1e-9)
+	assert.Equal(t, "20", fg.WorstGap)
+	assert.Equal(t, "passthrough", fg.WorstMode)
+
+	tx := func(p gapPoint) float64 { return p.Tx }
+	assert.InDelta(t, 11000, fg.at(0, tx), 1e-6, "at the first gap")
+	assert.InDelta(t, 12500, fg.at(10001, tx), 1e-6, "half way")
+	assert.InDelta(t, 14000, fg.at(1e6, tx), 1e-6, "held beyond the last gap")
+	assert.True(t, math.IsNaN((*floorGaps)(nil).at(5, tx)))
+
+	var b bytes.Buffer
+	require.NoError(t, execute(&b, "floorGaps", fg))
+	assert.Contains(t, b.String(), "counted by `perf stat -e context-switches,cpu-migrations`")
+	assert.Contains(t, b.String(), "**not met**: 1.33× passthrough at the 20 µs gap.")
+
+	// Without perf: switches from rusage, no migrations column.
+	noPerf := strings.NewReplacer("switch-counter: perf stat", "switch-counter: getrusage (no perf in PATH)", "migrations/call", "x/call").Replace(gapSample)
+	r, err = Parse(strings.NewReader(noPerf), "noPerf")
+	require.NoError(t, err)
+	fg = newFloorGaps(r)
+	require.NotNil(t, fg)
+	assert.False(t, fg.Migrations)
+	assert.Len(t, fg.Rows[0], 9)
+	b.Reset()
+	require.NoError(t, execute(&b, "floorGaps", fg))
+	assert.Contains(t, b.String(), "getrusage (no perf in PATH): perf could not count here, so switches come from wait4's rusage of the tree and migrations are not counted.")
+	assert.NotContains(t, b.String(), "migrations per call")
+
+	r, err = Parse(strings.NewReader(sample), "sample")
+	require.NoError(t, err)
+	assert.Nil(t, newFloorGaps(r), "no BenchmarkFloorGap in the run")
+}
+
+// accountingSample: the build's 2 s over 1 s native, with 100,000 trapped
+// calls at a gap of 10 µs (1 s native CPU), 100 execs, 200 forks and
+// 0.05 s of commit; an empty transaction 0.02 s over native with a
+// 0.01 s commit; a fork 100 µs over native, an exec 300 µs (200 µs
+// beyond its fork).
+const accountingSample = gapSample + `BenchmarkPerCall/fork/native-2   2000  100000 ns/call
+BenchmarkPerCall/fork/tx-2       2000  200000 ns/call
+BenchmarkPerCall/exec/native-2   2000  100000 ns/call
+BenchmarkPerCall/exec/tx-2       2000  400000 ns/call
+workload-true: true
+phases-true: true
+BenchmarkWorkload/true-2  1  1 ns/op  0.001 true/native-s  0.021 true/durable-s  5 true/durable-calls  0.01 true/durable-commit-s  1 true/durable-execs  0 true/durable-forks  0.001 true/native-cpu-s
+workload-build: make
+phases-build: make
+BenchmarkWorkload/build-2 1 1 ns/op 1 make/native-s 3 make/durable-s 1 make/native-cpu-s 100000 make/durable-calls 100 make/durable-execs 200 make/durable-forks 0.06 make/durable-commit-s 30000 make/native-cs 240000 make/durable-cs 100 make/native-migrations 5000 make/durable-migrations
+`
+
+func TestAccounting(t *testing.T) {
+	r, err := Parse(strings.NewReader(accountingSample), "accountingSample")
+	require.NoError(t, err)
+	ws := r.Workloads()
+	a := newAccounting(r, ws, newFloorGaps(r))
+	require.NotNil(t, a)
+	assert.InDelta(t, 100000, a.Fork, 1e-6)
+	assert.InDelta(t, 200000, a.Exec, 1e-6)
+	assert.InDelta(t, 0.02, a.Fixed, 1e-9)
+	// Overhead 2 s: calls 100,000 × 12.5 µs (the transaction's overhead
+	// half way between 0 and 20 µs) = 1.25 s, execs 0.02 s, forks 0.02 s,
+	// fixed 0.02 s, write-through 0.06 − 0.01 = 0.05 s: 0.64 s left.
+	assert.Equal(t, [][]string{{"parallel C build", "1.00", "2.00", "1.25 (100000 × 12.5 µs)", "0.020 (100 × 200 µs)",
+		"0.020 (200 × 100 µs)", "0.020 (1 × 0.020 s)", "0.050", "0.64", "32%"}}, a.Rows)
+	// 20 µs per trapped call against the floor's 11 µs at a 10 µs gap.
+	assert.Equal(t, [][]string{{"parallel C build", "10.0", "20.0", "11.0", "1.82"}}, a.Effective)
+	require.Len(t, a.Targets, 1)
+	assert.False(t, a.Targets[0].Met)
+
+	sw := newWorkloadSwitches(ws, r.Header["switch-counter"])
+	require.NotNil(t, sw)
+	assert.Equal(t, []string{"parallel C build", "make", "100000", "30000", "240000", "0.30", "2.40", "0.00", "0.05"}, sw.Rows[0])
+	require.Len(t, sw.Targets, 1)
+	assert.False(t, sw.Targets[0].Met, "2.4 switches per trapped call")
+
+	// Without the fork and exec units, no table.
+	noUnits, err := Parse(strings.NewReader(strings.ReplaceAll(accountingSample, "PerCall/fork", "PerCall/other")), "noUnits")
+	require.NoError(t, err)
+	assert.Nil(t, newAccounting(noUnits, noUnits.Workloads(), newFloorGaps(noUnits)))
+}
