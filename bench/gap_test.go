@@ -11,9 +11,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 // GapsUS are the lengths of the CPU work after each call in
@@ -72,13 +69,13 @@ func gapModes(percall string) []gapMode {
 // own native loop's). Metrics: ns/call, and the context switches
 // (cs/call) and CPU migrations (migrations/call) per call of the whole
 // process tree — txexec's threads and the floor's supervisor included —
-// counted by perf stat where it works (else switches from rusage, no
-// migrations; the "switch-counter:" line says which) over a run of n
-// calls less one of 64, so that start-up and commit drop out.
+// counted by the kernel's perf events where it lets us (else switches from rusage, no
+// migrations; the "switch-counter:" line says which: SwitchCounter) over
+// a run of n calls less one of 64, so that start-up and commit drop out.
 func BenchmarkFloorGap(b *testing.B) {
 	bin := BuildPercall(b)
 	perUS := busyItersPerUS(b, bin)
-	sw := SwitchCounter()
+	sw := Switches()
 	fmt.Println(sw.Describe())
 	for _, g := range GapsUS {
 		iters := int(math.Round(float64(g) * perUS))
@@ -86,7 +83,7 @@ func BenchmarkFloorGap(b *testing.B) {
 			for _, m := range gapModes(bin) {
 				b.Run(m.name, func(b *testing.B) {
 					n := roundUp(max(b.N, minCalls), 64)
-					ns := gapRun(b, m.argv(b, n, iters, WorkDir(b)), nil)
+					ns := gapRun(b, m.argv(b, n, iters, WorkDir(b)), nil, nil)
 					b.ReportMetric(ns, "ns/op")
 					b.ReportMetric(ns, "ns/call")
 					if !m.counted {
@@ -94,9 +91,7 @@ func BenchmarkFloorGap(b *testing.B) {
 					}
 					var c [2]SwitchCounts
 					for i, k := range []int{gapBaseCalls, n} {
-						gapRun(b, m.argv(b, k, iters, WorkDir(b)), func(cmd *exec.Cmd) func() (SwitchCounts, error) {
-							return sw.Wrap(cmd, b.TempDir())
-						}, &c[i])
+						gapRun(b, m.argv(b, k, iters, WorkDir(b)), &sw, &c[i])
 					}
 					calls := float64(n - gapBaseCalls)
 					if calls <= 0 {
@@ -118,31 +113,25 @@ const gapBaseCalls = 64
 func roundUp(n, k int) int { return (n + k - 1) / k * k }
 
 // gapRun runs argv with a fresh state directory and returns its ns/call.
-// With wrap, it runs under the switch counter and stores the counts in
-// *counts.
-func gapRun(tb testing.TB, argv []string, wrap func(*exec.Cmd) func() (SwitchCounts, error), counts ...*SwitchCounts) float64 {
+// With a counter, it stores the counts of the run in *counts.
+func gapRun(tb testing.TB, argv []string, counter *SwitchCounter, counts *SwitchCounts) float64 {
 	tb.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+TempDir(tb, "txexec-bench-state-"))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	var read func() (SwitchCounts, error)
-	if wrap != nil {
-		read = wrap(cmd)
+	var err error
+	if counter != nil {
+		*counts, err = counter.Run(cmd)
+	} else {
+		err = cmd.Run()
 	}
-	if err := cmd.Run(); err != nil {
+	if err != nil {
 		tb.Fatalf("bench: %s: %v\n%s", strings.Join(cmd.Args, " "), err, stderr.String())
 	}
 	ns, err := ParseNsPerCall(stdout.Bytes())
 	if err != nil {
 		tb.Fatalf("%v (stderr: %s)", err, stderr.String())
-	}
-	if read != nil {
-		c, err := read()
-		if err != nil {
-			tb.Fatal(err)
-		}
-		*counts[0] = c
 	}
 	return ns
 }
@@ -162,7 +151,7 @@ func busyItersPerUS(tb testing.TB, percall string) float64 {
 		best := math.Inf(1)
 		for range 3 {
 			dir := TempDir(tb, "txexec-bench-busy-")
-			best = min(best, gapRun(tb, []string{percall, "-o", "busy", "-d", dir, "-n", "64", "-w", "64", "-b", strconv.Itoa(iters)}, nil))
+			best = min(best, gapRun(tb, []string{percall, "-o", "busy", "-d", dir, "-n", "64", "-w", "64", "-b", strconv.Itoa(iters)}, nil, nil))
 		}
 		busyPerUS = iters / (best / 1000)
 	})
@@ -170,14 +159,4 @@ func busyItersPerUS(tb testing.TB, percall string) float64 {
 		tb.Fatal("bench: could not calibrate the CPU loop")
 	}
 	return busyPerUS
-}
-
-func TestParsePerfStat(t *testing.T) {
-	c, err := parsePerfStat([]byte("# started on Thu Nov 26 02:24:12 2026\n\n4449,,context-switches,54624246,100.00,,\n1,,cpu-migrations,54624246,100.00,,\n"))
-	require.NoError(t, err)
-	assert.Equal(t, SwitchCounts{Switches: 4449, Migrations: 1}, c)
-	for _, bad := range []string{"", "<not counted>,,context-switches,0,0.00,,\n1,,cpu-migrations,1,100.00,,\n", "12,,context-switches,1,100.00,,\n"} {
-		_, err := parsePerfStat([]byte(bad))
-		assert.Error(t, err, "%q", bad)
-	}
 }

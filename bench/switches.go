@@ -1,129 +1,140 @@
 package bench
 
 import (
-	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
+	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
-// A Switches counts the context switches and CPU migrations of a command's
-// whole process tree, threads included: with `perf stat -e
-// context-switches,cpu-migrations` (its counters follow every child and
-// thread) where perf works, else from the rusage wait4 returns for the
-// command (voluntary and involuntary switches of the command and the
-// descendants it waited for), which has no migrations.
-type Switches struct {
-	// Perf is the perf binary, "" when it cannot count here.
-	Perf string
-	// Why says why perf is not used ("" when it is).
+// A SwitchCounter counts the context switches and CPU migrations of a
+// command's whole process tree, threads included. It opens the kernel's
+// software counters that `perf stat -e context-switches,cpu-migrations`
+// reads (perf_event_open(2): PERF_COUNT_SW_CONTEXT_SWITCHES and
+// PERF_COUNT_SW_CPU_MIGRATIONS, inherited by every child and thread,
+// enabled when the command execs), itself rather than through the perf
+// program, whose start-up would add tens of milliseconds to every timed
+// run. Where the kernel refuses (no perf events, or not permitted), the
+// switches come from the rusage wait4 returns (voluntary and involuntary
+// switches of the command and of the descendants it waited for), and
+// migrations are not counted.
+type SwitchCounter struct {
+	// Why says why perf events are not used ("" when they are).
 	Why string
 }
 
-// SwitchCounts are the counts of one run.
+// SwitchCounts are the counts of one run; NaN when not counted.
 type SwitchCounts struct {
-	// Switches and Migrations are NaN when not counted.
 	Switches, Migrations float64
 }
 
 var (
 	switchesOnce sync.Once
-	switches     Switches
+	switches     SwitchCounter
 )
 
-// SwitchCounter returns how this machine counts: perf if `perf stat -e
-// context-switches,cpu-migrations true` works (it needs the permission
-// to count, which root has), else rusage.
-func SwitchCounter() Switches {
+// Switches returns how this machine counts: perf events if the kernel
+// lets this process open them.
+func Switches() SwitchCounter {
 	switchesOnce.Do(func() {
-		perf, err := exec.LookPath("perf")
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		fds, err := openTreeEvents()
 		if err != nil {
-			switches.Why = "no perf in PATH"
-			return
-		}
-		out, err := exec.Command(perf, "stat", "-x,", "-e", switchEvents, "true").CombinedOutput()
-		if err != nil {
-			switches.Why = fmt.Sprintf("perf stat -e %s true: %v: %s", switchEvents, err, bytes.TrimSpace(out))
-			return
-		}
-		if _, err := parsePerfStat(out); err != nil {
 			switches.Why = err.Error()
 			return
 		}
-		switches.Perf = perf
+		closeAll(fds)
 	})
 	return switches
 }
 
-const switchEvents = "context-switches,cpu-migrations"
-
 // Describe is what a benchmark prints of the counter, in the "key: value"
 // form of go test's header lines, for bench/report.
-func (s Switches) Describe() string {
-	if s.Perf != "" {
-		return "switch-counter: perf stat"
+func (s SwitchCounter) Describe() string {
+	if s.Why == "" {
+		return "switch-counter: perf events"
 	}
 	return "switch-counter: getrusage (" + strings.ReplaceAll(s.Why, "\n", " ") + ")"
 }
 
-// Wrap makes cmd (not started) run under perf stat, counting into a file
-// of dir; the returned function reads the counts once cmd has run. Without
-// perf, cmd is left alone and the counts come from its rusage.
-func (s Switches) Wrap(cmd *exec.Cmd, dir string) (counts func() (SwitchCounts, error)) {
-	if s.Perf == "" {
-		return func() (SwitchCounts, error) {
-			ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-			if !ok {
-				return SwitchCounts{}, fmt.Errorf("bench: no rusage for %s", cmd.Path)
-			}
-			return SwitchCounts{Switches: float64(ru.Nvcsw + ru.Nivcsw), Migrations: math.NaN()}, nil
+// treeEvents are the counters Run opens, in SwitchCounts' order.
+var treeEvents = []struct {
+	name   string
+	config uint64
+}{
+	{"context-switches", unix.PERF_COUNT_SW_CONTEXT_SWITCHES},
+	{"cpu-migrations", unix.PERF_COUNT_SW_CPU_MIGRATIONS},
+}
+
+// openTreeEvents opens treeEvents on the calling thread, disabled until
+// the thread's children exec and inherited by all their descendants.
+// The caller must have locked its OS thread.
+func openTreeEvents() ([]int, error) {
+	var fds []int
+	for _, e := range treeEvents {
+		attr := unix.PerfEventAttr{
+			Type:   unix.PERF_TYPE_SOFTWARE,
+			Config: e.config,
+			Bits:   unix.PerfBitDisabled | unix.PerfBitInherit | unix.PerfBitEnableOnExec,
 		}
-	}
-	out := filepath.Join(dir, fmt.Sprintf("perf-stat-%d", perfFileN.Add(1)))
-	cmd.Args = append([]string{s.Perf, "stat", "-x,", "-o", out, "-e", switchEvents, "--"}, cmd.Args...)
-	cmd.Path = s.Perf
-	cmd.Err = nil
-	return func() (SwitchCounts, error) {
-		b, err := os.ReadFile(out)
+		attr.Size = uint32(unsafe.Sizeof(attr))
+		fd, err := unix.PerfEventOpen(&attr, 0 /* this thread */, -1 /* any CPU */, -1 /* no group */, unix.PERF_FLAG_FD_CLOEXEC)
 		if err != nil {
-			return SwitchCounts{}, fmt.Errorf("bench: perf stat: %w", err)
+			closeAll(fds)
+			return nil, fmt.Errorf("perf_event_open(%s): %w", e.name, err)
 		}
-		os.Remove(out)
-		return parsePerfStat(b)
+		fds = append(fds, fd)
+	}
+	return fds, nil
+}
+
+func closeAll(fds []int) {
+	for _, fd := range fds {
+		unix.Close(fd)
 	}
 }
 
-// perfFileN numbers the output files of perf stat.
-var perfFileN atomic.Int64
-
-// parsePerfStat reads the CSV lines of perf stat -x, ("4449,,context-switches,54624246,100.00,,").
-func parsePerfStat(b []byte) (SwitchCounts, error) {
-	c := SwitchCounts{Switches: math.NaN(), Migrations: math.NaN()}
-	for _, l := range strings.Split(string(b), "\n") {
-		f := strings.Split(strings.TrimSpace(l), ",")
-		if len(f) < 3 || strings.HasPrefix(f[0], "#") {
-			continue
-		}
-		v, err := strconv.ParseFloat(f[0], 64)
+// Run runs cmd (not started) and returns the counts of its tree and what
+// cmd.Run returned, or an error without running it when the counters the
+// machine had could not be opened.
+func (s SwitchCounter) Run(cmd *exec.Cmd) (SwitchCounts, error) {
+	if s.Why == "" {
+		// The counters follow the children of this thread: cmd must
+		// be started from it.
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		fds, err := openTreeEvents()
 		if err != nil {
-			return c, fmt.Errorf("bench: perf stat could not count %s: %q", f[2], f[0])
+			return SwitchCounts{}, fmt.Errorf("bench: %w (it could be opened before)", err)
 		}
-		switch strings.TrimSuffix(f[2], ":u") {
-		case "context-switches", "cs":
-			c.Switches = v
-		case "cpu-migrations", "migrations":
-			c.Migrations = v
+		defer closeAll(fds)
+		err = cmd.Run()
+		return SwitchCounts{Switches: readCount(fds[0]), Migrations: readCount(fds[1])}, err
+	}
+	err := cmd.Run()
+	c := SwitchCounts{Switches: math.NaN(), Migrations: math.NaN()}
+	if cmd.ProcessState != nil {
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			c.Switches = float64(ru.Nvcsw + ru.Nivcsw)
 		}
 	}
-	if math.IsNaN(c.Switches) || math.IsNaN(c.Migrations) {
-		return c, fmt.Errorf("bench: perf stat printed no %s: %q", switchEvents, b)
+	return c, err
+}
+
+// readCount reads an inherited counter: its own count (none: it stayed
+// disabled on this thread) and those of every exited child.
+func readCount(fd int) float64 {
+	var b [8]byte
+	if n, err := unix.Read(fd, b[:]); err != nil || n != len(b) {
+		return math.NaN()
 	}
-	return c, nil
+	return float64(binary.NativeEndian.Uint64(b[:]))
 }

@@ -58,8 +58,7 @@ import (
 //	P/M-staging-MiB  the transaction's staging disk use before commit
 //	                 (transactional modes)
 //	P/M-cs           context switches of the whole tree, txexec's threads
-//	                 included (every mode runs under perf stat -e
-//	                 context-switches,cpu-migrations where perf works; else
+//	                 included (perf events where the kernel lets us; else
 //	                 rusage's, and no migrations: see SwitchCounter)
 //	P/M-migrations   CPU migrations of the tree, likewise
 //	P/M-calls, -execs, -forks, -commit-s, -staged
@@ -189,7 +188,7 @@ func runWorkload(b *testing.B, w workload) {
 		phases[i] = ph.name
 	}
 	fmt.Printf("workload-%s: %s\nphases-%s: %s\n", w.name, plan.what, w.name, strings.Join(phases, " "))
-	fmt.Println(SwitchCounter().Describe())
+	fmt.Println(Switches().Describe())
 	// Warm the caches (programs, libraries, headers, package database)
 	// with one untimed native run of every phase.
 	warm := tempDirIn(b, workloadDir, "txexec-bench-"+w.name+"-")
@@ -307,8 +306,7 @@ const transientTries = 5
 // phaseTime is how long a run took, in seconds: wall time, and the CPU
 // time (user + system) of the command's process tree — txexec's
 // included under txexec — which other load on the machine disturbs less;
-// and the context switches and CPU migrations of the tree (SwitchCounter:
-// every mode runs under perf stat where perf works).
+// and the context switches and CPU migrations of the tree (Switches).
 type phaseTime struct {
 	wall, cpu float64
 	switches  SwitchCounts
@@ -333,13 +331,12 @@ func runPhase(b *testing.B, bin string, r modeRun, ph workloadPhase) (phaseTime,
 		cmd.Env = env
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
-		counts := SwitchCounter().Wrap(cmd, b.TempDir())
 		start := time.Now()
-		err := cmd.Run()
+		switches, err := Switches().Run(cmd)
 		if err == nil && r.mode.syncfs {
 			err = syncfs(r.dir)
 		}
-		t := phaseTime{wall: time.Since(start).Seconds()}
+		t := phaseTime{wall: time.Since(start).Seconds(), switches: switches}
 		if cmd.ProcessState != nil {
 			t.cpu = (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
 		}
@@ -350,9 +347,6 @@ func runPhase(b *testing.B, bin string, r modeRun, ph workloadPhase) (phaseTime,
 				continue
 			}
 			b.Fatalf("bench: %s: %v\n%s", strings.Join(argv, " "), err, stderr.String())
-		}
-		if t.switches, err = counts(); err != nil {
-			b.Fatalf("bench: %s: %v", strings.Join(argv, " "), err)
 		}
 		if ph.check != nil {
 			ph.check(b, r.dir)

@@ -12,7 +12,7 @@ import (
 
 // gapSample is BenchmarkFloorGap at two gaps: the floor adds 10 µs and
 // 12 µs, passthrough 12 µs and 16 µs, a transaction 11 µs and 14 µs.
-const gapSample = `switch-counter: perf stat
+const gapSample = `switch-counter: perf events
 BenchmarkFloorGap/0us/gap-2           2000  1 ns/call
 BenchmarkFloorGap/0us/native-2        2000  1000 ns/call  0.01 cs/call  0 migrations/call
 BenchmarkFloorGap/0us/floor-native-2  2000  2000 ns/call  0.02 cs/call  0 migrations/call
@@ -49,11 +49,11 @@ func TestFloorGaps(t *testing.T) {
 
 	var b bytes.Buffer
 	require.NoError(t, execute(&b, "floorGaps", fg))
-	assert.Contains(t, b.String(), "counted by `perf stat -e context-switches,cpu-migrations`")
+	assert.Contains(t, b.String(), "counted by the kernel's perf events (see Method)")
 	assert.Contains(t, b.String(), "**not met**: 1.33× passthrough at the 20 µs gap.")
 
 	// Without perf: switches from rusage, no migrations column.
-	noPerf := strings.NewReplacer("switch-counter: perf stat", "switch-counter: getrusage (no perf in PATH)", "migrations/call", "x/call").Replace(gapSample)
+	noPerf := strings.NewReplacer("switch-counter: perf events", "switch-counter: getrusage (no perf in PATH)", "migrations/call", "x/call").Replace(gapSample)
 	r, err = Parse(strings.NewReader(noPerf), "noPerf")
 	require.NoError(t, err)
 	fg = newFloorGaps(r)
@@ -62,7 +62,7 @@ func TestFloorGaps(t *testing.T) {
 	assert.Len(t, fg.Rows[0], 9)
 	b.Reset()
 	require.NoError(t, execute(&b, "floorGaps", fg))
-	assert.Contains(t, b.String(), "getrusage (no perf in PATH): perf could not count here, so switches come from wait4's rusage of the tree and migrations are not counted.")
+	assert.Contains(t, b.String(), "getrusage (no perf in PATH): the kernel's perf events could not be opened here, so switches come from wait4's rusage of the tree and migrations are not counted.")
 	assert.NotContains(t, b.String(), "migrations per call")
 
 	r, err = Parse(strings.NewReader(sample), "sample")
