@@ -160,3 +160,30 @@ func busyItersPerUS(tb testing.TB, percall string) float64 {
 	}
 	return busyPerUS
 }
+
+// TestPercallLoopsAndProcesses: the fixture's CPU loop, fork and exec
+// operations run natively, and it refuses what makes no sense: a loop
+// after calls other than stat, exec without a program, a relative one.
+func TestPercallLoopsAndProcesses(t *testing.T) {
+	bin := BuildPercall(t)
+	tiny := BuildTiny(t)
+	dir := WorkDir(t)
+	run := func(args ...string) (float64, error) {
+		out, err := exec.Command(bin, append([]string{"-d", dir, "-n", "64", "-w", "0"}, args...)...).Output()
+		if err != nil {
+			return 0, err
+		}
+		return ParseNsPerCall(out)
+	}
+	for _, args := range [][]string{{"-o", "busy", "-b", "1000"}, {"-o", "stat", "-b", "1000"}, {"-o", "fork"}, {"-o", "exec", "-x", tiny}} {
+		ns, err := run(args...)
+		if err != nil || !(ns > 0) {
+			t.Errorf("percall %q: %v, %g ns per call", args, err, ns)
+		}
+	}
+	for _, args := range [][]string{{"-o", "open", "-b", "10"}, {"-o", "exec"}, {"-o", "exec", "-x", "tiny"}, {"-o", "stat", "-x", tiny}, {"-o", "busy", "-b", "-1"}} {
+		if _, err := run(args...); err == nil {
+			t.Errorf("percall %q: want a usage error", args)
+		}
+	}
+}

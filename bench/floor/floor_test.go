@@ -25,6 +25,8 @@ var modes = []struct {
 	{"open-native", []string{"-o", "-m"}},
 	{"open-notify-addfd-syncwake", []string{"-o", "-s"}},
 	{"open-notify-addfd-syncwake-pinned", []string{"-o", "-s", "-p"}},
+	{"native-gap", []string{"-m", "-b", "1000"}},
+	{"notify-syncwake-gap", []string{"-s", "-b", "1000"}},
 }
 
 func TestFloorModes(t *testing.T) {
@@ -46,7 +48,7 @@ func TestFloorModes(t *testing.T) {
 
 func TestRunRejectsBadFlags(t *testing.T) {
 	bin := Build(t)
-	for _, args := range [][]string{{"-n", "0"}, {"-f", "relative"}, {"-m", "-s"}, {"-x"}} {
+	for _, args := range [][]string{{"-n", "0"}, {"-f", "relative"}, {"-m", "-s"}, {"-x"}, {"-b", "-1"}, {"-b", "x"}} {
 		if _, err := Run(bin, args...); err == nil {
 			t.Errorf("Run(%q): want error", args)
 		}
