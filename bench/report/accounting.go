@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -24,8 +25,11 @@ const (
 // mode's overhead per call over its native loop (ns), and the context
 // switches and migrations per call (NaN when not counted).
 type gapPoint struct {
-	Name                      string
-	Gap, Native               float64
+	Name string
+	// Nominal is the gap the benchmark asked for (ns), Gap the CPU loop's
+	// time measured alone: the table shows both, interpolation uses the
+	// nominal one, which noise on the machine does not move.
+	Nominal, Gap, Native      float64
 	Floor, Passthrough, Tx    float64
 	SwitchFloor, SwitchPT     float64
 	SwitchTx, SwitchNative    float64
@@ -45,6 +49,9 @@ type floorGaps struct {
 	// Worst is the largest txexec / floor ratio, at WorstGap in WorstMode.
 	Worst               float64
 	WorstGap, WorstMode string
+	// NoRatio are the gaps (µs) where the floor's overhead came out not
+	// positive (noise): no ratio, and the target not met.
+	NoRatio []int
 }
 
 // newFloorGaps is BenchmarkFloorGap's table, nil if it did not run.
@@ -64,7 +71,11 @@ func newFloorGaps(r *Results) *floorGaps {
 	for _, g := range names {
 		at := func(mode, unit string) float64 { return r.MedianOrNaN("FloorGap/"+g+"/"+mode, unit) }
 		ns := func(mode string) float64 { return at(mode, "ns/call") }
-		p := gapPoint{Name: g, Gap: ns("gap"), Native: ns("native"),
+		nominal, err := strconv.Atoi(strings.TrimSuffix(g, "us"))
+		if err != nil {
+			continue
+		}
+		p := gapPoint{Name: g, Nominal: float64(nominal) * 1000, Gap: ns("gap"), Native: ns("native"),
 			Floor: ns("floor") - ns("floor-native"), Passthrough: ns("passthrough") - ns("native"), Tx: ns("tx") - ns("native"),
 			SwitchNative: at("native", "cs/call"), SwitchFloor: at("floor", "cs/call"), SwitchPT: at("passthrough", "cs/call"), SwitchTx: at("tx", "cs/call"),
 			MigrFloor: at("floor", "migrations/call"), MigrPT: at("passthrough", "migrations/call"), MigrTx: at("tx", "migrations/call")}
@@ -79,11 +90,15 @@ func newFloorGaps(r *Results) *floorGaps {
 			name string
 			v    float64
 		}{{"passthrough", p.Passthrough}, {"in a transaction", p.Tx}} {
-			ratio := m.v / p.Floor
+			ratio := overRatio(m.v, p.Floor)
 			if !(ratio <= targetGapRatio) {
 				fg.Met = false
 			}
-			if ratio > fg.Worst || math.IsNaN(ratio) {
+			if math.IsNaN(ratio) {
+				if !slices.Contains(fg.NoRatio, nominal) {
+					fg.NoRatio = append(fg.NoRatio, nominal)
+				}
+			} else if ratio > fg.Worst {
 				fg.Worst, fg.WorstGap, fg.WorstMode = ratio, strings.TrimSuffix(g, "us"), m.name
 			}
 		}
@@ -91,10 +106,10 @@ func newFloorGaps(r *Results) *floorGaps {
 	if len(fg.Points) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(fg.Points, func(a, b gapPoint) int { return cmpFloat(a.Gap, b.Gap) })
+	slices.SortStableFunc(fg.Points, func(a, b gapPoint) int { return cmpFloat(a.Nominal, b.Nominal) })
 	for _, p := range fg.Points {
 		row := []string{strings.TrimSuffix(p.Name, "us"), us(p.Gap), us(p.Native), us(p.Floor), us(p.Passthrough), us(p.Tx),
-			ratio(p.Passthrough, p.Floor), ratio(p.Tx, p.Floor)}
+			ratioX(overRatio(p.Passthrough, p.Floor)), ratioX(overRatio(p.Tx, p.Floor))}
 		if fg.Switches {
 			row = append(row, perCall(p.SwitchFloor)+" / "+perCall(p.SwitchPT)+" / "+perCall(p.SwitchTx))
 		}
@@ -104,6 +119,15 @@ func newFloorGaps(r *Results) *floorGaps {
 		fg.Rows = append(fg.Rows, row)
 	}
 	return fg
+}
+
+// overRatio is overhead a over overhead b, NaN unless b is positive (the
+// machine's noise can make a small overhead come out negative).
+func overRatio(a, b float64) float64 {
+	if !(b > 0) {
+		return math.NaN()
+	}
+	return a / b
 }
 
 func cmpFloat(a, b float64) int {
@@ -125,20 +149,20 @@ func perCall(v float64) string {
 	return fmt.Sprintf("%.2f", math.Max(v, 0))
 }
 
-// at interpolates linearly between the gaps the value that pick takes at
-// a gap of gapNs, and holds the end values beyond the measured gaps.
+// at interpolates linearly between the nominal gaps the value that pick
+// takes at a gap of gapNs, and holds the end values beyond them.
 func (fg *floorGaps) at(gapNs float64, pick func(gapPoint) float64) float64 {
 	if fg == nil || len(fg.Points) == 0 || math.IsNaN(gapNs) {
 		return math.NaN()
 	}
 	ps := fg.Points
-	if gapNs <= ps[0].Gap {
+	if gapNs <= ps[0].Nominal {
 		return pick(ps[0])
 	}
 	for i := 1; i < len(ps); i++ {
-		if gapNs <= ps[i].Gap {
+		if gapNs <= ps[i].Nominal {
 			a, b := ps[i-1], ps[i]
-			f := (gapNs - a.Gap) / (b.Gap - a.Gap)
+			f := (gapNs - a.Nominal) / (b.Nominal - a.Nominal)
 			return pick(a) + f*(pick(b)-pick(a))
 		}
 	}
@@ -148,7 +172,9 @@ func (fg *floorGaps) at(gapNs float64, pick func(gapPoint) float64) float64 {
 // workloadSwitches is the table of the workloads' context switches and
 // CPU migrations per trapped call, natively and under txexec.
 type workloadSwitches struct {
-	Counter    string
+	Counter string
+	// Empty is the empty transaction's switches (durable), not a row.
+	Empty      string
 	Migrations bool
 	Rows       [][]string
 	// Targets are dpkg's and the build's switches per trapped call under
@@ -169,6 +195,10 @@ type switchTarget struct {
 func newWorkloadSwitches(ws []Workload, counter string) *workloadSwitches {
 	t := &workloadSwitches{Counter: counter}
 	for _, wl := range ws {
+		if wl.Name == "true" {
+			t.Empty = count0(medianOf(wl.times(wl.Switches, "", modeDurable)))
+			continue
+		}
 		for _, ph := range wl.rows() {
 			calls := medianOf(wl.times(wl.Calls, ph, modeDurable))
 			nat, dur := medianOf(wl.times(wl.Switches, ph, modeNative)), medianOf(wl.times(wl.Switches, ph, modeDurable))
@@ -268,10 +298,11 @@ func newAccounting(r *Results, ws []Workload, fg *floorGaps) *accounting {
 			fmt.Sprintf("%s (%.0f × %s s)", secs(fixedS), phases, secs(a.Fixed)),
 			secs(writeS), secs(left), fmt.Sprintf("%.0f%%", 100*left/over)})
 		eff := over / calls * 1e9
-		a.Effective = append(a.Effective, []string{wl.Title, us(gap), us(eff), us(floor), ratio(eff, floor)})
+		a.Effective = append(a.Effective, []string{wl.Title, us(gap), us(eff), us(floor), ratioX(overRatio(eff, floor))})
 		if wl.Name == "dpkg" || wl.Name == "build" {
-			a.Targets = append(a.Targets, effectiveTarget{Title: wl.Title, PerCall: eff, Floor: floor, Ratio: eff / floor,
-				Target: targetEffective, Met: eff/floor <= targetEffective})
+			r := overRatio(eff, floor)
+			a.Targets = append(a.Targets, effectiveTarget{Title: wl.Title, PerCall: eff, Floor: floor, Ratio: r,
+				Target: targetEffective, Met: r <= targetEffective})
 		}
 	}
 	if len(a.Rows) == 0 {

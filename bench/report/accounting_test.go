@@ -43,7 +43,7 @@ func TestFloorGaps(t *testing.T) {
 
 	tx := func(p gapPoint) float64 { return p.Tx }
 	assert.InDelta(t, 11000, fg.at(0, tx), 1e-6, "at the first gap")
-	assert.InDelta(t, 12500, fg.at(10001, tx), 1e-6, "half way")
+	assert.InDelta(t, 12500, fg.at(10000, tx), 1e-6, "half way between the nominal gaps")
 	assert.InDelta(t, 14000, fg.at(1e6, tx), 1e-6, "held beyond the last gap")
 	assert.True(t, math.IsNaN((*floorGaps)(nil).at(5, tx)))
 
@@ -116,4 +116,23 @@ func TestAccounting(t *testing.T) {
 	noUnits, err := Parse(strings.NewReader(strings.ReplaceAll(accountingSample, "PerCall/fork", "PerCall/other")), "noUnits")
 	require.NoError(t, err)
 	assert.Nil(t, newAccounting(noUnits, noUnits.Workloads(), newFloorGaps(noUnits)))
+}
+
+// TestFloorGapsNoise: a floor overhead that noise made negative gives no
+// ratio, and the target is then not met; the rows stay in the order of the
+// nominal gaps whatever the measured ones.
+func TestFloorGapsNoise(t *testing.T) {
+	noisy := strings.NewReplacer("20us/floor-2        2000  34000", "20us/floor-2        2000  21000",
+		"20us/gap-2          2000  20001", "20us/gap-2          2000  0.5").Replace(gapSample)
+	r, err := Parse(strings.NewReader(noisy), "noisy")
+	require.NoError(t, err)
+	fg := newFloorGaps(r)
+	require.NotNil(t, fg)
+	assert.Equal(t, []string{"0", "20"}, []string{fg.Rows[0][0], fg.Rows[1][0]})
+	assert.Equal(t, []string{"-1.00", "—", "—"}, []string{fg.Rows[1][3], fg.Rows[1][6], fg.Rows[1][7]})
+	assert.False(t, fg.Met)
+	assert.Equal(t, []int{20}, fg.NoRatio)
+	var b bytes.Buffer
+	require.NoError(t, execute(&b, "floorGaps", fg))
+	assert.Contains(t, b.String(), "At the gaps of 20 µs the floor's overhead came out nil or negative")
 }
