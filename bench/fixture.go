@@ -1,8 +1,9 @@
 // Package bench holds txexec's benchmarks: the per-call table (percall.c run
 // natively, under `txexec --passthrough --` and under `txexec --`, next to
-// the bare C seccomp-notify floor of bench/floor, all in one run) and an
-// in-process variant of the same runs for pprof. `make bench` runs them and
-// bench/report turns their output into docs/performance.md.
+// the bare C seccomp-notify floor of bench/floor, all in one run), the same
+// stat loop with CPU work between calls (BenchmarkFloorGap), the workloads,
+// and an in-process variant of the per-call runs for pprof. `make bench`
+// runs them and bench/report turns their output into docs/performance.md.
 //
 // Everything a benchmark writes lives in temporary directories: the files
 // the fixture works on, txexec's state directory (TXEXEC_STATE_DIR), the

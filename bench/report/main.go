@@ -2,10 +2,12 @@
 // -bench` on ./bench/...) into docs/performance.md: the per-call table in
 // the style of TxOS (SOSP'09) Table 4, the bare seccomp-notify floor
 // measured in the same run, the ratios against native and against the
-// floor, the example mail server with transactions begun by the program
-// against flock, the workloads (whole programs) with the supervisor's memory and
-// staging disk use, the targets of issue 7 and whether they are met, the
-// machine and the method, and the record of optimizations kept in
+// floor, the floor with gaps of CPU work between calls, the example mail
+// server with transactions begun by the program against flock, the
+// workloads (whole programs) with the supervisor's memory and staging disk
+// use, their context switches per trapped call and the accounting of their
+// overhead (per trapped call, exec, fork, commit), the targets of issues 7
+// and 17 and whether they are met, the machine and the method, and the record of optimizations kept in
 // bench/history. Next to the Markdown file it draws the ratios as SVG bar
 // charts (perf-percall.svg, perf-workloads.svg).
 //
