@@ -34,6 +34,7 @@ type gapPoint struct {
 	SwitchFloor, SwitchPT     float64
 	SwitchTx, SwitchNative    float64
 	MigrFloor, MigrPT, MigrTx float64
+	MigrNative                float64
 }
 
 // floorGaps is the floor-with-gaps table and its target.
@@ -78,7 +79,7 @@ func newFloorGaps(r *Results) *floorGaps {
 		p := gapPoint{Name: g, Nominal: float64(nominal) * 1000, Gap: ns("gap"), Native: ns("native"),
 			Floor: ns("floor") - ns("floor-native"), Passthrough: ns("passthrough") - ns("native"), Tx: ns("tx") - ns("native"),
 			SwitchNative: at("native", "cs/call"), SwitchFloor: at("floor", "cs/call"), SwitchPT: at("passthrough", "cs/call"), SwitchTx: at("tx", "cs/call"),
-			MigrFloor: at("floor", "migrations/call"), MigrPT: at("passthrough", "migrations/call"), MigrTx: at("tx", "migrations/call")}
+			MigrFloor: at("floor", "migrations/call"), MigrPT: at("passthrough", "migrations/call"), MigrTx: at("tx", "migrations/call"), MigrNative: at("native", "migrations/call")}
 		if math.IsNaN(p.Floor + p.Passthrough + p.Tx) {
 			fg.Met = false
 			continue
@@ -111,10 +112,10 @@ func newFloorGaps(r *Results) *floorGaps {
 		row := []string{strings.TrimSuffix(p.Name, "us"), us(p.Gap), us(p.Native), us(p.Floor), us(p.Passthrough), us(p.Tx),
 			ratioX(overRatio(p.Passthrough, p.Floor)), ratioX(overRatio(p.Tx, p.Floor))}
 		if fg.Switches {
-			row = append(row, perCall(p.SwitchFloor)+" / "+perCall(p.SwitchPT)+" / "+perCall(p.SwitchTx))
+			row = append(row, perCall(p.SwitchNative)+" / "+perCall(p.SwitchFloor)+" / "+perCall(p.SwitchPT)+" / "+perCall(p.SwitchTx))
 		}
 		if fg.Migrations {
-			row = append(row, perCall(p.MigrFloor)+" / "+perCall(p.MigrPT)+" / "+perCall(p.MigrTx))
+			row = append(row, perCall(p.MigrNative)+" / "+perCall(p.MigrFloor)+" / "+perCall(p.MigrPT)+" / "+perCall(p.MigrTx))
 		}
 		fg.Rows = append(fg.Rows, row)
 	}
