@@ -11,6 +11,11 @@
 //	-o    open+close (openat trapped, answered with ADDFD+SEND)
 //	-b B  B iterations of a CPU loop after each call (the gap)
 //	-f P  absolute path to stat (default "/")
+//
+// fastpath_floor.c is the experiment of docs/fastpath.md: a fast path for
+// read-only lookups (an in-process agent reached by SIGSYS, by Syscall User
+// Dispatch or by a rewritten call site) against the same floor, in one run;
+// see BuildFastpath and RunFastpath.
 package floor
 
 import (
@@ -39,19 +44,26 @@ func Source() []byte { return bytes.Clone(source) }
 // where a missing compiler is a failure.
 func Build(t testing.TB) string {
 	t.Helper()
+	return buildC(t, "notify_floor", source)
+}
+
+// buildC compiles src, saved as name.c, with "cc -O2" into t.TempDir() and
+// returns the binary's path (see Build for a missing compiler).
+func buildC(t testing.TB, name string, src []byte) string {
+	t.Helper()
 	cc, err := exec.LookPath("cc")
 	if err != nil {
-		testenv.SkipOrFail(t, "floor: no C compiler (cc) in PATH, cannot build notify_floor.c: %v", err)
+		testenv.SkipOrFail(t, "floor: no C compiler (cc) in PATH, cannot build %s.c: %v", name, err)
 	}
 	dir := t.TempDir()
-	src := filepath.Join(dir, "notify_floor.c")
-	if err := os.WriteFile(src, source, 0o644); err != nil {
+	srcPath := filepath.Join(dir, name+".c")
+	if err := os.WriteFile(srcPath, src, 0o644); err != nil {
 		t.Fatalf("floor: %v", err)
 	}
-	bin := filepath.Join(dir, "notify_floor")
-	cmd := exec.Command(cc, "-O2", "-Wall", "-o", bin, src)
+	bin := filepath.Join(dir, name)
+	cmd := exec.Command(cc, "-O2", "-Wall", "-o", bin, srcPath)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("floor: %s -O2 notify_floor.c: %v\n%s", cc, err, out)
+		t.Fatalf("floor: %s -O2 %s.c: %v\n%s", cc, name, err, out)
 	}
 	return bin
 }
