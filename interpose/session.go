@@ -379,9 +379,8 @@ func (s *Session) startStub(filter func() ([]unix.SockFilter, error)) error {
 // writer, a long copy-up) would leave the rest of the tree unserved: the
 // watchdog then puts a standby worker (or a new one, up to MaxWorkers) into
 // RECV. A worker that finishes a call while another one receives goes on
-// standby. A reply that installs a descriptor waits for the caller; while
-// such waits are slow, the replying worker first hands the receiving
-// position over (see sendFD).
+// standby. A reply that installs a descriptor waits for the caller (see
+// sendFD).
 type listener struct {
 	fd  int
 	cfg Config
@@ -396,8 +395,6 @@ type listener struct {
 	busy      atomic.Int32
 	replying  atomic.Int32
 	served    atomic.Uint64
-	// addfdSlow records whether the last ADDFD wait was slow (see sendFD).
-	addfdSlow atomic.Bool
 	total     atomic.Int32
 	// standbyN counts the workers waiting for the receiving position;
 	// handoffs is the futex word they wait on: positions handed out and
@@ -523,27 +520,22 @@ func (l *listener) worker() {
 
 // sendFD sends a reply that installs a descriptor. ADDFD with SEND returns
 // only once the caller has run and taken the descriptor, and the kernel's
-// wake-up that ends that wait is not a sync one: when it sends the worker
-// to another, idle, CPU (on a VM a halted vCPU, slow to wake), the
-// caller's next call would wait for it. So while these waits are slow, a
-// worker about to make one first hands the receiving position to a standby
-// worker, unless another worker is receiving or replying already; while
-// they are fast, that hand-off would only cost two more context switches.
+// wake-up that ends that wait is not a sync one, so the wait is sometimes
+// long (the worker woken on the other CPU). It used to hand the receiving
+// position to a standby worker while these waits were slow; in real
+// programs that cost far more than it saved: every hand-off woke a standby
+// worker and parked another in futex(2), and a parked worker holds its
+// Go P in a system call, which the runtime's sysmon retakes and hands to a
+// newly woken thread, and which keeps sysmon polling every 20 µs. Measured
+// on dpkg -i + -r in a transaction, half its opens handed off, and the
+// hand-off made it 1.3 times slower (docs/performance.md, step 18). replying
+// still counts the waits for SettleReplies.
 func (l *listener) sendFD(c *Call, r Reply) (int64, error) {
-	if l.replying.Add(1) == 1 && l.addfdSlow.Load() && l.receivers.Load() == 0 {
-		l.addReceiver()
-	}
-	start := time.Now()
+	l.replying.Add(1)
 	val, err := c.send(r)
-	l.addfdSlow.Store(time.Since(start) > slowAddfd)
 	l.replying.Add(-1)
 	return val, err
 }
-
-// slowAddfd is the ADDFD wait beyond which the wake-up that ended it is
-// taken for a cross-CPU one: a same-CPU wait is the caller's run from its
-// wake-up to installing the descriptor, a few microseconds.
-const slowAddfd = 20 * time.Microsecond
 
 // waitStandby blocks until addReceiver hands the calling worker the
 // receiving position (true) or the listener stops (false). Standby workers
