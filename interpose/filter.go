@@ -54,7 +54,9 @@ type Rule struct {
 }
 
 // ArgCond matches a call whose argument Arg, masked, equals Value:
-// args[Arg] & Mask == Value. An argument the kernel reads as a 32-bit int
+// args[Arg] & Mask == Value. Arg may also be ArgInstructionPointer, the
+// address after the call's system-call instruction (the fast-lookup agent's
+// page, FastLookupRules). An argument the kernel reads as a 32-bit int
 // (ioctl's request, fcntl's command) must be masked with 0xffffffff, or a
 // caller could set the upper half, which the kernel ignores, to pass.
 type ArgCond struct {
@@ -63,9 +65,18 @@ type ArgCond struct {
 	Value uint64
 }
 
+// ArgInstructionPointer, as ArgCond.Arg, conditions on the instruction
+// pointer of the call instead of an argument.
+const ArgInstructionPointer = -1
+
 // Matches reports whether the call's arguments match c, as the filter
-// decides it.
+// decides it. A condition on the instruction pointer is not decided by the
+// arguments and never matches here (the syscall table's cases, which ask,
+// have none).
 func (c ArgCond) Matches(args [6]Arg) bool {
+	if c.Arg == ArgInstructionPointer {
+		return false
+	}
 	return uint64(args[c.Arg])&c.Mask == c.Value
 }
 

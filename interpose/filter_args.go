@@ -34,6 +34,7 @@ import (
 const (
 	seccompDataNr   = 0
 	seccompDataArch = 4
+	seccompDataIP   = 8
 	seccompDataArgs = 16
 )
 
@@ -51,7 +52,7 @@ func argPrologue(rules []Rule) ([]unix.SockFilter, []Rule, error) {
 		if r.If == nil {
 			continue
 		}
-		if r.If.Arg < 0 || r.If.Arg > 5 {
+		if (r.If.Arg < 0 || r.If.Arg > 5) && r.If.Arg != ArgInstructionPointer {
 			return nil, nil, fmt.Errorf("filter rule for syscall %d: no argument %d", r.Nr, r.If.Arg)
 		}
 		if r.If.Value&^r.If.Mask != 0 {
@@ -128,6 +129,9 @@ func argPrologue(rules []Rule) ([]unix.SockFilter, []Rule, error) {
 func caseMatch(c ArgCond, ret uint32) []unix.SockFilter {
 	var p []unix.SockFilter
 	off := uint32(seccompDataArgs + 8*c.Arg)
+	if c.Arg == ArgInstructionPointer {
+		off = seccompDataIP
+	}
 	halves := []struct {
 		off         uint32
 		mask, value uint32

@@ -88,6 +88,11 @@ type Config struct {
 	// loader, its options and txexec's file), where txexec's file and
 	// libraries are not where its loader looks (a replay's root).
 	StubExec []string
+	// FastLookups, when set, turns the fast path for read-only lookups on
+	// (docs/fastpath.md): Rules gain the agent page's conditions
+	// (FastLookupRules), the agent is injected at every exec stop and call
+	// sites are rewritten while their first call is served.
+	FastLookups *FastLookups
 	// Profiled says a CPU profile of the supervisor is being taken: the
 	// workers then let SIGPROF through (the profiler's per-thread timer
 	// signal), and block every signal around each ADDFD wait instead (see
@@ -141,6 +146,15 @@ func Start(cfg Config) (*Session, error) {
 	// The filter is compiled while the stub starts (a re-executed txexec
 	// initializing its runtime): libseccomp takes a few milliseconds over
 	// the whole syscall table, part of every run's fixed cost.
+	if cfg.FastLookups != nil {
+		if cfg.Filter != nil {
+			return nil, errors.New("fast lookups need the filter compiled from Rules")
+		}
+		if err := cfg.FastLookups.check(); err != nil {
+			return nil, err
+		}
+		cfg.Rules = FastLookupRules(cfg.Rules, cfg.FastLookups.Base)
+	}
 	filter := func() ([]unix.SockFilter, error) { return cfg.Filter, nil }
 	if cfg.Filter == nil {
 		type compiled struct {
@@ -157,6 +171,7 @@ func Start(cfg Config) (*Session, error) {
 	s := &Session{cfg: cfg, done: make(chan struct{}), tr: newTracer(cfg.Events, cfg.Logf)}
 	s.tr.onStop = cfg.OnStop
 	s.tr.onCommandExit = cfg.OnCommandExit
+	s.tr.fast = cfg.FastLookups
 	started := make(chan error, 1)
 	go s.tracerThread(filter, started)
 	if err := <-started; err != nil {
@@ -177,6 +192,10 @@ func (s *Session) Wait() (unix.WaitStatus, error) {
 
 // Done is closed when the whole tree has exited.
 func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Rewrites returns how many call sites have been rewritten to reach the
+// fast-lookup agent (Config.FastLookups).
+func (s *Session) Rewrites() uint64 { return s.lst.rewrites.Load() }
 
 // Served returns how many system calls the supervisor has answered so far:
 // every notification the filter raised, whatever the reply.
@@ -362,6 +381,7 @@ func (s *Session) startStub(filter func() ([]unix.SockFilter, error)) error {
 		return fail(err)
 	}
 	s.lst = newListener(rights[0], s.cfg)
+	s.lst.sharesVM = s.tr.sharesVM
 	s.lst.start(s.cfg.Workers)
 	if _, err := ours.Write([]byte{1}); err != nil {
 		return fail(fmt.Errorf("release stub: %w", err))
@@ -395,6 +415,11 @@ type listener struct {
 	busy      atomic.Int32
 	replying  atomic.Int32
 	served    atomic.Uint64
+	// fast is Config.FastLookups; rewrites counts the call sites
+	// rewritten; sharesVM is the tracer's (rewrite.go).
+	fast     *FastLookups
+	rewrites atomic.Uint64
+	sharesVM func(tgid int) bool
 	total     atomic.Int32
 	// standbyN counts the workers waiting for the receiving position;
 	// handoffs is the futex word they wait on: positions handed out and
@@ -428,7 +453,7 @@ func newListener(fd int, cfg Config) *listener {
 	if err := setSyncWakeUp(fd); err != nil && cfg.Logf != nil && err != unix.EINVAL {
 		cfg.Logf("txexec: cannot set SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP: %v", err)
 	}
-	return &listener{fd: fd, cfg: cfg, tids: map[int]bool{},
+	return &listener{fd: fd, cfg: cfg, tids: map[int]bool{}, fast: cfg.FastLookups,
 		quit: make(chan struct{}), watchWake: make(chan struct{}, 1)}
 }
 
@@ -500,6 +525,9 @@ func (l *listener) worker() {
 			}
 		}
 		c := newCall(l, &n)
+		if l.fast != nil && isFastLookupNr(c.Nr) {
+			l.rewriteSite(c)
+		}
 		r := l.handle(c)
 		var val int64
 		if r.kind == replyFD {

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"golang.org/x/sys/unix"
+
+	"txexec/internal/procfs"
 )
 
 // FileID identifies a file by device and inode.
@@ -108,12 +110,22 @@ type tracer struct {
 	execPath map[int]string
 	// cleanup: ExecPlan.Cleanup of a pending exec, by calling thread.
 	cleanup map[int]func()
+	// reaped: exits reaped while a stop was served, for run to handle.
+	reaped []reapedExit
+
+	// fast, when set, injects the fast-lookup agent at every exec stop.
+	fast *FastLookups
+	// sharedVM holds the processes (by thread-group id) whose address
+	// space another process may be running in (clone with CLONE_VM but
+	// without CLONE_THREAD): their call sites are not rewritten.
+	// +checklocks:mu
+	sharedVM map[int]bool
 }
 
 func newTracer(events ProcessEvents, logf func(string, ...any)) *tracer {
 	return &tracer{
 		events: events, logf: logf,
-		live: map[int]bool{}, known: map[int]bool{}, held: map[int]bool{},
+		live: map[int]bool{}, known: map[int]bool{}, held: map[int]bool{}, sharedVM: map[int]bool{},
 		expect: map[int]FileID{}, execPath: map[int]string{}, cleanup: map[int]func(){},
 	}
 }
@@ -157,27 +169,52 @@ func (t *tracer) run(cmd int) unix.WaitStatus {
 		}
 		switch {
 		case ws.Exited() || ws.Signaled():
-			if tid == cmd {
-				cmdStatus = ws
-			}
-			t.gone(tid)
-			t.events.Exited(tid, ws)
-			live := t.liveTids()
-			if len(live) == 0 {
+			if t.exited(tid, ws, &cmdStatus) {
 				return cmdStatus
-			}
-			if tid == cmd && t.onCommandExit != nil {
-				t.onCommandExit(ws, live)
 			}
 		case ws.Stopped():
 			t.stopped(tid, ws)
+			// An exit reaped while the stop was served (the agent's
+			// injection waits for its thread).
+			for len(t.reaped) > 0 {
+				r := t.reaped[0]
+				t.reaped = t.reaped[1:]
+				if t.exited(r.tid, r.ws, &cmdStatus) {
+					return cmdStatus
+				}
+			}
 		}
 	}
+}
+
+// reapedExit is an exit status reaped outside run's own wait.
+type reapedExit struct {
+	tid int
+	ws  unix.WaitStatus
+}
+
+// exited handles the exit of thread tid, and reports whether it was the
+// tree's last.
+func (t *tracer) exited(tid int, ws unix.WaitStatus, cmdStatus *unix.WaitStatus) bool {
+	if tid == t.cmd {
+		*cmdStatus = ws
+	}
+	t.gone(tid)
+	t.events.Exited(tid, ws)
+	live := t.liveTids()
+	if len(live) == 0 {
+		return true
+	}
+	if tid == t.cmd && t.onCommandExit != nil {
+		t.onCommandExit(ws, live)
+	}
+	return false
 }
 
 func (t *tracer) gone(tid int) {
 	t.mu.Lock()
 	delete(t.live, tid)
+	delete(t.sharedVM, tid)
 	t.mu.Unlock()
 	delete(t.known, tid)
 	delete(t.held, tid)
@@ -236,6 +273,14 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 		t.known[child] = true
 		t.mu.Lock()
 		t.live[child] = true
+		if flags&unix.CLONE_VM != 0 && flags&unix.CLONE_THREAD == 0 {
+			// A vfork's parent waits until the child has execed or
+			// exited; any other sharer runs beside it.
+			t.sharedVM[child] = true
+			if flags&unix.CLONE_VFORK == 0 {
+				t.sharedVM[tgidOf(tid)] = true
+			}
+		}
 		t.mu.Unlock()
 		if t.killing.Load() {
 			unix.Kill(child, unix.SIGKILL)
@@ -269,8 +314,18 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 			}
 		}
 		t.execs.Add(1)
+		t.mu.Lock()
+		delete(t.sharedVM, tid) // a new address space of its own
+		t.mu.Unlock()
 		t.events.Execed(tid, former)
-		ptrace(unix.PTRACE_CONT, tid, 0, 0)
+		var sig unix.Signal
+		if t.fast != nil {
+			var alive bool
+			if sig, alive = t.injectAgent(tid); !alive {
+				return
+			}
+		}
+		ptrace(unix.PTRACE_CONT, tid, 0, uintptr(sig))
 	case unix.PTRACE_EVENT_SECCOMP:
 		t.exec(tid)
 		ptrace(unix.PTRACE_CONT, tid, 0, 0)
@@ -428,4 +483,23 @@ func ptrace(req int, tid int, addr, data uintptr) error {
 		return e
 	}
 	return nil
+}
+
+// sharesVM reports whether another process may run in the address space of
+// process tgid.
+func (t *tracer) sharesVM(tgid int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.sharedVM[tgid]
+}
+
+// tgidOf is the thread-group id of thread tid, or tid when /proc does not
+// say.
+func tgidOf(tid int) int {
+	if st, err := procfs.Status(tid); err == nil {
+		if tgid, err := st.Int("Tgid"); err == nil {
+			return tgid
+		}
+	}
+	return tid
 }

@@ -31,6 +31,10 @@ type FS struct {
 	root Dir
 	// +checklocks:mu
 	umask uint32
+	// rootSet: SetRoot has been called (a chroot), here or in the context
+	// this one was cloned from.
+	// +checklocks:mu
+	rootSet bool
 }
 
 // NewFS makes a context; it takes ownership of cwd and root.
@@ -58,8 +62,17 @@ func (f *FS) SetRoot(d Dir) {
 	f.mu.Lock()
 	old := f.root
 	f.root = d
+	f.rootSet = true
 	f.mu.Unlock()
 	old.Release()
+}
+
+// RootChanged reports whether the root has been replaced (SetRoot), here
+// or in the context this one was cloned from.
+func (f *FS) RootChanged() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rootSet
 }
 
 // SetUmask sets the umask and returns the previous one.
@@ -74,7 +87,7 @@ func (f *FS) SetUmask(m uint32) uint32 {
 func (f *FS) clone() *FS {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return &FS{cwd: f.cwd.Retain(), root: f.root.Retain(), umask: f.umask}
+	return &FS{cwd: f.cwd.Retain(), root: f.root.Retain(), umask: f.umask, rootSet: f.rootSet}
 }
 
 func (f *FS) release() {

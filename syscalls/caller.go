@@ -62,6 +62,11 @@ type Kernel struct {
 	// which holds none but the transaction's processes: a pid a process
 	// names is of its namespace, and only reaches the tree.
 	PidNamespace bool
+	// AgentOff, when set, is called after a chroot of thread tid: the
+	// fast-lookup agent of its process (interpose.FastLookups) must
+	// forward every lookup from then on, since its root is no longer the
+	// kernel's.
+	AgentOff func(tid int)
 }
 
 // Policy is what happens to a call without transactional meaning.

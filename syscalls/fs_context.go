@@ -57,6 +57,9 @@ func Chroot(k *Kernel, c *interpose.Call) interpose.Reply {
 			return 0, unix.ESRCH
 		}
 		t.FS().SetRoot(d)
+		if k.AgentOff != nil {
+			k.AgentOff(c.Tid)
+		}
 		return 0, nil
 	})
 }

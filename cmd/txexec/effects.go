@@ -34,6 +34,9 @@ type runEffects struct {
 	// the transaction will abort whatever the rest of the tree does.
 	abortCertain func(status int) bool
 
+	// fast is --fast-lookups' configuration, nil without it.
+	fast *interpose.FastLookups
+
 	// ready is closed once sess is set: the command may exit before
 	// interpose.Start has returned.
 	ready chan struct{}

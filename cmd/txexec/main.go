@@ -268,6 +268,9 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 		if err != nil {
 			return 0, err
 		}
+		if o.FastLookups {
+			a.fast = fastLookups(k)
+		}
 		status, err := supervise(k, cmd, o.Argv, a)
 		if err != nil {
 			a.discard()
@@ -551,6 +554,7 @@ func supervise(k *syscalls.Kernel, cmd command, argv []string, a *runEffects) (i
 		PidNamespace:   k.PidNamespace,
 		FixedAddresses: k.Determ != nil,
 		StubExec:       stubExec,
+		FastLookups:    a.fast,
 	}
 	if k.Trace != nil {
 		cfg.OnReply = k.Trace.Replied
@@ -594,6 +598,28 @@ func supervise(k *syscalls.Kernel, cmd command, argv []string, a *runEffects) (i
 		return 0, err
 	}
 	return interpose.ExitStatus(ws), nil
+}
+
+// fastLookups configures the fast path for read-only lookups of a
+// --passthrough run (--fast-lookups, docs/fastpath.md): the agent forwards
+// what the supervisor does not leave to the kernel (the view's passthrough
+// subtrees, /proc, /sys and /dev), and neither a process that has chrooted
+// (its root is the view's, not the kernel's) nor its later images get it.
+func fastLookups(k *syscalls.Kernel) *interpose.FastLookups {
+	f := &interpose.FastLookups{
+		Base:      interpose.DefaultAgentBase,
+		Forwarded: vfs.DefaultPassthrough,
+		Allowed: func(tgid int) bool {
+			t := k.Procs.Thread(tgid)
+			return t != nil && !t.FS().RootChanged()
+		},
+	}
+	k.AgentOff = func(tid int) {
+		if err := f.DisableAgent(tid); err != nil {
+			k.Logf("txexec: pid %d: turn the fast-lookup agent off after chroot: %v", tid, err)
+		}
+	}
+	return f
 }
 
 // rootRegistrar registers the command's first thread the first time the

@@ -51,6 +51,10 @@ type Run struct {
 	Signals     signals.Policy
 	Excludes    []string
 	Passthrough bool
+	InProgram   bool // --in-program (Passthrough too)
+	// FastLookups is --fast-lookups (experimental): lookups made natively
+	// by an agent in the program (docs/fastpath.md).
+	FastLookups bool
 	KeepUndo    bool // --undo=keep: keep before-images for txexec undo
 	Trace       bool
 	TraceFile   string // "": stderr
@@ -219,7 +223,17 @@ var Options = []Option{
 			"in-program API (xbegin, xend, xabort, xpause, xresume; include/txexec.h, the Go package txexec/tx, " +
 			"python/txexec.py), one per thread that calls xbegin, while its other threads act on the host. " +
 			"--no-durable, --unsupported, --signals and --state-dir apply to those transactions.",
-		set: func(r *Run, _ string) error { r.Passthrough = true; return nil },
+		set: func(r *Run, _ string) error { r.Passthrough, r.InProgram = true, true; return nil },
+	},
+	{
+		Name: "fast-lookups",
+		Help: "experimental, with --passthrough: stat, access, readlink made natively in the program",
+		Doc: "Experimental, only with --passthrough: an agent mapped into every program of the tree at its exec makes " +
+			"stat, statx, access and readlink of absolute paths natively, from call sites the supervisor rewrites while " +
+			"it serves their first call (docs/fastpath.md); relative paths, symlinks to follow, paths under /proc, /sys " +
+			"and /dev, Go programs and multi-threaded processes stay on the supervisor. The agent shows in /proc/self/maps; " +
+			"docs/semantics.md lists the other differences.",
+		set: func(r *Run, _ string) error { r.FastLookups = true; return nil },
 	},
 	{
 		Name: "trace", Kind: OptionalValue, Arg: "FILE", Complete: CompleteFile,
@@ -448,6 +462,14 @@ func checkCombinations(r *Run) error {
 		return Usagef("--repeat needs --deterministic")
 	case r.VarySeed && r.Repeat == 0:
 		return Usagef("--vary-seed needs --repeat")
+	case r.FastLookups && r.Deterministic:
+		return Usagef("--fast-lookups cannot be combined with --deterministic (the fast path answers with the host's times and inode numbers)")
+	case r.FastLookups && r.InProgram:
+		return Usagef("--fast-lookups cannot be combined with --in-program (a thread's own transaction must see its lookups)")
+	case r.FastLookups && !r.Passthrough:
+		return Usagef("--fast-lookups needs --passthrough: the fast path does not feed a transaction's read set yet")
+	case r.FastLookups && r.Trace:
+		return Usagef("--fast-lookups cannot be combined with --trace (the calls it makes natively would be missing from the trace)")
 	case r.Deterministic && r.Passthrough:
 		return Usagef("--deterministic needs a transaction around the command; it cannot be combined with --passthrough or --in-program")
 	case r.Repeat > 0 && r.OnExit != txn.OnExitSuccess:

@@ -1,0 +1,292 @@
+// The fast-lookup agent (docs/fastpath.md §4): position-independent code
+// without libc that the supervisor maps into every image of the tree at the
+// exec stop (interpose/agent.go) and that the call sites it rewrites jump to
+// (interpose/rewrite.go). It decides each lookup: made natively from the
+// agent page, which the base filter lets newfstatat, statx, readlink,
+// readlinkat, access, faccessat and faccessat2 through from, or forwarded
+// from the forward page, which the filter notifies as any other call.
+//
+// It runs in the middle of whatever the program was doing (a rewritten site
+// is a plain jump), on the program's stack: it touches no vector register
+// (general-regs-only), calls no library function, writes nothing but its
+// stack and the caller's result buffers, and needs a few hundred bytes of
+// stack below the red zone the trampoline skips.
+//
+// This step is the mechanism under --passthrough, where there is no read
+// set: a native lookup with the caller's own credentials is what the
+// supervisor would have done. The transaction's side (the changed set, the
+// fast directories and the ring of records fed to the view's read set) is
+// not here: see the hook in fast_path below.
+//
+// Built by agent/build.sh (make, or go generate in interpose) into
+// agent.bin, which interpose embeds; TestAgentBlobIsCurrent rebuilds it.
+// x86-64 only.
+
+#if !defined(__x86_64__)
+#error "the fast-lookup agent is x86-64 only"
+#endif
+
+typedef unsigned long u64;
+typedef unsigned int u32;
+typedef unsigned short u16;
+
+// System-call numbers, flags and errnos (asm/unistd_64.h, fcntl.h,
+// linux/stat.h, asm-generic/errno-base.h): no header, no libc.
+#define NR_readlink 89
+#define NR_access 21
+#define NR_readlinkat 267
+#define NR_faccessat 269
+#define NR_newfstatat 262
+#define NR_statx 332
+#define NR_faccessat2 439
+
+#define AT_FDCWD (-100)
+#define AT_SYMLINK_NOFOLLOW 0x100
+#define AT_EACCESS 0x200
+#define AT_NO_AUTOMOUNT 0x800
+#define AT_STATX_SYNC_TYPE 0x6000
+#define STATX_TYPE 0x1u
+#define STATX_MNT_ID 0x1000u
+#define STATX_MNT_ID_UNIQUE 0x4000u
+#define S_IFMT 0170000
+#define S_IFLNK 0120000
+#define EINVAL 22
+#define ENOENT 2
+#define ENOTDIR 20
+#define ENOSYS 38
+#define PATH_MAX 4096
+
+// agent_config is the configuration page (agent.ld), written by the
+// supervisor through /proc/PID/mem: the agent only reads it. Its layout is
+// interpose's agentConfig.
+#define AGENT_MAGIC 0x31746e6567617874ul // "txagent1"
+struct agent_config {
+	u64 magic;
+	// disabled, when not 0, forwards every call: the process's root is no
+	// longer the kernel's (a chroot the view emulates).
+	volatile u32 disabled;
+	u32 pad;
+	// prefixes: the subtrees whose lookups are always forwarded (/proc,
+	// /sys, /dev and the excluded ones), each a NUL-terminated absolute
+	// path without a trailing slash; an empty string ends the list.
+	char prefixes[4096 - 16];
+};
+extern const struct agent_config agent_config __attribute__((visibility("hidden")));
+
+struct regs {
+	long nr, a1, a2, a3, a4, a5, a6;
+};
+
+long agent_syscall6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+    __attribute__((visibility("hidden")));
+long forward_syscall6(long nr, long a1, long a2, long a3, long a4, long a5, long a6)
+    __attribute__((visibility("hidden")));
+long agent_dispatch(const struct regs *r) __attribute__((visibility("hidden")));
+
+__asm__(
+    // The agent page holds one system-call instruction: the only place a
+    // fast-path lookup runs natively from.
+    ".pushsection .agent_page,\"ax\",@progbits\n"
+    ".globl agent_syscall6\n"
+    ".hidden agent_syscall6\n"
+    "agent_syscall6:\n"
+    "  mov %rdi,%rax\n  mov %rsi,%rdi\n  mov %rdx,%rsi\n  mov %rcx,%rdx\n"
+    "  mov %r8,%r10\n  mov %r9,%r8\n  mov 8(%rsp),%r9\n  syscall\n  ret\n"
+    ".popsection\n"
+    ".pushsection .forward_page,\"ax\",@progbits\n"
+    ".globl forward_syscall6\n"
+    ".hidden forward_syscall6\n"
+    "forward_syscall6:\n"
+    "  mov %rdi,%rax\n  mov %rsi,%rdi\n  mov %rdx,%rsi\n  mov %rcx,%rdx\n"
+    "  mov %r8,%r10\n  mov %r9,%r8\n  mov 8(%rsp),%r9\n  syscall\n  ret\n"
+    ".popsection\n"
+    // The trampolines' target, at 0x2000: the rewritten call's registers
+    // (number in rax, arguments as for syscall) saved as struct regs, the
+    // decision called on an aligned stack, and every register a syscall
+    // preserves given back (rax is the result; rcx and r11, which syscall
+    // clobbers, are not kept).
+    ".pushsection .agent_entry,\"ax\",@progbits\n"
+    ".globl agent_entry\n"
+    "agent_entry:\n"
+    "  push %rbp\n  mov %rsp,%rbp\n  and $-16,%rsp\n  sub $8,%rsp\n"
+    "  push %r9\n  push %r8\n  push %r10\n  push %rdx\n  push %rsi\n  push %rdi\n  push %rax\n"
+    "  mov %rsp,%rdi\n  call agent_dispatch\n"
+    "  add $8,%rsp\n"
+    "  pop %rdi\n  pop %rsi\n  pop %rdx\n  pop %r10\n  pop %r8\n  pop %r9\n"
+    "  mov %rbp,%rsp\n  pop %rbp\n  ret\n"
+    ".popsection\n");
+
+static long forward(const struct regs *r) {
+	return forward_syscall6(r->nr, r->a1, r->a2, r->a3, r->a4, r->a5, r->a6);
+}
+
+static long sys4(long nr, long a1, long a2, long a3, long a4) {
+	return agent_syscall6(nr, a1, a2, a3, a4, 0, 0);
+}
+
+// under reports whether path is prefix itself or lies below it.
+static int under(const char *path, const char *prefix, int n) {
+	for (int i = 0; i < n; i++)
+		if (path[i] != prefix[i])
+			return 0;
+	return path[n] == 0 || path[n] == '/';
+}
+
+// fast_path reports whether a lookup of path may be made natively: the
+// agent is configured and enabled, the path is absolute, shorter than
+// PATH_MAX, has no empty, "." or ".." component (no trailing slash), and is
+// not in a subtree the supervisor emulates or passes through for the tree.
+// A path pointer in the first page (NULL) is forwarded, for its EFAULT.
+//
+// Hook for the transaction's side (fastlookups-view): under a transaction
+// this is where the agent would also check that no prefix of the path is
+// in the changed set and that its directory is a fast directory, and
+// reserve its ring record; under --passthrough there is no read set.
+static int fast_path(const char *path) {
+	const struct agent_config *cfg = &agent_config;
+	if (cfg->magic != AGENT_MAGIC || cfg->disabled)
+		return 0;
+	if ((u64)path < 4096 || path[0] != '/')
+		return 0;
+	int comp = 0, i;
+	for (i = 1; path[i]; i++) {
+		if (i >= PATH_MAX - 1)
+			return 0;
+		if (path[i] != '/') {
+			comp++;
+			continue;
+		}
+		if (comp == 0 || (comp == 1 && path[i - 1] == '.') ||
+		    (comp == 2 && path[i - 1] == '.' && path[i - 2] == '.'))
+			return 0;
+		comp = 0;
+	}
+	if (comp == 0 || (comp == 1 && path[i - 1] == '.') ||
+	    (comp == 2 && path[i - 1] == '.' && path[i - 2] == '.'))
+		return 0;
+	const char *p = cfg->prefixes;
+	while (*p && p < cfg->prefixes + sizeof(cfg->prefixes)) {
+		int n = 0;
+		while (p[n])
+			n++;
+		if (under(path, p, n))
+			return 0;
+		p += n + 1;
+	}
+	return 1;
+}
+
+// struct stat's st_mode (x86-64: at byte 24 of 144) and statx's stx_mask and
+// stx_mode (bytes 0 and 28 of 256).
+struct kstat {
+	u64 dev, ino, nlink;
+	u32 mode, uid, gid, pad0;
+	u64 rdev;
+	long size, blksize, blocks;
+	long times[6];
+	long unused[3];
+};
+
+static int is_link(u32 mode) { return (mode & S_IFMT) == S_IFLNK; }
+
+// lookup_stat is newfstatat(dirfd, path, buf, flags) made with the last
+// component not followed; a symlink where the caller follows one is
+// forwarded (the supervisor resolves it).
+static long do_newfstatat(const struct regs *r) {
+	const char *path = (const char *)r->a2;
+	int flags = (int)r->a4;
+	if ((flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)) != 0 || !fast_path(path))
+		return forward(r);
+	long ret = sys4(NR_newfstatat, AT_FDCWD, (long)path, r->a3, flags | AT_SYMLINK_NOFOLLOW);
+	if (ret == 0 && !(flags & AT_SYMLINK_NOFOLLOW) && is_link(((const struct kstat *)r->a3)->mode))
+		return forward(r);
+	return ret;
+}
+
+// do_statx is statx(dirfd, path, flags, mask, buf), the same way; a mask
+// that asks for the mount's identity (which the view answers) or not for
+// the type (which the agent needs) is forwarded.
+static long do_statx(const struct regs *r) {
+	const char *path = (const char *)r->a2;
+	int flags = (int)r->a3;
+	u32 mask = (u32)r->a4;
+	if ((flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE)) != 0 ||
+	    (mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE)) != 0 || !(mask & STATX_TYPE) ||
+	    !fast_path(path))
+		return forward(r);
+	long ret = agent_syscall6(NR_statx, AT_FDCWD, (long)path, flags | AT_SYMLINK_NOFOLLOW,
+	                          (long)mask, r->a5, 0);
+	if (ret == 0 && !(flags & AT_SYMLINK_NOFOLLOW)) {
+		const unsigned char *b = (const unsigned char *)r->a5;
+		u32 got = *(const u32 *)b;
+		u16 mode = *(const u16 *)(b + 28);
+		if (!(got & STATX_TYPE) || is_link(mode))
+			return forward(r);
+	}
+	return ret;
+}
+
+// do_readlink is readlink and readlinkat as an lstat: EINVAL for a
+// non-symlink, the lstat's error for a path that does not resolve, and a
+// symlink forwarded (reading it natively would update its atime).
+static long do_readlink(const struct regs *r, const char *path, long size) {
+	if ((int)size <= 0 || !fast_path(path))
+		return forward(r);
+	struct kstat st;
+	long ret = sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW);
+	if (ret < 0)
+		return ret;
+	if (is_link(st.mode))
+		return forward(r);
+	return -EINVAL;
+}
+
+// do_access is access, faccessat and faccessat2: made as faccessat2 with
+// the last component not followed, after an lstat found it is no symlink
+// where the caller follows one. access checks with the real ids, lstat
+// with the effective ones: when the lstat fails, only the errors every
+// caller would get (ENOENT, ENOTDIR from the access itself) are answered
+// here.
+static long do_access(const struct regs *r, const char *path, long mode, long flags) {
+	if ((flags & ~(long)(AT_EACCESS | AT_SYMLINK_NOFOLLOW)) != 0 || (mode & ~7l) != 0 ||
+	    !fast_path(path))
+		return forward(r);
+	if (!(flags & AT_SYMLINK_NOFOLLOW)) {
+		struct kstat st;
+		long ret = sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW);
+		if (ret == 0 && is_link(st.mode))
+			return forward(r);
+		if (ret < 0) {
+			ret = sys4(NR_faccessat2, AT_FDCWD, (long)path, mode, flags | AT_SYMLINK_NOFOLLOW);
+			if (ret == -ENOENT || ret == -ENOTDIR)
+				return ret;
+			return forward(r);
+		}
+	}
+	long ret = sys4(NR_faccessat2, AT_FDCWD, (long)path, mode, flags | AT_SYMLINK_NOFOLLOW);
+	if (ret == -ENOSYS)
+		return forward(r);
+	return ret;
+}
+
+// agent_dispatch decides one rewritten call. A number it does not know is
+// forwarded.
+long agent_dispatch(const struct regs *r) {
+	switch (r->nr) {
+	case NR_newfstatat:
+		return do_newfstatat(r);
+	case NR_statx:
+		return do_statx(r);
+	case NR_readlink:
+		return do_readlink(r, (const char *)r->a1, r->a3);
+	case NR_readlinkat:
+		return do_readlink(r, (const char *)r->a2, r->a4);
+	case NR_access:
+		return do_access(r, (const char *)r->a1, r->a2, 0);
+	case NR_faccessat:
+		return do_access(r, (const char *)r->a2, r->a3, 0);
+	case NR_faccessat2:
+		return do_access(r, (const char *)r->a2, r->a3, r->a4);
+	}
+	return forward(r);
+}
