@@ -1,6 +1,7 @@
 # txexec — build, test, demo, benchmarks.
 #   make build   bin/txexec and bin/txexec-launcher (the set-ID launcher's
-#                template, launcher/launcher.c)
+#                template, launcher/launcher.c); the fast-lookup agent
+#                txexec embeds (interpose/agent)
 #   make test    vet, staticcheck, unit + e2e tests, the unit tests again with -race,
 #                conformance (installs what it needs first)
 #   make demo    builds txexec and shows a failed install rolled back, a good one committed
@@ -12,6 +13,7 @@ GOFLAGS   ?=
 export GOFLAGS
 BIN       := bin/txexec
 LAUNCHER  := bin/txexec-launcher
+AGENT     := interpose/agent/agent.bin
 # The launcher is a set-user-ID-root program: static (no loader, no shared
 # library between the kernel and main), position-independent, with the
 # compiler's hardening, and no warning allowed.
@@ -38,8 +40,14 @@ all: build
 deps:
 	@./scripts/deps.sh
 
-build: deps $(LAUNCHER)
+build: deps $(LAUNCHER) $(AGENT)
 	$(GO) build -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/txexec
+
+# The fast-lookup agent (--fast-lookups), compiled by cc into the blob
+# txexec embeds (checked in, so that go build alone works;
+# TestAgentBlobIsCurrent fails when it is stale).
+$(AGENT): interpose/agent/agent.c interpose/agent/agent.ld interpose/agent/build.sh
+	sh interpose/agent/build.sh $@ $(CC)
 
 $(LAUNCHER): launcher/launcher.c
 	@mkdir -p $(dir $@)

@@ -125,7 +125,6 @@ func FastLookupRules(rules []Rule, base uintptr) []Rule {
 	return out
 }
 
-
 // DisableAgent makes the agent in the process of thread tid forward every
 // lookup from now on (agent_config.disabled), for a process whose lookups
 // the supervisor answers differently from the kernel (after a chroot).

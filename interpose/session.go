@@ -420,7 +420,7 @@ type listener struct {
 	fast     *FastLookups
 	rewrites atomic.Uint64
 	sharesVM func(tgid int) bool
-	total     atomic.Int32
+	total    atomic.Int32
 	// standbyN counts the workers waiting for the receiving position;
 	// handoffs is the futex word they wait on: positions handed out and
 	// not yet taken.

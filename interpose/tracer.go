@@ -273,15 +273,22 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 		t.known[child] = true
 		t.mu.Lock()
 		t.live[child] = true
+		t.mu.Unlock()
 		if flags&unix.CLONE_VM != 0 && flags&unix.CLONE_THREAD == 0 {
 			// A vfork's parent waits until the child has execed or
-			// exited; any other sharer runs beside it.
-			t.sharedVM[child] = true
+			// exited: if it has no other thread, nothing else runs in
+			// the address space meanwhile. Any other sharer runs beside
+			// the child.
+			vforkAlone := flags&unix.CLONE_VFORK != 0 && threadCount(tid) == 1
+			t.mu.Lock()
+			if !vforkAlone {
+				t.sharedVM[child] = true
+			}
 			if flags&unix.CLONE_VFORK == 0 {
 				t.sharedVM[tgidOf(tid)] = true
 			}
+			t.mu.Unlock()
 		}
-		t.mu.Unlock()
 		if t.killing.Load() {
 			unix.Kill(child, unix.SIGKILL)
 		}
@@ -491,6 +498,17 @@ func (t *tracer) sharesVM(tgid int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.sharedVM[tgid]
+}
+
+// threadCount is the number of threads of the process of thread tid, or
+// 0 when /proc does not say.
+func threadCount(tid int) int {
+	if st, err := procfs.Status(tid); err == nil {
+		if n, err := st.Int("Threads"); err == nil {
+			return n
+		}
+	}
+	return 0
 }
 
 // tgidOf is the thread-group id of thread tid, or tid when /proc does not

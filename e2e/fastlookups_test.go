@@ -1,0 +1,140 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"txexec/internal/testenv"
+)
+
+// The fast path for read-only lookups (--fast-lookups, docs/fastpath.md),
+// step 1 under --passthrough: real programs, compiled here, run natively
+// and under txexec --passthrough --fast-lookups; their output must be the
+// same, and TXEXEC_STATS's trapped_calls says whether the lookups reached
+// the supervisor.
+
+var fastLookups = []string{"--fast-lookups"}
+
+// fastRun runs c natively and under --passthrough --fast-lookups, checks
+// that both print the same, and returns the calls the supervisor served.
+func fastRun(t *testing.T, c command) int {
+	t.Helper()
+	nat := run(t, native, c)
+	require.Equal(t, 0, nat.Status, nat.Stderr)
+	c.TxArgs = fastLookups
+	st := statsOf(t, passthrough, c)
+	c.Env = nil
+	got := run(t, passthrough, c)
+	require.Equal(t, 0, got.Status, got.Stderr)
+	assert.Equal(t, nat.Stdout, got.Stdout)
+	return st["trapped_calls"]
+}
+
+func fastFixture(t *testing.T) (dir, bin string) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	dir = t.TempDir()
+	bin = buildC(t, dir, "fastlookups", "fastlookups")
+	writeFiles(t, dir, map[string]string{"file": "x\n"})
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+	require.NoError(t, os.Symlink("file", filepath.Join(dir, "link")))
+	require.NoError(t, os.Symlink("nothere", filepath.Join(dir, "dangling")))
+	return dir, bin
+}
+
+// TestFastLookupsLoop: 10,000 stats of a C loop answer as natively, and
+// all but the first call of the site run without the supervisor; without
+// the option every one is served.
+func TestFastLookupsLoop(t *testing.T) {
+	dir, bin := fastFixture(t)
+	const n = 10000
+	c := command{Argv: []string{bin, "loop", strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir}
+	assert.Less(t, fastRun(t, c), n/10)
+	slow := statsOf(t, passthrough, c)
+	assert.GreaterOrEqual(t, slow["trapped_calls"], n)
+}
+
+// TestFastLookupsStatic: a static binary has glibc's call sites too and
+// gets the agent like a dynamic one.
+func TestFastLookupsStatic(t *testing.T) {
+	dir, _ := fastFixture(t)
+	bin := buildC(t, dir, "fastlookups", "fastlookups-static", "-static")
+	const n = 10000
+	c := command{Argv: []string{bin, "loop", strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir}
+	assert.Less(t, fastRun(t, c), n/10)
+}
+
+// TestFastLookupsSlowPaths: a multi-threaded process is not rewritten and
+// a Go program gets no agent: both work, every lookup served.
+func TestFastLookupsSlowPaths(t *testing.T) {
+	dir, bin := fastFixture(t)
+	const n = 2000
+	c := command{Argv: []string{bin, "threads", strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir}
+	assert.GreaterOrEqual(t, fastRun(t, c), n)
+
+	gofix := buildGoFixture(t, dir)
+	work := t.TempDir()
+	nat := run(t, native, command{Argv: []string{gofix}, Dir: work})
+	require.Equal(t, 0, nat.Status, nat.Stderr)
+	work = t.TempDir()
+	got := run(t, passthrough, command{Argv: []string{gofix}, Dir: work, TxArgs: fastLookups})
+	assert.Equal(t, nat, got)
+}
+
+// TestFastLookupsForwards: symlinks the caller follows, "..", relative
+// paths, /proc and missing paths, through every call of the fast path, all
+// answer as natively, most from rewritten sites (forwarded or not).
+func TestFastLookupsForwards(t *testing.T) {
+	dir, bin := fastFixture(t)
+	c := command{Argv: []string{bin, "mix", "20", dir}, Dir: dir}
+	fast := fastRun(t, c)
+	slow := statsOf(t, passthrough, c)["trapped_calls"]
+	assert.Less(t, fast, slow-200, "the fast path took too few of the calls")
+}
+
+// TestFastLookupsProcesses: a program that closes every descriptor, and a
+// vfork child's lookups, work and take the fast path.
+func TestFastLookupsProcesses(t *testing.T) {
+	dir, bin := fastFixture(t)
+	const n = 5000
+	for _, mode := range []string{"closeall", "vfork"} {
+		c := command{Argv: []string{bin, mode, strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir}
+		assert.Less(t, fastRun(t, c), n, mode)
+	}
+}
+
+// TestFastLookupsAgentPageWrites: the agent page lets only lookups through.
+// Opens for writing and unlinks made from its own system-call instruction
+// are notified (the filter's check), stats are not.
+func TestFastLookupsAgentPageWrites(t *testing.T) {
+	dir, bin := fastFixture(t)
+	const n = 1000
+	trapped := func(what string) int {
+		c := command{Argv: []string{bin, "agent", strconv.Itoa(n), what, dir}, Dir: dir, TxArgs: fastLookups}
+		return statsOf(t, passthrough, c)["trapped_calls"]
+	}
+	assert.GreaterOrEqual(t, trapped("open"), 2*n)
+	assert.Less(t, trapped("stat"), n/10)
+	_, err := os.Stat(filepath.Join(dir, "f"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestFastLookupsOptionChecks: the option is refused, in one line, where
+// this step does not support it.
+func TestFastLookupsOptionChecks(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	for _, args := range [][]string{
+		{"--fast-lookups"},
+		{"--fast-lookups", "--in-program"},
+		{"--fast-lookups", "--deterministic"},
+		{"--fast-lookups", "--passthrough", "--trace"},
+	} {
+		r := run(t, native, command{Argv: append(append([]string{txexecBin}, args...), "--", "true")})
+		assert.Equal(t, 2, r.Status, "%v: %s", args, r.Stderr)
+		assert.Regexp(t, `^txexec: .*--fast-lookups.*\n$`, r.Stderr, "%v", args)
+	}
+}

@@ -1,0 +1,71 @@
+package interpose
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"txexec/internal/testenv"
+)
+
+// TestAgentBlobIsCurrent: the embedded agent is the build of agent/agent.c
+// and agent/agent.ld by agent/build.sh (run go generate ./interpose after
+// changing them).
+func TestAgentBlobIsCurrent(t *testing.T) {
+	for _, tool := range []string{"gcc", "ld"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			testenv.SkipOrFail(t, "%s is not installed: %v", tool, err)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "agent.bin")
+	b, err := exec.Command("sh", "agent/build.sh", out).CombinedOutput()
+	require.NoError(t, err, "agent/build.sh:\n%s", b)
+	built, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.True(t, bytes.Equal(built, agentBlob), "interpose/agent/agent.bin is stale: run go generate ./interpose")
+	// Its layout (agent.ld): code within the pages before the
+	// configuration page.
+	assert.Less(t, len(agentBlob), agentConfigOff)
+	assert.Greater(t, len(agentBlob), agentEntryOff)
+}
+
+// TestGoImage: the exec stop recognises a Go program (this test binary)
+// and a C one.
+func TestGoImage(t *testing.T) {
+	assert.True(t, goImage(os.Getpid()))
+	cmd := exec.Command("sleep", "10")
+	require.NoError(t, cmd.Start())
+	defer cmd.Wait()
+	defer cmd.Process.Kill()
+	assert.False(t, goImage(cmd.Process.Pid))
+}
+
+func TestFastLookupsConfig(t *testing.T) {
+	f := &FastLookups{Base: DefaultAgentBase, Forwarded: []string{"/proc", "/dev/"}}
+	require.NoError(t, f.check())
+	page, err := f.configPage()
+	require.NoError(t, err)
+	assert.Equal(t, "txagent1", string(page[:8]))
+	assert.Equal(t, "/proc\x00/dev\x00\x00", string(page[16:28]))
+	for _, bad := range []*FastLookups{
+		{Base: DefaultAgentBase + 1},
+		{Base: 1 << 31},
+		{Base: DefaultAgentBase, Forwarded: []string{"relative"}},
+	} {
+		assert.Error(t, bad.check(), "%+v", bad)
+	}
+}
+
+// TestTrampoline: the trampoline's bytes, as the design lays them out.
+func TestTrampoline(t *testing.T) {
+	b := trampoline(262, 0x7ff02000, 0x7f0011223344)
+	assert.Len(t, b, 45)
+	assert.LessOrEqual(t, len(b), trampolineSize)
+	assert.Equal(t, []byte{0x48, 0x8d, 0x64, 0x24, 0x80, 0xb8, 6, 1, 0, 0}, b[:10])
+	assert.Equal(t, []byte{0x44, 0x33, 0x22, 0x11, 0x00, 0x7f, 0, 0}, b[37:])
+}

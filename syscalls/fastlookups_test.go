@@ -1,0 +1,63 @@
+package syscalls
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+	"gvisor.dev/gvisor/pkg/bpf"
+
+	"txexec/interpose"
+)
+
+// TestFilterFastLookups runs the table's filter with the fast-lookup
+// agent's conditions (interpose.FastLookupRules) for every entry, from the
+// agent page, from the page after it (the forward page) and from elsewhere:
+// only the fast-lookup numbers from the agent page change their action, to
+// ALLOW. Without the option, the filter is the table's and never reads the
+// instruction pointer.
+func TestFilterFastLookups(t *testing.T) {
+	table := newTestTable(t)
+	const base = interpose.DefaultAgentBase
+	plainRaw, err := interpose.CompileFilter(table.Rules())
+	require.NoError(t, err)
+	for i, ins := range plainRaw {
+		if ins.Code == unix.BPF_LD|unix.BPF_W|unix.BPF_ABS {
+			assert.NotContains(t, []uint32{8, 12}, ins.K, "instruction %d of the filter without the option reads the instruction pointer", i)
+		}
+	}
+	plain := compiledFilter(t, table.Rules())
+	fast := compiledFilter(t, interpose.FastLookupRules(table.Rules(), base))
+	isFast := map[int]bool{}
+	for _, nr := range interpose.FastLookupNrs {
+		isFast[nr] = true
+	}
+	at := func(nr int32, ip uint64) bpf.Input {
+		in := seccompData(nr, unix.AUDIT_ARCH_X86_64)
+		binary.NativeEndian.PutUint64(in[8:], ip)
+		return in
+	}
+	for _, e := range table.Entries() {
+		for _, ip := range []uint64{base + 0x1b, base + 0xfff, base + 0x1000 + 0x1b, 0x7f12_3456_7000, base | 1<<32} {
+			want, err := bpf.Exec[bpf.NativeEndian](plain, at(int32(e.Nr), ip))
+			require.NoError(t, err)
+			got, err := bpf.Exec[bpf.NativeEndian](fast, at(int32(e.Nr), ip))
+			require.NoError(t, err)
+			inAgentPage := ip >= base && ip < base+0x1000
+			if isFast[e.Nr] && inAgentPage {
+				assert.Equal(t, uint32(unix.SECCOMP_RET_ALLOW), got, "%s from %#x", e.Name, ip)
+				assert.Equal(t, uint32(unix.SECCOMP_RET_USER_NOTIF), want, "%s", e.Name)
+			} else {
+				assert.Equal(t, want, got, "%s from %#x", e.Name, ip)
+			}
+		}
+	}
+	// An open for writing from the agent page is notified.
+	in := at(unix.SYS_OPENAT, base+0x1b)
+	putArg(in, 2, unix.O_WRONLY|unix.O_CREAT)
+	got, err := bpf.Exec[bpf.NativeEndian](fast, in)
+	require.NoError(t, err)
+	assert.Equal(t, uint32(unix.SECCOMP_RET_USER_NOTIF), got)
+}
