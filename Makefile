@@ -108,7 +108,7 @@ demo: build
 BENCH_ROUNDS ?= 5
 bench: build
 	@rm -f bench/out.txt; i=0; while [ $$i -lt $(BENCH_ROUNDS) ]; do i=$$((i + 1)); \
-	  $(GO) test -run '^$$' -bench . -skip 'Commit2000|Workload|SupervisorSyscalls|Startup|InProgramServer|Parallel' -benchtime 2000x -timeout 30m ./bench/... 2>&1 | tee -a bench/out.txt; \
+	  $(GO) test -run '^$$' -bench . -skip 'Commit2000|Workload|SupervisorSyscalls|Startup|InProgramServer|Parallel|FastLookups' -benchtime 2000x -timeout 30m ./bench/... 2>&1 | tee -a bench/out.txt; \
 	  $(GO) test -run '^$$' -bench Commit2000 -benchtime 3x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; \
 	  $(GO) test -run '^$$' -bench InProgramServer -benchtime 1x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; \
 	  TXEXEC_BENCH_ROUND=$$i $(GO) test -run '^$$' -bench Workload -benchtime 1x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; \

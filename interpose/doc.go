@@ -14,7 +14,10 @@
 // deterministic runs, the pid namespace and its init (pidns.go: the stub
 // re-executed as pid 1, which starts the real stub with a fixed pid and
 // reaps), address randomization off, and the rewrite of a new image's
-// auxiliary vector (auxv.go: the vDSO hidden, AT_RANDOM replaced).
+// auxiliary vector (auxv.go: the vDSO hidden, AT_RANDOM replaced); for
+// --fast-lookups (docs/fastpath.md), the agent blob built from agent/ and
+// embedded (fastlookups.go), its injection at every exec stop (inject.go)
+// and the rewrite of call sites to reach it (rewrite.go).
 //
 // It must not know about transactions, files or the meaning of any system
 // call beyond execve's register layout: what to do with a call is decided by

@@ -25,7 +25,11 @@
 #
 # Environment: TXEXEC_CONFORMANCE_DIR, the work directory (default: a new
 # one under /tmp, removed at exit; a named one is kept); TXEXEC_CASE_TIMEOUT,
-# seconds a run may take before it is killed and fails (default 300).
+# seconds a run may take before it is killed and fails (default 300);
+# TXEXEC_CONFORMANCE_OPTIONS, txexec options (words) added to every run;
+# TXEXEC_CONFORMANCE_PASSTHROUGH=1, instead of the commit and abort runs, one
+# under `TXEXEC --passthrough --`, compared as the commit run is (options
+# that exist only there, such as --fast-lookups, are tried this way).
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 1 ] || { echo "usage: run.sh TXEXEC CASE.sh..." >&2; exit 2; }
@@ -34,6 +38,8 @@ shift
 case $tx in /*) ;; *) tx=$(pwd)/$tx ;; esac
 [ -x "$tx" ] || { echo "conformance: $tx is not an executable" >&2; exit 2; }
 limit=${TXEXEC_CASE_TIMEOUT:-300}
+opts=${TXEXEC_CONFORMANCE_OPTIONS:-}
+passthrough=${TXEXEC_CONFORMANCE_PASSTHROUGH:-}
 
 if [ -n "${TXEXEC_CONFORMANCE_DIR:-}" ]; then
   work=$TXEXEC_CONFORMANCE_DIR
@@ -91,20 +97,32 @@ for c in "$@"; do
   # What a previous case left must not stand for a run that did not happen.
   rm -f "$work"/*.rc "$work"/*.out "$work"/*.err "$work"/*.man
   fresh && run native "$c" && "$here/manifest.sh" "$tree" loose >"$work/native.man"
-  fresh && run commit "$c" "$tx" --on-exit=commit -- &&
-    "$here/manifest.sh" "$tree" loose >"$work/commit.man"
-  fresh && "$here/manifest.sh" "$tree" exact >"$work/fixture.man" &&
-    run abort "$c" "$tx" --on-exit=abort -- && "$here/manifest.sh" "$tree" exact >"$work/abort.man"
   why=""
   : >"$work/report"
-  differ "$work/native.rc" "$work/commit.rc" exit
-  differ "$work/native.out" "$work/commit.out" stdout
-  differ "$work/native.err" "$work/commit.err" stderr
-  differ "$work/native.man" "$work/commit.man" committed-tree
-  differ "$work/native.rc" "$work/abort.rc" abort-exit
-  differ "$work/native.out" "$work/abort.out" abort-stdout
-  differ "$work/native.err" "$work/abort.err" abort-stderr
-  differ "$work/fixture.man" "$work/abort.man" abort-changed-tree
+  if [ -n "$passthrough" ]; then
+    # shellcheck disable=SC2086 # opts are words
+    fresh && run passthrough "$c" "$tx" --passthrough $opts -- &&
+      "$here/manifest.sh" "$tree" loose >"$work/passthrough.man"
+    differ "$work/native.rc" "$work/passthrough.rc" exit
+    differ "$work/native.out" "$work/passthrough.out" stdout
+    differ "$work/native.err" "$work/passthrough.err" stderr
+    differ "$work/native.man" "$work/passthrough.man" tree
+  else
+    # shellcheck disable=SC2086 # opts are words
+    fresh && run commit "$c" "$tx" --on-exit=commit $opts -- &&
+      "$here/manifest.sh" "$tree" loose >"$work/commit.man"
+    # shellcheck disable=SC2086
+    fresh && "$here/manifest.sh" "$tree" exact >"$work/fixture.man" &&
+      run abort "$c" "$tx" --on-exit=abort $opts -- && "$here/manifest.sh" "$tree" exact >"$work/abort.man"
+    differ "$work/native.rc" "$work/commit.rc" exit
+    differ "$work/native.out" "$work/commit.out" stdout
+    differ "$work/native.err" "$work/commit.err" stderr
+    differ "$work/native.man" "$work/commit.man" committed-tree
+    differ "$work/native.rc" "$work/abort.rc" abort-exit
+    differ "$work/native.out" "$work/abort.out" abort-stdout
+    differ "$work/native.err" "$work/abort.err" abort-stderr
+    differ "$work/fixture.man" "$work/abort.man" abort-changed-tree
+  fi
   if [ -z "$why" ]; then
     pass=$((pass + 1))
     echo "PASS $name"

@@ -1,0 +1,35 @@
+package bench
+
+import (
+	"testing"
+)
+
+// BenchmarkFastLookups times the lookups the fast path takes
+// (--fast-lookups, docs/fastpath.md; step 1, under --passthrough only) in
+// the per-call fixture: natively, under `txexec --passthrough --` and under
+// `txexec --passthrough --fast-lookups --`, in one run. The fixture's first
+// call of each site is served (and its site rewritten) among the warm-up
+// calls, so the timed calls are the agent's. Not part of make bench (its
+// report has no place for it yet):
+//
+//	go test ./bench -run '^$' -bench FastLookups -benchtime 2000x
+func BenchmarkFastLookups(b *testing.B) {
+	bin := BuildPercall(b)
+	for _, op := range []string{"stat", "statx", "access"} {
+		b.Run(op, func(b *testing.B) {
+			for _, m := range []mode{
+				{name: "native", prefix: func(testing.TB) []string { return nil }},
+				{name: "passthrough", prefix: func(tb testing.TB) []string { return []string{txexecBinary(tb), "--passthrough", "--"} }},
+				{name: "passthrough-fast", prefix: func(tb testing.TB) []string {
+					return []string{txexecBinary(tb), "--passthrough", "--fast-lookups", "--"}
+				}},
+			} {
+				b.Run(m.name, func(b *testing.B) {
+					ns := runFixture(b, m, bin, op, calls(op, b.N))
+					b.ReportMetric(ns, "ns/op")
+					b.ReportMetric(ns, "ns/call")
+				})
+			}
+		})
+	}
+}
