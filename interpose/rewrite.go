@@ -43,6 +43,9 @@ func (l *listener) rewriteSite(c *Call) {
 	if ip < siteLen || (ip >= base && ip < base+agentMapSize) {
 		return // a forwarded call, or one the agent made
 	}
+	if !l.tr.rewritable(c.Tid) {
+		return
+	}
 	// The code and the agent's pages are read with a Memory of its own:
 	// they are not the call's arguments (the call may still be answered
 	// with CONTINUE).
@@ -54,12 +57,13 @@ func (l *listener) rewriteSite(c *Call) {
 	if site[0] != 0xb8 || binary.LittleEndian.Uint32(site[1:5]) != uint32(c.Nr) || site[5] != 0x0f || site[6] != 0x05 {
 		return // not glibc's pattern
 	}
-	if !l.soleThread(c.Tid) {
-		return
-	}
 	var magic [8]byte
-	if m.Read(uintptr(base+agentConfigOff), magic[:]) != nil || binary.LittleEndian.Uint64(magic[:]) != agentMagic {
-		return // no agent in this image
+	if m.Read(uintptr(base+agentConfigOff), magic[:]) != nil || binary.LittleEndian.Uint64(magic[:]) != agentMagic ||
+		!l.soleThread(c.Tid) {
+		// No agent in this image, or other threads could be running
+		// the site: not until the next image.
+		l.tr.markUnrewritable(c.Tid)
+		return
 	}
 	slots := make([]byte, 8*trampolineN)
 	if m.Read(uintptr(base+slotsOff), slots) != nil {
@@ -126,5 +130,5 @@ func (l *listener) soleThread(tid int) bool {
 	if err1 != nil || err2 != nil || tgid != tid || n != 1 {
 		return false
 	}
-	return l.sharesVM == nil || !l.sharesVM(tgid)
+	return !l.tr.sharesVM(tgid)
 }

@@ -381,7 +381,7 @@ func (s *Session) startStub(filter func() ([]unix.SockFilter, error)) error {
 		return fail(err)
 	}
 	s.lst = newListener(rights[0], s.cfg)
-	s.lst.sharesVM = s.tr.sharesVM
+	s.lst.tr = s.tr
 	s.lst.start(s.cfg.Workers)
 	if _, err := ours.Write([]byte{1}); err != nil {
 		return fail(fmt.Errorf("release stub: %w", err))
@@ -416,10 +416,11 @@ type listener struct {
 	replying  atomic.Int32
 	served    atomic.Uint64
 	// fast is Config.FastLookups; rewrites counts the call sites
-	// rewritten; sharesVM is the tracer's (rewrite.go).
+	// rewritten; tr is the session's tracer, which knows the processes
+	// (rewrite.go).
 	fast     *FastLookups
 	rewrites atomic.Uint64
-	sharesVM func(tgid int) bool
+	tr       *tracer
 	total    atomic.Int32
 	// standbyN counts the workers waiting for the receiving position;
 	// handoffs is the futex word they wait on: positions handed out and

@@ -85,6 +85,17 @@ type tracer struct {
 	// live holds every traced thread that has not exited.
 	// +checklocks:mu
 	live map[int]bool
+	// sharedVM holds the processes (by thread-group id) whose address
+	// space another process may be running in (clone with CLONE_VM but
+	// without CLONE_THREAD): their call sites are not rewritten.
+	// +checklocks:mu
+	sharedVM map[int]bool
+	// noRewrite holds the threads whose call sites are not rewritten
+	// until their next image: their image has no agent, or their process
+	// has other threads or shares its address space. It saves the
+	// rewriter reading /proc for every lookup they make.
+	// +checklocks:mu
+	noRewrite map[int]bool
 
 	// cmd is the command's pid; onStop is called when it enters a
 	// group-stop (after it has been left stopped with PTRACE_LISTEN).
@@ -112,20 +123,14 @@ type tracer struct {
 	cleanup map[int]func()
 	// reaped: exits reaped while a stop was served, for run to handle.
 	reaped []reapedExit
-
 	// fast, when set, injects the fast-lookup agent at every exec stop.
 	fast *FastLookups
-	// sharedVM holds the processes (by thread-group id) whose address
-	// space another process may be running in (clone with CLONE_VM but
-	// without CLONE_THREAD): their call sites are not rewritten.
-	// +checklocks:mu
-	sharedVM map[int]bool
 }
 
 func newTracer(events ProcessEvents, logf func(string, ...any)) *tracer {
 	return &tracer{
 		events: events, logf: logf,
-		live: map[int]bool{}, known: map[int]bool{}, held: map[int]bool{}, sharedVM: map[int]bool{},
+		live: map[int]bool{}, known: map[int]bool{}, held: map[int]bool{}, sharedVM: map[int]bool{}, noRewrite: map[int]bool{},
 		expect: map[int]FileID{}, execPath: map[int]string{}, cleanup: map[int]func(){},
 	}
 }
@@ -215,6 +220,7 @@ func (t *tracer) gone(tid int) {
 	t.mu.Lock()
 	delete(t.live, tid)
 	delete(t.sharedVM, tid)
+	delete(t.noRewrite, tid)
 	t.mu.Unlock()
 	delete(t.known, tid)
 	delete(t.held, tid)
@@ -323,6 +329,8 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 		t.execs.Add(1)
 		t.mu.Lock()
 		delete(t.sharedVM, tid) // a new address space of its own
+		delete(t.noRewrite, tid)
+		delete(t.noRewrite, former)
 		t.mu.Unlock()
 		t.events.Execed(tid, former)
 		var sig unix.Signal
@@ -490,6 +498,24 @@ func ptrace(req int, tid int, addr, data uintptr) error {
 		return e
 	}
 	return nil
+}
+
+// rewritable reports whether the call sites of thread tid may be
+// rewritten: false once markUnrewritable said so, until its next image.
+func (t *tracer) rewritable(tid int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return !t.noRewrite[tid]
+}
+
+// markUnrewritable records that the sites of thread tid are not to be
+// rewritten in its current image.
+func (t *tracer) markUnrewritable(tid int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.live[tid] {
+		t.noRewrite[tid] = true
+	}
 }
 
 // sharesVM reports whether another process may run in the address space of
