@@ -107,6 +107,17 @@ func TestFastLookupsProcesses(t *testing.T) {
 	}
 }
 
+// TestFastLookupsChroot: after a chroot, which the supervisor emulates, the
+// process's agent forwards every lookup and its later images get none: an
+// absolute path names the object under the new root, as natively.
+func TestFastLookupsChroot(t *testing.T) {
+	dir, bin := fastFixture(t)
+	buildC(t, dir, "fastlookups", "fastlookups-static", "-static")
+	const n = 1000
+	c := command{Argv: []string{bin, "chroot", strconv.Itoa(n), dir}, Dir: dir}
+	fastRun(t, c)
+}
+
 // TestFastLookupsAgentPageWrites: the agent page lets only lookups through.
 // Opens for writing and unlinks made from its own system-call instruction
 // are notified (the filter's check), stats are not.

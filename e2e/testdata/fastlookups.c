@@ -10,6 +10,9 @@
 //   threads N PATH  a second thread, then stat PATH N times
 //   closeall N PATH every descriptor closed, then stat PATH N times
 //   vfork N PATH    a vfork child stats PATH N times, then the parent
+//   chroot N DIR    stat /file N times, chroot to DIR, stat /file N times
+//                   (DIR's), then execute /fastlookups-static loop N /file
+//                   there
 //   agent N open|stat DIR
 //                   N calls made from the agent page's own system-call
 //                   instruction (its first bytes, at the fixed address):
@@ -163,6 +166,24 @@ int main(int argc, char **argv) {
 		if (pid < 0 || waitpid(pid, &status, 0) != pid || status != 0)
 			return 1;
 		return stat_loop(n, argv[3]);
+	}
+	if (strcmp(mode, "chroot") == 0) {
+		struct stat st;
+		for (long i = 0; i < n; i++)
+			if (stat("/file", &st) == 0 || errno != ENOENT) {
+				fprintf(stderr, "/file before chroot: %s\n", strerror(errno));
+				return 1;
+			}
+		if (chroot(argv[3]) != 0 || chdir("/") != 0) {
+			perror("chroot");
+			return 1;
+		}
+		if (stat_loop(n, "/file") != 0)
+			return 1;
+		fflush(stdout);
+		execl("/fastlookups-static", "fastlookups", "loop", argv[2], "/file", (char *)NULL);
+		perror("execl");
+		return 1;
 	}
 	if (strcmp(mode, "agent") == 0 && argc == 5)
 		return agent(n, argv[3], argv[4]);
