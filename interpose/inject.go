@@ -27,9 +27,9 @@ import (
 var injectCode = []byte{0xb8, unix.SYS_MMAP, 0, 0, 0, 0x0f, 0x05, 0xcc}
 
 // injectAgent maps the agent into the new image of tid. It returns the
-// signal to deliver when the thread is resumed (one that arrived while the
-// injected call ran), and false when the thread is gone (its exit has been
-// handled).
+// signal to deliver when the thread is resumed (a stop signal that arrived
+// while the injected call ran), and false when the thread is gone (its
+// exit is left for the tracer's loop, t.reaped).
 func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 	f := t.fast
 	if f.Allowed != nil && !f.Allowed(tid) {
@@ -90,10 +90,11 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 	return sig, true
 }
 
-// runInjected resumes tid into the injected "syscall; int3" and waits for
-// the int3's SIGTRAP; it returns the call's result and a signal that
-// arrived meanwhile (held back and delivered when the thread is resumed
-// for good). ok is false when the thread exited.
+// runInjected resumes tid into the injected code and waits for the int3's
+// SIGTRAP; it returns the call's result and a stop signal that arrived
+// meanwhile (held back, to be delivered when the thread is resumed for good
+// from the SIGTRAP's signal-delivery-stop). ok is false when the thread
+// exited.
 func (t *tracer) runInjected(tid int) (ret uint64, pending unix.Signal, ok bool) {
 	ptrace(unix.PTRACE_CONT, tid, 0, 0)
 	for {
@@ -120,10 +121,25 @@ func (t *tracer) runInjected(tid int) (ret uint64, pending unix.Signal, ok bool)
 			}
 			return regs.Rax, pending, true
 		}
-		if int(uint32(ws)>>16) == 0 && pending == 0 {
-			pending = sig // a signal: delivered after the injection
+		deliver := 0
+		if int(uint32(ws)>>16) == 0 {
+			switch sig {
+			case unix.SIGSTOP, unix.SIGTSTP, unix.SIGTTIN, unix.SIGTTOU:
+				// A stop would leave the image half-injected in a
+				// group-stop: held back, delivered when it is resumed
+				// for good (a second one merges with the first, as
+				// pending stop signals do).
+				if pending == 0 {
+					pending = sig
+				}
+			default:
+				// Exec has reset every handler: the signal's default
+				// action (or its being ignored) runs no code of the
+				// image, so it is delivered now.
+				deliver = int(sig)
+			}
 		}
-		ptrace(unix.PTRACE_CONT, tid, 0, 0)
+		ptrace(unix.PTRACE_CONT, tid, 0, uintptr(deliver))
 	}
 }
 
