@@ -280,7 +280,7 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 		t.mu.Lock()
 		t.live[child] = true
 		t.mu.Unlock()
-		if flags&unix.CLONE_VM != 0 && flags&unix.CLONE_THREAD == 0 {
+		if t.fast != nil && flags&unix.CLONE_VM != 0 && flags&unix.CLONE_THREAD == 0 {
 			// A vfork's parent waits until the child has execed or
 			// exited: if it has no other thread, nothing else runs in
 			// the address space meanwhile. Any other sharer runs beside
