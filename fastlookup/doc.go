@@ -1,0 +1,37 @@
+// Package fastlookup is the memory a transaction shares with the
+// fast-lookup agent that runs inside its programs (docs/fastpath.md §4):
+// the layout of that memory, which fastlookup.h declares again for the
+// agent's C; the tree's sets, which the supervisor publishes into before
+// its view changes anything (Tree); and a process's ring of the calls the
+// agent made natively, which the supervisor drains (Ring).
+//
+// It knows no view, transaction, process or notification: vfs publishes
+// into a Tree and feeds a Ring's records into its read set; the code that
+// injects the agent maps the memfds. It must import nothing of txexec.
+//
+// Linux analogue: none. The sets are a lock-free, single-writer,
+// many-reader structure in the spirit of the kernel's seqcount-protected
+// data: the writer changes entries, then increments the generation with
+// release ordering; a reader loads the generation (acquire) before it
+// reads the entries and states that generation with what it did, so the
+// writer can order every reader's observation before or after each change.
+//
+// Invariants.
+//   - Entries of the changed set and the changed objects are never
+//     removed, and a changed-set entry's kind is only ever raised: a path
+//     the transaction changed stays changed until the transaction ends.
+//   - Every entry that a change adds is stored before the generation that
+//     change publishes; a fast directory under a changed path is removed
+//     (its key set to KeyRemoved) before it, too.
+//   - A removed fast directory's slot is never reused, so a reader that
+//     matched its key may read a stale (device, inode) but never another
+//     directory's.
+//   - An overflowing changed set or object set turns the enabled flag off
+//     for good: the agent then forwards every call.
+//   - Everything read from a ring is untrusted: Ring reads a slot once into
+//     its own copy, bounds every field, and never trusts head or tail
+//     beyond one lap.
+//
+// Lock order: none. A Tree is written by one goroutine at a time (the
+// view's lock serializes it); a Ring is drained by one goroutine at a time.
+package fastlookup

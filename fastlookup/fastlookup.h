@@ -1,0 +1,143 @@
+/*
+ * fastlookup.h — the memory txexec's supervisor shares with the fast-lookup
+ * agent in a traced program (docs/fastpath.md §4.1, §4.5, §4.7).
+ *
+ * Owned by the Go package txexec/fastlookup, whose layout.go declares the
+ * same structures; TestLayoutMatchesC compiles a program against this
+ * header and checks every offset, size and hash against Go's. Change both
+ * together and bump FL_LAYOUT_VERSION.
+ *
+ * Two memfds, both sized and created by the supervisor:
+ *   - per tree (struct fl_tree), mapped read-only in the programs: the
+ *     enabled flag, the generation, the changed set, the changed objects
+ *     and the fast directories;
+ *   - per process (struct fl_ring), mapped writable in that process only:
+ *     the ring of records of the calls the agent made natively.
+ *
+ * The agent's protocol, in this order:
+ *   1. g = acquire-load tree->generation; if !acquire-load tree->enabled,
+ *      forward;
+ *   2. probe every proper prefix of the absolute path ("/" included) for an
+ *      FL_CHANGED_SUBTREE entry of the changed set and the whole path for any
+ *      entry; the parent directory must be a fast directory; otherwise
+ *      forward;
+ *   3. reserve a slot: h = head; if h - tail >= FL_RING_N forward; else
+ *      CAS head from h to h+1 (retry from the load on failure);
+ *   4. make the call natively (last component never followed);
+ *   5. if the observed identity is in the changed objects, publish the
+ *      slot with nr = FL_NR_NONE, then forward (a thread never waits in a
+ *      forwarded call holding an unpublished slot);
+ *   6. fill the slot, then release-store slot->seq = h + 1.
+ * The supervisor reads published slots only; anything in a ring is
+ * untrusted input to it.
+ */
+#ifndef TXEXEC_FASTLOOKUP_H
+#define TXEXEC_FASTLOOKUP_H
+
+#include <stdint.h>
+
+#define FL_LAYOUT_VERSION 1
+
+#define FL_CHANGED_N  16384 /* changed-set slots (a power of two) */
+#define FL_OBJECTS_N  4096  /* changed-object slots (a power of two) */
+#define FL_FASTDIRS_N 16384 /* fast-directory slots (a power of two) */
+#define FL_RING_N     1024  /* ring slots (a power of two) */
+#define FL_PATH_MAX   256   /* longest path a record holds, with its NUL */
+
+/* Slots are probed linearly from key & (N - 1).
+ * Keys: 0 marks an empty slot, 1 a removed fast directory (probing goes on
+ * past it; the slot is never reused). fl_key maps a hash onto the rest. */
+#define FL_KEY_EMPTY   0
+#define FL_KEY_REMOVED 1
+
+/* Kinds of changed-set entries. */
+#define FL_CHANGED_SELF    1 /* the object at this path shows other attributes */
+#define FL_CHANGED_SUBTREE 2 /* the name, and every path under it, changed */
+
+/* Record flags. */
+#define FL_OBSERVED 1
+
+/* A published slot that carries no record (the agent forwarded the call
+ * after reserving it). */
+#define FL_NR_NONE (-1)
+
+struct fl_changed {
+	uint64_t key;  /* fl_path_key of the path; written last (release) */
+	uint64_t kind; /* FL_CHANGED_*; only ever raised */
+};
+
+struct fl_fastdir {
+	uint64_t key; /* fl_path_key of the directory's absolute path */
+	uint64_t dev, ino;
+};
+
+struct fl_tree {
+	uint32_t version; /* FL_LAYOUT_VERSION */
+	uint32_t enabled; /* 0: every call is forwarded */
+	uint64_t generation;
+	uint8_t pad[48];
+	struct fl_changed changed[FL_CHANGED_N];
+	uint64_t objects[FL_OBJECTS_N]; /* fl_object_key of changed host objects */
+	struct fl_fastdir fastdirs[FL_FASTDIRS_N];
+};
+
+struct fl_record {
+	uint64_t seq;        /* position + 1, release-stored last: published */
+	uint64_t generation; /* tree->generation read before the call */
+	int32_t nr;          /* the system call's number, or FL_NR_NONE */
+	uint32_t path_len;   /* strlen(path) */
+	int64_t result;      /* what the call returned: >= 0 or -errno */
+	/* The identity the call observed (lstat of the object, fstat of an
+	 * opened descriptor), with FL_OBSERVED in flags: required when the
+	 * call found the object (result >= 0; readlink's EINVAL, the object
+	 * is no symlink), forbidden when it found none (ENOENT). */
+	uint64_t dev, ino;
+	uint32_t mode, uid, gid;
+	uint32_t flags;      /* FL_OBSERVED when the identity below is set */
+	int64_t size;
+	int64_t mtime_sec, mtime_nsec, ctime_sec, ctime_nsec;
+	char path[FL_PATH_MAX];
+};
+
+struct fl_ring {
+	uint64_t head; /* reserved slots (the agent's CAS) */
+	uint8_t pad0[56];
+	uint64_t tail; /* consumed slots (the supervisor's) */
+	uint8_t pad1[56];
+	struct fl_record slots[FL_RING_N];
+};
+
+/* FNV-1a, 64 bits. */
+#define FL_FNV_OFFSET 14695981039346656037ull
+#define FL_FNV_PRIME  1099511628211ull
+
+static inline uint64_t fl_fnv_step(uint64_t h, unsigned char c) {
+	return (h ^ c) * FL_FNV_PRIME;
+}
+
+static inline uint64_t fl_key(uint64_t h) {
+	return h <= FL_KEY_REMOVED ? h + 2 : h;
+}
+
+/* fl_path_key is the key of an absolute path of n bytes. An agent probing
+ * the prefixes of a path takes fl_key of the running hash at each '/'
+ * (the hash of "/" itself for the root). */
+static inline uint64_t fl_path_key(const char *p, uint64_t n) {
+	uint64_t h = FL_FNV_OFFSET;
+	for (uint64_t i = 0; i < n; i++)
+		h = fl_fnv_step(h, (unsigned char)p[i]);
+	return fl_key(h);
+}
+
+/* fl_object_key is the key of a host object: its device and inode, eight
+ * little-endian bytes each. */
+static inline uint64_t fl_object_key(uint64_t dev, uint64_t ino) {
+	uint64_t h = FL_FNV_OFFSET;
+	for (int i = 0; i < 8; i++)
+		h = fl_fnv_step(h, (unsigned char)(dev >> (8 * i)));
+	for (int i = 0; i < 8; i++)
+		h = fl_fnv_step(h, (unsigned char)(ino >> (8 * i)));
+	return fl_key(h);
+}
+
+#endif

@@ -1,0 +1,132 @@
+package fastlookup
+
+// The shared layout, as fastlookup.h declares it for the agent; the
+// structures below must match it byte for byte (TestLayoutMatchesC).
+
+// LayoutVersion is FL_LAYOUT_VERSION.
+const LayoutVersion = 1
+
+// Table sizes (slots, powers of two) and the longest path a record holds,
+// with its NUL.
+const (
+	ChangedN  = 16384
+	ObjectsN  = 4096
+	FastDirsN = 16384
+	RingN     = 1024
+	PathMax   = 256
+)
+
+// Reserved keys: an empty slot and a removed fast directory.
+const (
+	KeyEmpty   = 0
+	KeyRemoved = 1
+)
+
+// Kind is how much a changed-set entry covers.
+type Kind uint64
+
+const (
+	// ChangedSelf: the object at the path shows other attributes in the
+	// view (a directory whose entries changed: its times, size, links).
+	ChangedSelf Kind = 1
+	// ChangedSubtree: the name itself changed, and so did every path under
+	// it.
+	ChangedSubtree Kind = 2
+)
+
+// NrNone is the call number of a published slot that carries no record.
+const NrNone = -1
+
+// flObserved is FL_OBSERVED.
+const flObserved = 1
+
+// maxLoad is the share of a table's slots that may be used (probing stays
+// short, and an empty slot always ends a probe).
+func maxLoad(n int) int { return n * 3 / 4 }
+
+type changedEntry struct {
+	key  uint64
+	kind uint64
+}
+
+type fastDirEntry struct {
+	key      uint64
+	dev, ino uint64
+}
+
+// treeLayout is struct fl_tree.
+type treeLayout struct {
+	version    uint32
+	enabled    uint32
+	generation uint64
+	_          [48]byte
+	changed    [ChangedN]changedEntry
+	objects    [ObjectsN]uint64
+	fastDirs   [FastDirsN]fastDirEntry
+}
+
+// recordLayout is struct fl_record.
+type recordLayout struct {
+	seq        uint64
+	generation uint64
+	nr         int32
+	pathLen    uint32
+	result     int64
+	dev, ino   uint64
+	mode       uint32
+	uid, gid   uint32
+	flags      uint32
+	size       int64
+	mtimeSec   int64
+	mtimeNsec  int64
+	ctimeSec   int64
+	ctimeNsec  int64
+	path       [PathMax]byte
+}
+
+// ringLayout is struct fl_ring.
+type ringLayout struct {
+	head  uint64
+	_     [56]byte
+	tail  uint64
+	_     [56]byte
+	slots [RingN]recordLayout
+}
+
+// FNV-1a, 64 bits.
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func fnvStep(h uint64, c byte) uint64 { return (h ^ uint64(c)) * fnvPrime }
+
+// key maps a hash off the reserved keys (fl_key).
+func key(h uint64) uint64 {
+	if h <= KeyRemoved {
+		return h + 2
+	}
+	return h
+}
+
+// PathKey is the key of an absolute path (fl_path_key).
+func PathKey(p string) uint64 {
+	h := uint64(fnvOffset)
+	for i := 0; i < len(p); i++ {
+		h = fnvStep(h, p[i])
+	}
+	return key(h)
+}
+
+// ObjectKey is the key of a host object (fl_object_key): its device and
+// inode, eight little-endian bytes each.
+func ObjectKey(dev, ino uint64) uint64 {
+	h := uint64(fnvOffset)
+	for i := range 8 {
+		h = fnvStep(h, byte(dev>>(8*i)))
+	}
+	for i := range 8 {
+		h = fnvStep(h, byte(ino>>(8*i)))
+	}
+	return key(h)
+}

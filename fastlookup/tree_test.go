@@ -1,0 +1,166 @@
+package fastlookup
+
+import (
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+)
+
+func newTree(t *testing.T) *Tree {
+	tr, err := NewTree()
+	require.NoError(t, err)
+	t.Cleanup(tr.Close)
+	tr.Enable(true)
+	return tr
+}
+
+// sharedChanged is the kind the agent would find for path (0: none).
+func sharedChanged(tr *Tree, path string) Kind {
+	key := PathKey(path)
+	for i := key & (ChangedN - 1); ; i = (i + 1) & (ChangedN - 1) {
+		switch atomic.LoadUint64(&tr.t.changed[i].key) {
+		case key:
+			return Kind(atomic.LoadUint64(&tr.t.changed[i].kind))
+		case KeyEmpty:
+			return 0
+		}
+	}
+}
+
+// sharedFastDir is the identity the agent would find for path.
+func sharedFastDir(tr *Tree, path string) (dev, ino uint64, ok bool) {
+	key := PathKey(path)
+	for i := key & (FastDirsN - 1); ; i = (i + 1) & (FastDirsN - 1) {
+		e := &tr.t.fastDirs[i]
+		switch atomic.LoadUint64(&e.key) {
+		case key:
+			return e.dev, e.ino, true
+		case KeyEmpty:
+			return 0, 0, false
+		}
+	}
+}
+
+func TestTreePublication(t *testing.T) {
+	tr := newTree(t)
+	g0 := tr.Generation()
+	tr.Change("/a/b", ChangedSubtree)
+	assert.Equal(t, ChangedSubtree, sharedChanged(tr, "/a/b"), "entries are stored at once")
+	assert.Equal(t, g0, tr.Generation(), "the generation moves only at Publish")
+	g1 := tr.Publish()
+	assert.Greater(t, g1, g0)
+	at, ok := tr.ChangedAt("/a/b/c/d")
+	assert.True(t, ok)
+	assert.Equal(t, g1, at, "a path under a changed subtree changed with it")
+	assert.Equal(t, g1, tr.Publish(), "nothing new: the generation stays")
+
+	tr.Change("/a/b", ChangedSubtree)
+	tr.Change("/a/b", ChangedSelf) // never lowers the kind
+	assert.Equal(t, g1, tr.Publish())
+	assert.Equal(t, ChangedSubtree, sharedChanged(tr, "/a/b"))
+
+	tr.Change("/a", ChangedSelf)
+	g2 := tr.Publish()
+	assert.Greater(t, g2, g1)
+	assert.Equal(t, ChangedSelf, sharedChanged(tr, "/a"))
+	_, ok = tr.ChangedAt("/a/x")
+	assert.False(t, ok, "a directory whose own attributes changed does not cover its other entries")
+	tr.Change("/a", ChangedSubtree)
+	g3 := tr.Publish()
+	assert.Equal(t, ChangedSubtree, sharedChanged(tr, "/a"), "the kind is raised")
+	at, _ = tr.ChangedAt("/a")
+	assert.Equal(t, g2, at, "the first change of the path counts")
+	at, _ = tr.ChangedAt("/a/x")
+	assert.Equal(t, g3, at)
+
+	tr.ChangeObject(5, 6)
+	g4 := tr.Publish()
+	at, ok = tr.ObjectChangedAt(5, 6)
+	assert.True(t, ok)
+	assert.Equal(t, g4, at)
+	_, ok = tr.ObjectChangedAt(5, 7)
+	assert.False(t, ok)
+	assert.True(t, tr.Enabled())
+}
+
+func TestTreeFastDirs(t *testing.T) {
+	tr := newTree(t)
+	for i, p := range []string{"/", "/usr", "/usr/lib", "/usr/lib/x", "/usr/include", "/etc"} {
+		require.True(t, tr.AddFastDir(p, 1, uint64(10+i)), p)
+	}
+	dev, ino, ok := sharedFastDir(tr, "/usr/lib/x")
+	require.True(t, ok)
+	assert.Equal(t, [2]uint64{1, 13}, [2]uint64{dev, ino})
+
+	tr.Change("/usr/lib", ChangedSubtree) // a rename of /usr/lib, say
+	tr.Publish()
+	for _, p := range []string{"/usr/lib", "/usr/lib/x"} {
+		_, _, ok := sharedFastDir(tr, p)
+		assert.False(t, ok, "%s is under a changed name", p)
+		assert.False(t, tr.IsFastDir(p), p)
+	}
+	for _, p := range []string{"/", "/usr", "/usr/include", "/etc"} {
+		_, _, ok := sharedFastDir(tr, p)
+		assert.True(t, ok, p)
+	}
+	assert.False(t, tr.AddFastDir("/usr/lib/y", 1, 99), "never under a changed name")
+
+	tr.Change("/etc", ChangedSelf) // an entry of /etc changed
+	tr.Publish()
+	assert.True(t, tr.IsFastDir("/etc"), "its other entries are still the host's")
+}
+
+// TestTreeFastDirsBelowSlowDir: a fast directory under one that is not
+// fast is removed with it all the same.
+func TestTreeFastDirsBelowSlowDir(t *testing.T) {
+	tr := newTree(t)
+	require.True(t, tr.AddFastDir("/a/b/c", 1, 3))
+	tr.Change("/a", ChangedSubtree)
+	tr.Publish()
+	_, _, ok := sharedFastDir(tr, "/a/b/c")
+	assert.False(t, ok)
+}
+
+func TestTreeOverflowDisables(t *testing.T) {
+	tr := newTree(t)
+	for i := 0; i < maxLoad(ChangedN); i++ {
+		tr.Change(fmt.Sprintf("/f%d", i), ChangedSubtree)
+	}
+	tr.Publish()
+	require.True(t, tr.Enabled())
+	require.False(t, tr.Overflowed())
+	tr.Change("/one-more", ChangedSubtree)
+	tr.Publish()
+	assert.True(t, tr.Overflowed())
+	assert.False(t, tr.Enabled(), "a full changed set turns the fast path off")
+	tr.Enable(true)
+	assert.False(t, tr.Enabled(), "for good")
+	_, ok := tr.ChangedAt("/one-more")
+	assert.True(t, ok, "the supervisor's own copy still has it")
+}
+
+// TestTreeReadOnlyFD: the descriptor for the programs maps read-only, and
+// nobody can map the tree writable any more.
+func TestTreeReadOnlyFD(t *testing.T) {
+	tr := newTree(t)
+	fd, err := tr.ReadOnlyFD()
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	size := int(len(tr.mem.mem))
+	_, err = unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	assert.ErrorIs(t, err, unix.EACCES)
+	_, err = unix.Mmap(tr.mem.fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	assert.ErrorIs(t, err, unix.EPERM, "sealed against writable mappings")
+	m, err := unix.Mmap(fd, 0, size, unix.PROT_READ, unix.MAP_SHARED)
+	require.NoError(t, err)
+	defer unix.Munmap(m)
+	tr.Change("/x", ChangedSubtree)
+	g := tr.Publish()
+	assert.Equal(t, g, *(*uint64)(ptrAt(m, 8)), "the program's mapping sees the generation")
+	assert.ErrorIs(t, unix.Mprotect(m, unix.PROT_READ|unix.PROT_WRITE), unix.EACCES)
+	assert.ErrorIs(t, unix.Ftruncate(tr.mem.fd, 4096), unix.EPERM, "sealed against shrinking")
+}
