@@ -101,16 +101,22 @@ func (g *Ring) Drain(feed func(*Record) error) (int, error) {
 	if head-g.tail > RingN { // not more than a lap, whatever the program wrote
 		head = g.tail + RingN
 	}
-	for pos := g.tail; pos != head && pos-g.tail < RingN; pos++ {
-		if g.done[pos] {
+	start, hole := g.tail, false
+	for pos := start; pos != head && pos-start < RingN; pos++ {
+		if len(g.done) > 0 && g.done[pos] {
 			continue
 		}
 		slot := &g.r.slots[pos%RingN]
 		if atomic.LoadUint64(&slot.seq) != pos+1 { // acquire: the record after it
+			hole = true
 			continue
 		}
 		local := *slot // read once: the program may write the slot meanwhile
-		g.done[pos] = true
+		if hole {
+			g.done[pos] = true
+		} else {
+			g.tail = pos + 1
+		}
 		if local.nr == NrNone {
 			continue
 		}

@@ -2,7 +2,7 @@ package fastlookup
 
 import (
 	"fmt"
-	"sync/atomic"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,31 +18,10 @@ func newTree(t *testing.T) *Tree {
 	return tr
 }
 
-// sharedChanged is the kind the agent would find for path (0: none).
-func sharedChanged(tr *Tree, path string) Kind {
-	key := PathKey(path)
-	for i := key & (ChangedN - 1); ; i = (i + 1) & (ChangedN - 1) {
-		switch atomic.LoadUint64(&tr.t.changed[i].key) {
-		case key:
-			return Kind(atomic.LoadUint64(&tr.t.changed[i].kind))
-		case KeyEmpty:
-			return 0
-		}
-	}
-}
+func sharedChanged(tr *Tree, path string) Kind { return tr.sharedKind(PathKey(path)) }
 
-// sharedFastDir is the identity the agent would find for path.
 func sharedFastDir(tr *Tree, path string) (dev, ino uint64, ok bool) {
-	key := PathKey(path)
-	for i := key & (FastDirsN - 1); ; i = (i + 1) & (FastDirsN - 1) {
-		e := &tr.t.fastDirs[i]
-		switch atomic.LoadUint64(&e.key) {
-		case key:
-			return e.dev, e.ino, true
-		case KeyEmpty:
-			return 0, 0, false
-		}
-	}
+	return tr.sharedFastDir(PathKey(path))
 }
 
 func TestTreePublication(t *testing.T) {
@@ -163,4 +142,48 @@ func TestTreeReadOnlyFD(t *testing.T) {
 	assert.Equal(t, g, *(*uint64)(ptrAt(m, 8)), "the program's mapping sees the generation")
 	assert.ErrorIs(t, unix.Mprotect(m, unix.PROT_READ|unix.PROT_WRITE), unix.EACCES)
 	assert.ErrorIs(t, unix.Ftruncate(tr.mem.fd, 4096), unix.EPERM, "sealed against shrinking")
+}
+
+func TestDecide(t *testing.T) {
+	tr := newTree(t)
+	for _, p := range []string{"/", "/usr", "/usr/include", "/usr/lib"} {
+		require.True(t, tr.AddFastDir(p, 1, 1))
+	}
+	tr.Publish()
+	cases := []struct {
+		path string
+		ok   bool
+	}{
+		{"/usr/include/stdio.h", true},
+		{"/usr", true},
+		{"/usr/share/x", false}, // /usr/share is no fast directory
+		{"/usr/include/../lib/x", false},
+		{"usr/include/stdio.h", false},
+		{"/usr/include/", false},
+		{"/" + strings.Repeat("x", PathMax), false},
+	}
+	for _, c := range cases {
+		_, ok := tr.Decide(c.path)
+		assert.Equal(t, c.ok, ok, c.path)
+	}
+	g0 := tr.Generation()
+	tr.Change("/usr/include", ChangedSelf)
+	tr.Change("/usr/lib/a", ChangedSubtree)
+	tr.ChangeObject(1, 99)
+	g, ok := tr.Decide("/usr/include/stdio.h")
+	assert.True(t, ok, "the directory's own attributes changed, not its other entries")
+	assert.Equal(t, g0, g, "not published yet")
+	g1 := tr.Publish()
+	for _, p := range []string{"/usr/include", "/usr/lib/a", "/usr/lib/a/b"} {
+		g, ok := tr.Decide(p)
+		assert.False(t, ok, p)
+		assert.Equal(t, g1, g)
+	}
+	_, ok = tr.Decide("/usr/lib/b")
+	assert.True(t, ok)
+	assert.True(t, tr.ObjectChanged(1, 99))
+	assert.False(t, tr.ObjectChanged(1, 98))
+	tr.Enable(false)
+	_, ok = tr.Decide("/usr/lib/b")
+	assert.False(t, ok, "disabled")
 }

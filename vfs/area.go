@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"txexec/fastlookup"
 	"txexec/store"
 )
 
@@ -136,9 +137,15 @@ func (v *Tx) makeAreaLocked(hd *Node, mnt uint64) (*area, error) {
 	if v.newArea == nil {
 		return nil, fmt.Errorf("no staging area can be made on the mount at %s", top.hostPath)
 	}
+	// The mount's root gets an entry the view hides, and another link.
+	v.fastNodeLocked(top, fastlookup.ChangedSelf)
 	p, err := v.newArea(top.hostPath)
 	if err != nil {
 		return nil, err
+	}
+	if v.fast != nil {
+		v.fast.Change(p, fastlookup.ChangedSubtree)
+		v.publishLocked()
 	}
 	a, amnt, err := openArea(v.root.hostFd, p)
 	if err != nil {

@@ -48,6 +48,12 @@
 //     EXDEV in the view as in Linux, and a change on a mount where no area
 //     can be made fails and dooms the transaction (StagingError), never
 //     staged elsewhere.
+//   - With a fast-lookup tree (TxOptions.FastLookups, docs/fastpath.md),
+//     every change is in the tree's changed set, under a new generation,
+//     before the call that made it returns and before any host change the
+//     view makes at once (a bound socket, a staging area); each record of
+//     the agent is fed into the read set as observed, or dooms the
+//     transaction (fastlookup.go).
 //
 // Lock order: Tx.mu is the only lock, held for every operation and
 // released before anything that may block (opening a FIFO, a passthrough

@@ -119,6 +119,9 @@ type Node struct {
 	// its entry, or of a staged directory (attrsCacheable).
 	attr    attrs
 	attrSet bool
+	// fastNoted: a walk offered this directory to the fast-lookup agent
+	// (noteFastDirLocked).
+	fastNoted bool
 
 	// locDir and locName are one name of a non-directory in the view (the
 	// first it was found or made by, then where a rename moved it): its

@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"txexec/fastlookup"
 	"txexec/proc"
 	"txexec/store"
 )
@@ -32,6 +33,9 @@ func (v *Tx) registerStagedLocked(n *Node, a *area, name string) error {
 // registerStagedAsLocked is registerStagedLocked for an object whose
 // attributes st the caller has read.
 func (v *Tx) registerStagedAsLocked(n *Node, a *area, name string, st *unix.Stat_t) {
+	// A staged directory carries changed attributes, its mode and owner
+	// among them, which decide the searches under it.
+	v.fastNodeLocked(n, fastlookup.ChangedSubtree)
 	n.staged, n.stagedID, n.area = name, idOf(st), a
 	v.nodes[n.stagedID] = n
 	v.gen++
@@ -325,6 +329,7 @@ func (v *Tx) createLocked(c *Caller, dir *Node, name string, mode uint32, mk fun
 
 // setEntryLocked makes name in dir refer to n (nil removes it).
 func (v *Tx) setEntryLocked(dir *Node, name string, n *Node) {
+	v.fastEntryLocked(dir, name)
 	v.gen++
 	if dir.entries == nil {
 		dir.entries = map[string]*Node{}

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"txexec/fastlookup"
 	"txexec/store"
 )
 
@@ -110,6 +111,12 @@ type Tx struct {
 	// object's data or attributes, not the entry (WriteSet).
 	copies map[string]*Node
 
+	// fast is the tree's fast-lookup memory (nil: no fast path): changes
+	// are published into it before the view makes them, walked host
+	// directories are offered to the agent, and the agent's records are
+	// fed from rings into the read set (fastlookup.go).
+	fast *fastlookup.Tree
+
 	// doomed is set when the transaction can no longer commit (the host
 	// changed under it, or an internal error); it aborts with this reason.
 	doomed error
@@ -150,6 +157,10 @@ type TxOptions struct {
 	// directory's. Nil, or an error: that change fails and dooms the
 	// transaction.
 	NewArea func(mountPoint string) (string, error)
+	// FastLookups is the tree's memory shared with the fast-lookup agent
+	// (docs/fastpath.md), which the view keeps up to date; nil without the
+	// fast path. The caller keeps it and closes it after the view.
+	FastLookups *fastlookup.Tree
 }
 
 // NewTx makes an empty view over the host. staging must be an empty
@@ -173,6 +184,7 @@ func NewTx(host *Host, staging string, opt TxOptions) (*Tx, error) {
 		host: host, home: home, newArea: opt.NewArea, noatime: noatime, roRootFd: -1,
 		nodes: map[FileID]*Node{}, reads: map[string]readRecord{}, Now: time.Now,
 		areas: map[uint64]*area{mnt: home}, areaErrs: map[uint64]error{},
+		fast: opt.FastLookups,
 	}
 	for i, p := range append(append([]string{}, DefaultPassthrough...), opt.Excludes...) {
 		abs, err := filepath.Abs(p)
@@ -190,6 +202,7 @@ func NewTx(host *Host, staging string, opt TxOptions) (*Tx, error) {
 	}
 	v.root = &Node{typ: unix.S_IFDIR, host: idOf(&st), hostPath: "/", hostFd: rfd, replayIno: st.Ino}
 	v.nodes[v.root.host] = v.root
+	v.noteFastDirLocked(v.root)
 	return v, nil
 }
 
@@ -445,6 +458,7 @@ func (v *Tx) now() unix.Timespec {
 
 // touchDirLocked records a change to dir's entries (its mtime and ctime).
 func (v *Tx) touchDirLocked(dir *Node) {
+	v.fastNodeLocked(dir, fastlookup.ChangedSelf)
 	t := v.now()
 	dir.changed = &t
 }
@@ -452,6 +466,7 @@ func (v *Tx) touchDirLocked(dir *Node) {
 // touchCtimeLocked records a change to n's inode that its backing object
 // does not show (see Node.ctime).
 func (v *Tx) touchCtimeLocked(n *Node) {
+	v.fastNodeLocked(n, fastlookup.ChangedSelf)
 	t := v.now()
 	n.ctime = &t
 }

@@ -75,6 +75,7 @@ func (v *Tx) bindOnHostLocked(c *Caller, dir *Node, name string, sock int) error
 	if err := unix.Fstat(dfd, &dst); err != nil || !dir.isHostObject(&dst) {
 		return v.hostChanged(dir.hostPath, unix.ESTALE)
 	}
+	v.fastEntryLocked(dir, name) // the one change made on the host at once
 	if err := v.host.bindIn(c, dfd, name, sock); err != nil {
 		return err
 	}

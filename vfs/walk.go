@@ -170,6 +170,9 @@ func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, w
 			}
 			return v.walkLocked(c, cur, target, followFinal, ws)
 		}
+		if child.isDir() {
+			v.noteFastDirLocked(child)
+		}
 		if last {
 			return resolved{dir: cur, name: comp, node: child, slash: slash}, nil
 		}

@@ -1,0 +1,84 @@
+package fastlookup
+
+import (
+	"strings"
+	"sync/atomic"
+)
+
+// The agent's decision (fastlookup.h, steps 1, 2 and 5), in Go, on the
+// shared memory alone: the reference the agent's C follows, and what the
+// tests of the supervisor's side stand in for the agent with.
+
+// Decide reports whether the agent may make a lookup of path natively, and
+// the generation it read first (the record's). path must be absolute and
+// clean, as the agent checks lexically before this.
+func (t *Tree) Decide(path string) (gen uint64, ok bool) {
+	gen = atomic.LoadUint64(&t.t.generation) // acquire: before the sets
+	if atomic.LoadUint32(&t.t.enabled) == 0 || !cleanAbsolute(path) || len(path) >= PathMax || path == "/" {
+		return gen, false
+	}
+	// Every proper prefix, "/" included, as a subtree.
+	for i := 0; i < len(path); i++ {
+		if path[i] != '/' {
+			continue
+		}
+		prefix := path[:i]
+		if i == 0 {
+			prefix = "/"
+		}
+		if t.sharedKind(PathKey(prefix)) == ChangedSubtree {
+			return gen, false
+		}
+	}
+	if t.sharedKind(PathKey(path)) != 0 {
+		return gen, false
+	}
+	parent := path[:strings.LastIndexByte(path, '/')]
+	if parent == "" {
+		parent = "/"
+	}
+	if _, _, fast := t.sharedFastDir(PathKey(parent)); !fast {
+		return gen, false
+	}
+	return gen, true
+}
+
+// ObjectChanged reports whether the agent finds (dev, ino) in the changed
+// objects: it then forwards the call it made natively.
+func (t *Tree) ObjectChanged(dev, ino uint64) bool {
+	key := ObjectKey(dev, ino)
+	for i := key & (ObjectsN - 1); ; i = (i + 1) & (ObjectsN - 1) {
+		switch atomic.LoadUint64(&t.t.objects[i]) {
+		case key:
+			return true
+		case KeyEmpty:
+			return false
+		}
+	}
+}
+
+// sharedKind is the kind of the changed-set entry for key (0: none).
+func (t *Tree) sharedKind(key uint64) Kind {
+	for i := key & (ChangedN - 1); ; i = (i + 1) & (ChangedN - 1) {
+		e := &t.t.changed[i]
+		switch atomic.LoadUint64(&e.key) {
+		case key:
+			return Kind(atomic.LoadUint64(&e.kind))
+		case KeyEmpty:
+			return 0
+		}
+	}
+}
+
+// sharedFastDir is the fast directory of key in the shared table.
+func (t *Tree) sharedFastDir(key uint64) (dev, ino uint64, ok bool) {
+	for i := key & (FastDirsN - 1); ; i = (i + 1) & (FastDirsN - 1) {
+		e := &t.t.fastDirs[i]
+		switch atomic.LoadUint64(&e.key) {
+		case key:
+			return e.dev, e.ino, true
+		case KeyEmpty:
+			return 0, 0, false
+		}
+	}
+}

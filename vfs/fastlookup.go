@@ -1,0 +1,309 @@
+package vfs
+
+import (
+	"fmt"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/fastlookup"
+)
+
+// The transaction's side of the fast path for read-only lookups
+// (docs/fastpath.md §4.5, §4.7): what the view publishes into the tree's
+// shared sets before it changes anything, the host directories it offers
+// the agent, and the feed of the agent's records into the read set.
+
+// publishLocked makes the changes noted since the last publication visible
+// to the agent, ahead of the change the caller is about to make.
+//
+// Preconditions: v.mu held.
+func (v *Tx) publishLocked() {
+	if v.fast != nil {
+		v.fast.Publish()
+	}
+}
+
+// fastEntryLocked publishes that name in dir is about to change (made,
+// removed, renamed from or to, bound): the name and everything under it,
+// and dir's own attributes (its times, size and link count in the view).
+//
+// Preconditions: v.mu held.
+func (v *Tx) fastEntryLocked(dir *Node, name string) {
+	if v.fast == nil {
+		return
+	}
+	for _, d := range v.dirPathsLocked(dir) {
+		v.fast.Change(childPath(d, name), fastlookup.ChangedSubtree)
+		v.fast.Change(d, fastlookup.ChangedSelf)
+	}
+	v.publishLocked()
+}
+
+// fastNodeLocked publishes that object n is about to show other attributes
+// (or data) in the view than its host original: a directory's own
+// attributes (all of its subtree when its mode or owner changes: search
+// permission), or a non-directory by every name the view knows, and by its
+// identity for the names it does not (other hard links).
+//
+// Preconditions: v.mu held.
+func (v *Tx) fastNodeLocked(n *Node, dirKind fastlookup.Kind) {
+	if v.fast == nil {
+		return
+	}
+	if n.isDir() {
+		if n.parent == nil && n != v.root {
+			return // not in the view yet: its entry is published when made
+		}
+		for _, p := range v.dirPathsLocked(n) {
+			v.fast.Change(p, dirKind)
+		}
+	} else {
+		if n.hostPath != "" {
+			v.fast.Change(n.hostPath, fastlookup.ChangedSubtree)
+		}
+		if n.locDir != nil {
+			for _, d := range v.dirPathsLocked(n.locDir) {
+				v.fast.Change(childPath(d, n.locName), fastlookup.ChangedSubtree)
+			}
+		}
+		for _, r := range n.names {
+			for _, d := range v.dirPathsLocked(r.dir) {
+				v.fast.Change(childPath(d, r.name), fastlookup.ChangedSubtree)
+			}
+		}
+	}
+	if n.host != (FileID{}) {
+		v.fast.ChangeObject(n.host.Dev, n.host.Ino)
+	}
+	v.publishLocked()
+}
+
+// dirPathsLocked are the absolute paths directory d has: in the view, and
+// on the host if it was found elsewhere (a directory the transaction
+// renamed).
+//
+// Preconditions: v.mu held.
+func (v *Tx) dirPathsLocked(d *Node) []string {
+	vp := d.viewPathLocked()
+	if d.hostPath != "" && d.hostPath != vp {
+		return []string{vp, d.hostPath}
+	}
+	return []string{vp}
+}
+
+// noteFastDirLocked offers directory n, which a walk went through, to the
+// agent as a fast directory: a host directory that keeps its host
+// attributes, at its own host path (so reached without a symlink: a node's
+// host path names no symlink), not renamed in the view, outside the
+// passthrough subtrees (/proc, /sys, /dev, --exclude), whose answers the
+// view emulates or which depend on who asks. Each directory is offered
+// once; one that is not fast then never becomes so (it would be under a
+// change, which stays).
+//
+// Preconditions: v.mu held.
+func (v *Tx) noteFastDirLocked(n *Node) {
+	if v.fast == nil || n.fastNoted {
+		return
+	}
+	n.fastNoted = true
+	if n.hostFd < 0 || n.host == (FileID{}) || n.staged != "" || n.passthrough || n.removed || n.anon {
+		return
+	}
+	if n.viewPathLocked() != n.hostPath || v.underPassthrough(n.hostPath) {
+		return
+	}
+	v.fast.AddFastDir(n.hostPath, n.host.Dev, n.host.Ino)
+}
+
+// underPassthrough reports whether host path p is in a passthrough
+// subtree.
+func (v *Tx) underPassthrough(p string) bool {
+	for _, x := range v.passthrough {
+		if under(p, x) {
+			return true
+		}
+	}
+	return false
+}
+
+// FeedFastLookups drains the ring of one process of the tree and feeds
+// every record into the read set (feedLocked), before the supervisor
+// serves any other call of the tree, when a process exits, and before
+// validation. A malformed record dooms the transaction: the program wrote
+// into its ring itself, and the read set could no longer be complete. It
+// returns the number of records fed and why the transaction was doomed by
+// one, if it was.
+func (v *Tx) FeedFastLookups(g *fastlookup.Ring) (int, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.fast == nil {
+		return 0, fmt.Errorf("feed fast lookups: the view has no fast-lookup tree")
+	}
+	n, err := g.Drain(v.feedLocked)
+	if err != nil && v.doomed == nil {
+		v.doomed = fmt.Errorf("fast lookups: %w", err)
+	}
+	return n, err
+}
+
+// feedLocked adds one record of a lookup the agent made natively to the
+// read set, as a host lookup with the identity the caller observed:
+//   - a path (or object) the transaction changed after the record's
+//     generation: a read of the host before the change, kept as a read the
+//     view made then would be (observedBeforeChangeLocked);
+//   - one it changed at or before it: the agent had to forward the call,
+//     and the program saw the host where its view differs: doomed;
+//   - any other: the view walks the path (its nodes for fast directories
+//     are cached) and records each entry on the way; if it names another
+//     object there than the one observed, or none, the host changed
+//     between the call and now: doomed at once (hostChanged), as
+//     validation would find at commit.
+//
+// Preconditions: v.mu held; v.fast set.
+func (v *Tx) feedLocked(rec *fastlookup.Record) error {
+	if rec.Generation > v.fast.Generation() {
+		return &fastlookup.MalformedError{Position: rec.Position,
+			Why: fmt.Sprintf("generation %d not published yet", rec.Generation)}
+	}
+	changedAt, changed := v.fast.ChangedAt(rec.Path)
+	if rec.Observed {
+		if at, ok := v.fast.ObjectChangedAt(rec.Dev, rec.Ino); ok && (!changed || at < changedAt) {
+			changedAt, changed = at, true
+		}
+	}
+	if changed && changedAt <= rec.Generation {
+		return v.fastDoom(rec.Path, "a fast lookup read the host after the transaction changed it")
+	}
+	if changed {
+		return v.observedBeforeChangeLocked(rec)
+	}
+	c := &Caller{Cred: rootCred}
+	r, err := v.walkLocked(c, v.root, rec.Path, false /* followFinal */, &walkState{})
+	switch {
+	case v.doomed != nil:
+		return nil // the walk found the host changed (hostChanged)
+	case r.pass:
+		return nil // a passthrough subtree: nothing to validate
+	case err == unix.ENOENT || err == unix.ENOTDIR || err == nil && r.node == nil:
+		if rec.Observed {
+			return v.fastDoom(rec.Path, "")
+		}
+		return nil
+	case err != nil:
+		return nil
+	}
+	n := r.node
+	if !rec.Observed {
+		if rec.Result == -int64(unix.ENOENT) {
+			return v.fastDoom(rec.Path, "")
+		}
+		return nil // EACCES and the like: the entries on the way are recorded
+	}
+	if n.host != (FileID{Dev: rec.Dev, Ino: rec.Ino}) || n.typ != rec.Mode&unix.S_IFMT {
+		return v.fastDoom(rec.Path, "")
+	}
+	st := observedStat(rec)
+	if !v.sameFirstReadLocked(n.hostPath, &st, n.isDir()) {
+		return v.fastDoom(rec.Path, "")
+	}
+	if g := recordGranules(rec.Nr); g != 0 {
+		v.recordReadLocked(n, &st, g)
+	}
+	return nil
+}
+
+// observedBeforeChangeLocked records what a call made before the
+// transaction changed rec.Path observed of the host: the read set's record
+// of the path if it has none; else that record must agree with it (the
+// host is unchanged by the transaction until commit, so a difference is
+// another process's change).
+//
+// Preconditions: v.mu held.
+func (v *Tx) observedBeforeChangeLocked(rec *fastlookup.Record) error {
+	if !rec.Observed && rec.Result != -int64(unix.ENOENT) {
+		return nil
+	}
+	r, had := v.reads[rec.Path]
+	if had {
+		id := FileID{Dev: rec.Dev, Ino: rec.Ino}
+		if r.exists != rec.Observed || rec.Observed && (r.id != id || r.typ != rec.Mode&unix.S_IFMT) {
+			return v.fastDoom(rec.Path, "")
+		}
+	}
+	if !rec.Observed {
+		if !had {
+			v.reads[rec.Path] = readRecord{}
+		}
+		return nil
+	}
+	st := observedStat(rec)
+	dir := rec.Mode&unix.S_IFMT == unix.S_IFDIR
+	if !v.sameFirstReadLocked(rec.Path, &st, dir) {
+		return v.fastDoom(rec.Path, "")
+	}
+	if !had {
+		r = readRecord{exists: true, id: FileID{Dev: rec.Dev, Ino: rec.Ino}, typ: rec.Mode & unix.S_IFMT}
+	}
+	g := recordGranules(rec.Nr)
+	if g != 0 && !r.data && !r.meta {
+		r.mode, r.uid, r.gid = st.Mode, st.Uid, st.Gid
+		if !dir {
+			r.size, r.mtime, r.ctime = st.Size, st.Mtim, st.Ctim
+		}
+	}
+	r.data = r.data || g&readData != 0
+	r.meta = r.meta || g&readMeta != 0
+	v.reads[rec.Path] = r
+	return nil
+}
+
+// sameFirstReadLocked reports whether the attributes st a call observed
+// are those the read set already holds for path from an earlier read of
+// the object's granules (true if it holds none).
+//
+// Preconditions: v.mu held.
+func (v *Tx) sameFirstReadLocked(path string, st *unix.Stat_t, dir bool) bool {
+	r, ok := v.reads[path]
+	if !ok || !r.data && !r.meta {
+		return true
+	}
+	if r.mode != st.Mode || r.uid != st.Uid || r.gid != st.Gid {
+		return false
+	}
+	return dir || r.size == st.Size && r.mtime == st.Mtim && r.ctime == st.Ctim
+}
+
+// fastDoom dooms the transaction for a record of path; why empty: the host
+// changed between the call and the feed.
+//
+// Preconditions: v.mu held.
+func (v *Tx) fastDoom(path, why string) error {
+	if why == "" {
+		v.hostChanged(path, unix.ESTALE)
+		return nil
+	}
+	if v.doomed == nil {
+		v.doomed = fmt.Errorf("conflict on %s (%s)", path, why)
+	}
+	return nil
+}
+
+// recordGranules is what a fast call reads of the object besides its name:
+// a stat or access its attributes, an open its data; a readlink, which the
+// agent makes as an lstat and answers EINVAL for a non-symlink, only its
+// type, which the entry holds.
+func recordGranules(nr int) granules {
+	switch {
+	case nr == unix.SYS_OPENAT:
+		return readData
+	case fastlookup.IsReadlink(nr):
+		return 0
+	}
+	return readMeta
+}
+
+// observedStat is the stat(2) form of what a record observed.
+func observedStat(rec *fastlookup.Record) unix.Stat_t {
+	return unix.Stat_t{Dev: rec.Dev, Ino: rec.Ino, Mode: rec.Mode, Uid: rec.UID, Gid: rec.GID,
+		Size: rec.Size, Mtim: rec.Mtime, Ctim: rec.Ctime}
+}

@@ -1,0 +1,468 @@
+package vfs
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"txexec/fastlookup"
+	"txexec/proc"
+)
+
+// fastEnv is a view with the fast path's tree, and one process's ring.
+type fastEnv struct {
+	*env
+	tree *fastlookup.Tree
+	ring *fastlookup.Ring
+}
+
+func newFastEnv(t *testing.T, build func(dir string)) *fastEnv {
+	t.Helper()
+	dir := t.TempDir()
+	if build != nil {
+		build(dir)
+	}
+	tree, err := fastlookup.NewTree()
+	require.NoError(t, err)
+	t.Cleanup(tree.Close)
+	tree.Enable(true)
+	ring, err := fastlookup.NewRing()
+	require.NoError(t, err)
+	t.Cleanup(ring.Close)
+	host, err := NewHost()
+	require.NoError(t, err)
+	v, err := NewTx(host, t.TempDir(), TxOptions{FastLookups: tree})
+	require.NoError(t, err)
+	t.Cleanup(v.Close)
+	cwd, err := v.OpenDir(dir)
+	require.NoError(t, err)
+	root, err := v.OpenDir("/")
+	require.NoError(t, err)
+	c := &Caller{Tid: os.Getpid(), Tgid: os.Getpid(), Cred: &proc.Cred{CapEff: ^uint64(0)}, Cwd: cwd, Root: root, Umask: 0o022}
+	return &fastEnv{env: &env{t: t, dir: dir, v: v, c: c, host: host}, tree: tree, ring: ring}
+}
+
+// abs is the absolute path of a path of the test's tree.
+func (e *fastEnv) abs(p string) string { return filepath.Join(e.dir, p) }
+
+// agentStat is what the agent does for an lstat of path (fastlookup.h): it
+// decides on the shared memory, makes the call natively and records what
+// it observed with the generation it read first. ok is false when the
+// agent would forward the call.
+func (e *fastEnv) agentStat(path string) (rec fastlookup.Record, ok bool) {
+	gen, ok := e.tree.Decide(path)
+	if !ok {
+		return rec, false
+	}
+	var st unix.Stat_t
+	err := unix.Lstat(path, &st)
+	rec = fastlookup.Record{Generation: gen, Nr: unix.SYS_NEWFSTATAT, Path: path}
+	if err != nil {
+		rec.Result = -int64(err.(unix.Errno))
+		return rec, true
+	}
+	if e.tree.ObjectChanged(st.Dev, st.Ino) {
+		return rec, false
+	}
+	rec.Observed = true
+	rec.Dev, rec.Ino, rec.Mode, rec.UID, rec.GID, rec.Size = st.Dev, st.Ino, st.Mode, st.Uid, st.Gid, st.Size
+	rec.Mtime, rec.Ctime = st.Mtim, st.Ctim
+	return rec, true
+}
+
+// mustAgentStat is agentStat for a call the agent must take.
+func (e *fastEnv) mustAgentStat(path string) fastlookup.Record {
+	e.t.Helper()
+	rec, ok := e.agentStat(path)
+	require.True(e.t, ok, "the agent takes %s", path)
+	return rec
+}
+
+// feed appends recs to the ring and drains it into the view.
+func (e *fastEnv) feed(recs ...fastlookup.Record) error {
+	e.t.Helper()
+	for i := range recs {
+		require.True(e.t, e.ring.Append(&recs[i]))
+	}
+	n, err := e.v.FeedFastLookups(e.ring)
+	if err == nil {
+		assert.Equal(e.t, len(recs), n)
+	}
+	return err
+}
+
+func (e *fastEnv) readOf(path string) (readRecord, bool) {
+	e.v.mu.Lock()
+	defer e.v.mu.Unlock()
+	r, ok := e.v.reads[path]
+	return r, ok
+}
+
+func fastTree(dir string) {
+	for _, d := range []string{"d/a/b/c", "e"} {
+		must(os.MkdirAll(filepath.Join(dir, d), 0o755))
+	}
+	for _, f := range []string{"d/f", "d/g", "d/a/b/c/h", "e/x"} {
+		must(os.WriteFile(filepath.Join(dir, f), []byte("data of "+f), 0o644))
+	}
+	must(os.Link(filepath.Join(dir, "e/x"), filepath.Join(dir, "e/y")))
+}
+
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
+}
+
+// TestFastDirsFromWalks: the directories a walk goes through become fast,
+// with their identity, and the agent takes a lookup in them.
+func TestFastDirsFromWalks(t *testing.T) {
+	e := newFastEnv(t, fastTree)
+	_, ok := e.tree.Decide(e.abs("d/f"))
+	assert.False(t, ok, "d was not walked yet")
+	_, err := e.v.Stat(e.c, e.c.Root, e.abs("d/a/b/c/h"), unix.AT_SYMLINK_NOFOLLOW)
+	require.NoError(t, err)
+	for _, d := range []string{"/", e.dir, e.abs("d"), e.abs("d/a/b/c")} {
+		assert.True(t, e.tree.IsFastDir(d), d)
+	}
+	e.mustAgentStat(e.abs("d/f"))
+	e.mustAgentStat(e.abs("d/a/b/c/h"))
+	_, ok = e.tree.Decide("/proc/self/status")
+	assert.False(t, ok, "never under /proc")
+	_, err = e.v.Stat(e.c, e.c.Root, "/proc/self/status", 0)
+	require.NoError(t, err)
+	assert.False(t, e.tree.IsFastDir("/proc"))
+	assert.False(t, e.tree.IsFastDir("/proc/self"))
+}
+
+// TestPublicationBeforeChange: every kind of change is in the changed set,
+// published with a new generation, by the time the view's call returns —
+// the agent forwards lookups of what changed, and only of that.
+func TestPublicationBeforeChange(t *testing.T) {
+	cases := []struct {
+		name      string
+		change    func(e *fastEnv) error
+		changed   []string // the agent must forward these
+		unchanged []string // and may still take these
+	}{
+		{"create", func(e *fastEnv) error {
+			e.create("d/new", "x", 0o644)
+			return nil
+		}, []string{"d/new", "d"}, []string{"d/f", "d/a/b/c/h"}},
+		{"unlink", func(e *fastEnv) error { return e.v.Unlink(e.c, e.c.Cwd, "d/f", 0) },
+			[]string{"d/f", "d"}, []string{"d/g"}},
+		{"mkdir", func(e *fastEnv) error { return e.v.Mkdir(e.c, e.c.Cwd, "d/m", 0o755) },
+			[]string{"d/m", "d/m/x"}, []string{"d/g"}},
+		{"symlink", func(e *fastEnv) error { return e.v.Symlink(e.c, "f", e.c.Cwd, "d/s") },
+			[]string{"d/s"}, []string{"d/f"}},
+		{"rename", func(e *fastEnv) error { return e.v.Rename(e.c, e.c.Cwd, "d/f", e.c.Cwd, "e/f2", 0) },
+			[]string{"d/f", "e/f2", "d", "e"}, []string{"d/g", "e/x"}},
+		{"chmod", func(e *fastEnv) error { return e.v.Chmod(e.c, e.c.Cwd, "d/f", 0o600, 0) },
+			[]string{"d/f"}, []string{"d/g"}},
+		{"chmod of a directory", func(e *fastEnv) error { return e.v.Chmod(e.c, e.c.Cwd, "d/a", 0o700, 0) },
+			[]string{"d/a", "d/a/b/c/h"}, []string{"d/g"}},
+		{"utimens", func(e *fastEnv) error {
+			return e.v.Utimens(e.c, e.c.Cwd, "d/g", &[2]unix.Timespec{{Sec: 1}, {Sec: 2}}, 0)
+		}, []string{"d/g"}, []string{"d/f"}},
+		{"open for writing", func(e *fastEnv) error {
+			fd, err := e.v.Open(e.c, e.c.Cwd, "d/g", OpenHow{Flags: unix.O_WRONLY})
+			if err == nil {
+				unix.Close(fd)
+			}
+			return err
+		}, []string{"d/g"}, []string{"d/f"}},
+		{"setxattr", func(e *fastEnv) error {
+			return e.v.Setxattr(e.c, e.c.Cwd, "d/g", XattrOp{}, "user.k", []byte("v"), 0)
+		}, []string{"d/g"}, []string{"d/f"}},
+		{"link", func(e *fastEnv) error { return e.v.Link(e.c, e.c.Cwd, "d/f", e.c.Cwd, "d/l", 0) },
+			[]string{"d/l", "d/f"}, []string{"d/g"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newFastEnv(t, fastTree)
+			for _, p := range []string{"d/a/b/c/h", "d/g", "e/x"} {
+				_, err := e.v.Stat(e.c, e.c.Cwd, p, 0)
+				require.NoError(t, err)
+			}
+			for _, p := range append(append([]string{}, c.changed...), c.unchanged...) {
+				if _, err := os.Lstat(e.abs(p)); err == nil && p != "d" && p != "e" && p != "d/a" {
+					e.mustAgentStat(e.abs(p))
+				}
+			}
+			before := e.tree.Generation()
+			require.NoError(t, c.change(e))
+			after := e.tree.Generation()
+			assert.Greater(t, after, before, "the change published a generation")
+			for _, p := range c.changed {
+				gen, ok := e.tree.Decide(e.abs(p))
+				assert.False(t, ok, "the agent must forward %s", p)
+				at, changed := e.tree.ChangedAt(e.abs(p))
+				assert.True(t, changed, p)
+				assert.True(t, at > before && at <= gen, "%s changed at %d, between %d and %d", p, at, before, gen)
+			}
+			for _, p := range c.unchanged {
+				_, ok := e.tree.Decide(e.abs(p))
+				assert.True(t, ok, "the agent still takes %s", p)
+			}
+		})
+	}
+}
+
+// TestPublicationOfOtherNames: a file the transaction changed by one name
+// is in the changed objects, so that the agent forwards a lookup by a hard
+// link the view never saw; and a record that claims it anyway dooms.
+func TestPublicationOfOtherNames(t *testing.T) {
+	e := newFastEnv(t, fastTree)
+	_, err := e.v.Stat(e.c, e.c.Cwd, "e/x", 0)
+	require.NoError(t, err)
+	early := e.mustAgentStat(e.abs("e/y"))
+	require.NoError(t, e.v.Chmod(e.c, e.c.Cwd, "e/x", 0o600, 0))
+	_, ok := e.tree.Decide(e.abs("e/y"))
+	require.True(t, ok, "the path e/y itself is unchanged")
+	_, ok = e.agentStat(e.abs("e/y"))
+	assert.False(t, ok, "the object it names is changed: forwarded")
+
+	require.NoError(t, e.feed(early), "observed before the chmod: a read before the change")
+	assert.NoError(t, e.v.Doomed())
+
+	late := early
+	late.Generation = e.tree.Generation()
+	require.NoError(t, e.feed(late))
+	require.Error(t, e.v.Doomed())
+	assert.Contains(t, e.v.Doomed().Error(), "after the transaction changed it")
+}
+
+// TestGenerationOrder: each change publishes a generation after the last;
+// a path's change generation lies between the generation a lookup read
+// before the call that changed it and the one after.
+func TestGenerationOrder(t *testing.T) {
+	e := newFastEnv(t, fastTree)
+	var gens []uint64
+	for _, name := range []string{"n1", "n2", "n3"} {
+		before := e.tree.Generation()
+		e.create("d/"+name, "", 0o644)
+		at, ok := e.tree.ChangedAt(e.abs("d/" + name))
+		require.True(t, ok)
+		assert.Greater(t, at, before)
+		assert.LessOrEqual(t, at, e.tree.Generation())
+		gens = append(gens, at)
+	}
+	assert.IsIncreasing(t, gens)
+	g := e.tree.Generation()
+	_, err := e.v.Stat(e.c, e.c.Cwd, "d/n1", 0)
+	require.NoError(t, err)
+	assert.Equal(t, g, e.tree.Generation(), "a lookup publishes nothing")
+}
+
+// TestRenameInvalidatesFastDirsBelow: renaming a directory removes the
+// fast directories at and under its old name; none appears under the new
+// one.
+func TestRenameInvalidatesFastDirsBelow(t *testing.T) {
+	e := newFastEnv(t, fastTree)
+	_, err := e.v.Stat(e.c, e.c.Cwd, "d/a/b/c/h", 0)
+	require.NoError(t, err)
+	for _, d := range []string{"d/a", "d/a/b", "d/a/b/c"} {
+		require.True(t, e.tree.IsFastDir(e.abs(d)), d)
+	}
+	e.mustAgentStat(e.abs("d/a/b/c/h"))
+	require.NoError(t, e.v.Rename(e.c, e.c.Cwd, "d/a", e.c.Cwd, "d/z", 0))
+	for _, d := range []string{"d/a", "d/a/b", "d/a/b/c"} {
+		assert.False(t, e.tree.IsFastDir(e.abs(d)), d)
+	}
+	_, err = e.v.Stat(e.c, e.c.Cwd, "d/z/b/c/h", 0)
+	require.NoError(t, err)
+	for _, d := range []string{"d/z", "d/z/b", "d/z/b/c"} {
+		assert.False(t, e.tree.IsFastDir(e.abs(d)), d)
+	}
+	for _, p := range []string{"d/a/b/c/h", "d/z/b/c/h"} {
+		_, ok := e.tree.Decide(e.abs(p))
+		assert.False(t, ok, p)
+	}
+	assert.True(t, e.tree.IsFastDir(e.abs("d")), "the parent keeps its unchanged entries")
+}
+
+// TestFeedUnchangedPath: a record of an unchanged path adds the read to the
+// read set with what the caller observed; validation then catches a later
+// change on the host.
+func TestFeedUnchangedPath(t *testing.T) {
+	e := newFastEnv(t, fastTree)
+	_, err := e.v.Stat(e.c, e.c.Cwd, "d/g", 0) // walks d
+	require.NoError(t, err)
+	rec := e.mustAgentStat(e.abs("d/f"))
+	absent := e.mustAgentStat(e.abs("d/nothing"))
+	require.Equal(t, -int64(unix.ENOENT), absent.Result)
+	_, had := e.readOf(e.abs("d/f"))
+	require.False(t, had, "the view never read d/f itself")
+
+	require.NoError(t, e.feed(rec, absent))
+	require.NoError(t, e.v.Doomed())
+	r, ok := e.readOf(e.abs("d/f"))
+	require.True(t, ok)
+	assert.True(t, r.exists)
+	assert.True(t, r.meta, "a stat reads the attributes")
+	assert.Equal(t, FileID{Dev: rec.Dev, Ino: rec.Ino}, r.id)
+	assert.Equal(t, rec.Size, r.size)
+	r, ok = e.readOf(e.abs("d/nothing"))
+	require.True(t, ok)
+	assert.False(t, r.exists)
+	require.NoError(t, e.v.Validate(nil))
+
+	must(os.WriteFile(e.abs("d/f"), []byte("changed by another process"), 0o644))
+	var conflict *ConflictError
+	require.ErrorAs(t, e.v.Validate(nil), &conflict)
+	assert.Equal(t, e.abs("d/f"), conflict.Path)
+
+	must(os.WriteFile(e.abs("d/f"), []byte("data of d/f"), 0o644)) // same size again; mtime moved
+	require.ErrorAs(t, e.v.Validate(nil), &conflict)
+
+	e2 := newFastEnv(t, fastTree)
+	_, err = e2.v.Stat(e2.c, e2.c.Cwd, "d/g", 0)
+	require.NoError(t, err)
+	require.NoError(t, e2.feed(e2.mustAgentStat(e2.abs("d/nothing"))))
+	must(os.WriteFile(e2.abs("d/nothing"), nil, 0o644))
+	require.ErrorAs(t, e2.v.Validate(nil), &conflict, "created after the transaction found it absent")
+}
+
+// TestFeedAfterHostChangeDooms: the host changed between the agent's call
+// and the feed: the view names another object there (or none), or another
+// version of the one it read; the transaction is doomed at once.
+func TestFeedAfterHostChangeDooms(t *testing.T) {
+	cases := []struct {
+		name   string
+		before func(e *fastEnv) // the view's reads, before the agent's
+		host   func(e *fastEnv) // another process, after the agent's call
+		path   string
+	}{
+		{"replaced", nil, func(e *fastEnv) {
+			must(os.WriteFile(e.abs("d/f.new"), []byte("new"), 0o644))
+			must(os.Rename(e.abs("d/f.new"), e.abs("d/f")))
+		}, "d/f"},
+		{"removed", nil, func(e *fastEnv) { must(os.Remove(e.abs("d/f"))) }, "d/f"},
+		{"created", nil, func(e *fastEnv) { must(os.WriteFile(e.abs("d/nothing"), nil, 0o644)) }, "d/nothing"},
+		{"swapped for a symlink", nil, func(e *fastEnv) {
+			must(os.Remove(e.abs("d/f")))
+			must(os.Symlink("g", e.abs("d/f")))
+		}, "d/f"},
+		{"modified after the view read it", func(e *fastEnv) {
+			_, err := e.v.Stat(e.c, e.c.Cwd, "d/f", 0)
+			require.NoError(e.t, err)
+			must(os.Chmod(e.abs("d/f"), 0o600)) // the agent will see this
+		}, nil, "d/f"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newFastEnv(t, fastTree)
+			_, err := e.v.Stat(e.c, e.c.Cwd, "d/g", 0)
+			require.NoError(t, err)
+			if c.before != nil {
+				c.before(e)
+			}
+			rec := e.mustAgentStat(e.abs(c.path))
+			if c.host != nil {
+				c.host(e)
+			}
+			require.NoError(t, e.feed(rec))
+			require.Error(t, e.v.Doomed())
+			assert.Contains(t, e.v.Doomed().Error(), "changed on the host while the transaction read it")
+			assert.Contains(t, e.v.Doomed().Error(), e.abs(c.path))
+		})
+	}
+}
+
+// TestFeedReadBeforeChange: a record whose generation precedes the
+// transaction's change of its path is a read of the host before the
+// change: kept in the read set, not compared with the view's new state;
+// one at or after the change's generation dooms (the agent had to forward).
+func TestFeedReadBeforeChange(t *testing.T) {
+	e := newFastEnv(t, fastTree)
+	_, err := e.v.Stat(e.c, e.c.Cwd, "d/g", 0)
+	require.NoError(t, err)
+	rec := e.mustAgentStat(e.abs("d/f"))
+	require.NoError(t, e.v.Unlink(e.c, e.c.Cwd, "d/f", 0))
+	newRec := e.mustAgentStat(e.abs("d/g")) // unchanged: fed normally alongside
+	require.NoError(t, e.feed(rec, newRec))
+	require.NoError(t, e.v.Doomed())
+	r, ok := e.readOf(e.abs("d/f"))
+	require.True(t, ok)
+	assert.True(t, r.exists, "the read of the host before the unlink")
+	assert.Equal(t, FileID{Dev: rec.Dev, Ino: rec.Ino}, r.id)
+	assert.True(t, r.meta)
+	require.NoError(t, e.v.Validate(nil))
+	must(os.Chmod(e.abs("d/f"), 0o600))
+	var conflict *ConflictError
+	require.ErrorAs(t, e.v.Validate(nil), &conflict, "validated like any read")
+
+	// A record of the host object that disagrees with the read the view
+	// made before the change: another process changed it in between.
+	e = newFastEnv(t, fastTree)
+	_, err = e.v.Stat(e.c, e.c.Cwd, "d/f", 0)
+	require.NoError(t, err)
+	must(os.Chmod(e.abs("d/f"), 0o600))
+	rec = e.mustAgentStat(e.abs("d/f"))
+	require.NoError(t, e.v.Unlink(e.c, e.c.Cwd, "d/f", 0))
+	require.NoError(t, e.feed(rec))
+	assert.Error(t, e.v.Doomed())
+
+	// After the change: doomed.
+	e = newFastEnv(t, fastTree)
+	_, err = e.v.Stat(e.c, e.c.Cwd, "d/g", 0)
+	require.NoError(t, err)
+	rec = e.mustAgentStat(e.abs("d/f"))
+	require.NoError(t, e.v.Unlink(e.c, e.c.Cwd, "d/f", 0))
+	rec.Generation = e.tree.Generation()
+	require.NoError(t, e.feed(rec))
+	require.Error(t, e.v.Doomed())
+	assert.Contains(t, e.v.Doomed().Error(), "after the transaction changed it")
+}
+
+// TestFeedMalformed: a record the agent never writes is rejected: not fed,
+// and the transaction is doomed (the program wrote its ring itself).
+func TestFeedMalformed(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(e *fastEnv, r *fastlookup.Record)
+	}{
+		{"relative path", func(e *fastEnv, r *fastlookup.Record) { r.Path = r.Path[1:] }},
+		{"dot-dot", func(e *fastEnv, r *fastlookup.Record) { r.Path = e.dir + "/d/a/../f" }},
+		{"not a lookup", func(e *fastEnv, r *fastlookup.Record) { r.Nr = unix.SYS_UNLINKAT }},
+		{"generation from the future", func(e *fastEnv, r *fastlookup.Record) { r.Generation = e.tree.Generation() + 1 }},
+		{"identity of a failure", func(e *fastEnv, r *fastlookup.Record) { r.Result = -int64(unix.ENOENT) }},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newFastEnv(t, fastTree)
+			_, err := e.v.Stat(e.c, e.c.Cwd, "d/g", 0)
+			require.NoError(t, err)
+			rec := e.mustAgentStat(e.abs("d/f"))
+			c.edit(e, &rec)
+			err = e.feed(rec)
+			var bad *fastlookup.MalformedError
+			require.ErrorAs(t, err, &bad)
+			require.Error(t, e.v.Doomed())
+			assert.Contains(t, e.v.Doomed().Error(), "malformed fast-lookup record")
+			_, ok := e.readOf(e.abs("d/f"))
+			assert.False(t, ok, "nothing of it reached the read set")
+		})
+	}
+}
+
+// TestFeedReadlink: readlink made as an lstat (EINVAL for a non-symlink)
+// records the entry, not the attributes.
+func TestFeedReadlink(t *testing.T) {
+	e := newFastEnv(t, fastTree)
+	_, err := e.v.Stat(e.c, e.c.Cwd, "d/g", 0)
+	require.NoError(t, err)
+	rec := e.mustAgentStat(e.abs("d/f"))
+	rec.Nr, rec.Result = unix.SYS_READLINK, -int64(unix.EINVAL)
+	require.NoError(t, e.feed(rec))
+	require.NoError(t, e.v.Doomed())
+	r, ok := e.readOf(e.abs("d/f"))
+	require.True(t, ok)
+	assert.True(t, r.exists)
+	assert.False(t, r.meta)
+	assert.Equal(t, uint32(unix.S_IFREG), r.typ)
+}
