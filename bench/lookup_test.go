@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"txexec/fastlookup"
 	"txexec/proc"
 	"txexec/vfs"
 )
@@ -60,6 +61,96 @@ func BenchmarkViewLookup(b *testing.B) {
 				if err := l.do(); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkFastLookupFeed times what feeding one record of the fast path
+// (docs/fastpath.md §4.7) costs the supervisor, beside BenchmarkViewLookup:
+// a record of the agent's lstat of a header, and of its readlink of /usr
+// made as an lstat (EINVAL), each appended to a process's ring and drained
+// into the view's read set (FeedFastLookups: the ring's checks, the walk
+// through the cached nodes, the comparison with the observed identity).
+// "batch" drains 64 records at a time, as a drain before a notified call
+// would find them after a burst of fast calls.
+func BenchmarkFastLookupFeed(b *testing.B) {
+	const header = "/usr/include/stdio.h"
+	if _, err := os.Stat(header); err != nil {
+		b.Skipf("bench: %s: %v", header, err)
+	}
+	tree, err := fastlookup.NewTree()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tree.Close()
+	tree.Enable(true)
+	ring, err := fastlookup.NewRing()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ring.Close()
+	host, err := vfs.NewHost()
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := vfs.NewTx(host, b.TempDir(), vfs.TxOptions{FastLookups: tree})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer v.Close()
+	root, err := v.OpenDir("/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	c := &vfs.Caller{Tid: os.Getpid(), Tgid: os.Getpid(), Cred: &proc.Cred{CapEff: ^uint64(0)}, Cwd: root, Root: root, Umask: 0o022}
+	if _, err := v.Stat(c, root, header, 0 /* flags */); err != nil { // the view walks /usr/include
+		b.Fatal(err)
+	}
+	record := func(path string, nr int) fastlookup.Record {
+		gen, ok := tree.Decide(path)
+		if !ok {
+			b.Fatalf("the agent would forward %s", path)
+		}
+		var st unix.Stat_t
+		if err := unix.Lstat(path, &st); err != nil {
+			b.Fatal(err)
+		}
+		r := fastlookup.Record{Generation: gen, Nr: nr, Path: path, Observed: true,
+			Dev: st.Dev, Ino: st.Ino, Mode: st.Mode, UID: st.Uid, GID: st.Gid, Size: st.Size, Mtime: st.Mtim, Ctime: st.Ctim}
+		if nr == unix.SYS_READLINK {
+			r.Result = -int64(unix.EINVAL)
+		}
+		return r
+	}
+	feeds := []struct {
+		name  string
+		rec   fastlookup.Record
+		batch int
+	}{
+		{"stat", record(header, unix.SYS_NEWFSTATAT), 1},
+		{"readlink-einval", record("/usr", unix.SYS_READLINK), 1},
+		{"stat-batch", record(header, unix.SYS_NEWFSTATAT), 64},
+	}
+	for _, f := range feeds {
+		b.Run(f.name, func(b *testing.B) {
+			i := 0
+			for b.Loop() {
+				if !ring.Append(&f.rec) {
+					b.Fatal("ring full")
+				}
+				if i++; i%f.batch != 0 {
+					continue
+				}
+				if _, err := v.FeedFastLookups(ring); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if _, err := v.FeedFastLookups(ring); err != nil {
+				b.Fatal(err)
+			}
+			if err := v.Doomed(); err != nil {
+				b.Fatal(err)
 			}
 		})
 	}
