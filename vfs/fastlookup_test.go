@@ -3,6 +3,9 @@ package vfs
 import (
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -103,7 +106,7 @@ func (e *fastEnv) readOf(path string) (readRecord, bool) {
 }
 
 func fastTree(dir string) {
-	for _, d := range []string{"d/a/b/c", "e"} {
+	for _, d := range []string{"d/a/b/c", "d/empty", "e"} {
 		must(os.MkdirAll(filepath.Join(dir, d), 0o755))
 	}
 	for _, f := range []string{"d/f", "d/g", "d/a/b/c/h", "e/x"} {
@@ -178,6 +181,10 @@ func TestPublicationBeforeChange(t *testing.T) {
 		{"setxattr", func(e *fastEnv) error {
 			return e.v.Setxattr(e.c, e.c.Cwd, "d/g", XattrOp{}, "user.k", []byte("v"), 0)
 		}, []string{"d/g"}, []string{"d/f"}},
+		{"truncate", func(e *fastEnv) error { return e.v.Truncate(e.c, e.c.Cwd, "d/g", 1) },
+			[]string{"d/g"}, []string{"d/f"}},
+		{"rmdir", func(e *fastEnv) error { return e.v.Unlink(e.c, e.c.Cwd, "d/empty", unix.AT_REMOVEDIR) },
+			[]string{"d/empty", "d/empty/x", "d"}, []string{"d/f"}},
 		{"link", func(e *fastEnv) error { return e.v.Link(e.c, e.c.Cwd, "d/f", e.c.Cwd, "d/l", 0) },
 			[]string{"d/l", "d/f"}, []string{"d/g"}},
 	}
@@ -465,4 +472,66 @@ func TestFeedReadlink(t *testing.T) {
 	assert.True(t, r.exists)
 	assert.False(t, r.meta)
 	assert.Equal(t, uint32(unix.S_IFREG), r.typ)
+}
+
+// TestAgentConcurrentWithChanges runs an agent (in a goroutine, on the
+// shared memory alone) while the view changes the paths it looks up and
+// the supervisor drains its ring: every record is either a read before a
+// change or of an unchanged path, so the transaction must never be doomed
+// (the host does not change). Run with -race, it checks the protocol's
+// ordering too.
+func TestAgentConcurrentWithChanges(t *testing.T) {
+	e := newFastEnv(t, fastTree)
+	for _, p := range []string{"d/f", "d/g", "e/x", "d/a/b/c/h"} {
+		_, err := e.v.Stat(e.c, e.c.Cwd, p, 0)
+		require.NoError(t, err)
+	}
+	paths := []string{e.abs("d/f"), e.abs("d/g"), e.abs("e/x"), e.abs("e/y"), e.abs("d/n1"), e.abs("d/a/b/c/h")}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var taken atomic.Int64
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			if rec, ok := e.agentStat(paths[i%len(paths)]); ok && e.ring.Append(&rec) {
+				taken.Add(1)
+			}
+		}
+	}()
+	var once sync.Once
+	halt := func() { once.Do(func() { close(stop); <-done }) }
+	defer halt()
+	changes := []func() error{
+		func() error { return e.v.Unlink(e.c, e.c.Cwd, "d/f", 0) },
+		func() error { e.create("d/n1", "new", 0o644); return nil },
+		func() error { return e.v.Rename(e.c, e.c.Cwd, "d/g", e.c.Cwd, "e/g2", 0) },
+		func() error { return e.v.Chmod(e.c, e.c.Cwd, "e/x", 0o600, 0) },
+		func() error { return e.v.Rename(e.c, e.c.Cwd, "d/a", e.c.Cwd, "e/a", 0) },
+	}
+	fed := 0
+	for _, change := range changes {
+		// Let the agent take a few lookups before each change (some
+		// path of the list is unchanged until the last one).
+		last := taken.Load()
+		for i := 0; taken.Load() < last+5; i++ {
+			require.Less(t, i, 1_000_000, "the agent takes no lookup")
+			n, err := e.v.FeedFastLookups(e.ring)
+			require.NoError(t, err)
+			fed += n
+			runtime.Gosched()
+		}
+		require.NoError(t, change())
+	}
+	halt()
+	n, err := e.v.FeedFastLookups(e.ring)
+	require.NoError(t, err)
+	fed += n
+	assert.Equal(t, int(taken.Load()), fed, "every record the agent published was fed")
+	assert.NoError(t, e.v.Doomed())
+	require.NoError(t, e.v.Validate(nil))
 }
