@@ -104,6 +104,10 @@ func (g *Ring) Drain(feed func(*Record) error) (int, error) {
 	start, hole := g.tail, false
 	for pos := start; pos != head && pos-start < RingN; pos++ {
 		if len(g.done) > 0 && g.done[pos] {
+			if !hole { // consumed behind a hole that is gone now
+				delete(g.done, pos)
+				g.tail = pos + 1
+			}
 			continue
 		}
 		slot := &g.r.slots[pos%RingN]

@@ -87,8 +87,10 @@ func TestRingHoles(t *testing.T) {
 	assert.Empty(t, drainPaths(t, g), "/c is not fed again")
 
 	g.Publish(hole, statRecord("/b", 1))
-	assert.Equal(t, []string{"/b"}, drainPaths(t, g))
-	assert.Equal(t, uint64(3), g.Tail())
+	require.True(t, g.Append(statRecord("/d", 1)))
+	assert.Equal(t, []string{"/b", "/d"}, drainPaths(t, g))
+	assert.Equal(t, uint64(4), g.Tail())
+	assert.Empty(t, g.done, "nothing consumed is remembered behind the tail")
 
 	// A thread that dies in the agent: ReleaseHoles frees its slot.
 	_, ok = g.Reserve()
@@ -100,12 +102,13 @@ func TestRingHoles(t *testing.T) {
 	_, err := g.ReleaseHoles(func(r *Record) error { fed = append(fed, r.Path); return nil })
 	require.NoError(t, err)
 	assert.Equal(t, []string{"/e"}, fed)
-	assert.Equal(t, uint64(6), g.Tail())
+	assert.Equal(t, uint64(7), g.Tail())
+	assert.Empty(t, g.done)
 
 	// A slot published with no record (the agent forwarded) is consumed.
 	require.True(t, g.Append(&Record{Nr: NrNone}))
 	assert.Empty(t, drainPaths(t, g))
-	assert.Equal(t, uint64(7), g.Tail())
+	assert.Equal(t, uint64(8), g.Tail())
 }
 
 // TestRingFull: a full ring refuses a reservation (the agent forwards)
