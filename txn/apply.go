@@ -222,11 +222,17 @@ func (a *applier) rename(op store.RedoOp) (string, error) {
 		}
 	}
 	a.srcType, a.srcStat = sst.Mode&unix.S_IFMT, sst
-	if err := a.before(op); err != nil {
-		return "", err
-	}
 	src, dst, err := a.sys2(op.Src, op.Path)
 	if err != nil {
+		return "", err
+	}
+	if planned {
+		created, err := a.keep.placeCreate(a, op, src, dst)
+		if created || err != nil {
+			return "", err
+		}
+	}
+	if err := a.before(op); err != nil {
 		return "", err
 	}
 	err = sysx.Retry(func() error { return unix.Renameat(unix.AT_FDCWD, src, unix.AT_FDCWD, dst) })

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -25,7 +26,9 @@ import (
 // in-place write (store.OpCopyData) overwrites is copied first (a
 // reflink where the file system has them), since that file must keep its
 // inode. Records go to UndoDir(ID)/records, one JSON line per op, before
-// the op; at the end Apply adds the state every changed path is left in
+// the op, except for runs of ops that place new objects (plan): one line
+// before the run, and one more for each op of it that finds its path
+// taken. At the end Apply adds the state every changed path is left in
 // (its after-state), which undo compares with the host.
 //
 // It is idempotent as Apply is: a record or before-image that exists
@@ -89,6 +92,9 @@ type beforeImage struct {
 	Lost bool `json:"lost,omitempty"`
 	// Bytes is the space Image holds that nothing else does.
 	Bytes int64 `json:"bytes,omitempty"`
+	// intended: not a line of its own, but an op of a creates line that
+	// has none (see record.Creates).
+	intended bool
 }
 
 // PathState is what a path holds: nothing, or an object of a type and
@@ -159,19 +165,34 @@ type record struct {
 	Staging []string `json:"staging,omitempty"`
 	// End marks the after-state: the write-through ended.
 	End bool `json:"end,omitempty"`
+	// Creates [first, last] are ops that place staged objects other than
+	// directories, each done with RENAME_NOREPLACE: one that finds its
+	// path taken gets a before-image line of its own before it replaces
+	// what is there, so an op of the range without one made its path,
+	// where nothing was (a before-image Absent). The line is written
+	// before the first of them is done.
+	Creates []int `json:"creates,omitempty"`
 }
 
 // keeping is Apply's state while it keeps before-images.
 type keeping struct {
-	k      *Keeper
-	f      *os.File
-	have   map[int]bool // ops recorded already (by an earlier run)
-	bytes  int64
-	done   []int // ops with a record, in order
-	ops    []store.RedoOp
-	buf    []byte            // every record, as in the file
-	mounts map[string]uint64 // mount id of a directory
-	dirs   map[string]int    // O_PATH descriptors of directories (lstat)
+	k    *Keeper
+	f    *os.File
+	have map[int]bool // ops with a line of their own (perhaps by an earlier run)
+	// intended are the ops of creates lines (record.Creates), which have
+	// no line of their own unless they found their path taken.
+	intended map[int]bool
+	// intents: the records have creates lines, and their ops are in the
+	// order of the redo log (records.before).
+	intents bool
+	bytes   int64
+	done    []int        // ops done with a record or in a creates line, in order
+	listed  map[int]bool // the ops in done
+	lost    map[int]bool // ops found done by a redo without their record
+	ops     []store.RedoOp
+	buf     []byte            // every record, as in the file
+	mounts  map[string]uint64 // mount id of a directory
+	dirs    map[string]int    // O_PATH descriptors of directories (lstat)
 	// known is what each changed path holds after the ops so far, where
 	// the ops say it without a look at the host (a rename moves an object
 	// with its attributes; a removal leaves nothing); nil: look at the
@@ -195,7 +216,9 @@ func startKeeping(k *Keeper, ops []store.RedoOp) (*keeping, error) {
 		return nil, err
 	}
 	dir := k.Store.UndoDir(k.ID)
-	kp := &keeping{k: k, have: map[int]bool{}, ops: ops, mounts: map[string]uint64{}, areas: map[uint64]undoArea{}}
+	// Sized for a write-through that makes or changes a path per op.
+	kp := &keeping{k: k, have: map[int]bool{}, intended: make(map[int]bool, len(ops)), listed: make(map[int]bool, len(ops)),
+		lost: map[int]bool{}, ops: ops, mounts: map[string]uint64{}, areas: map[uint64]undoArea{}}
 	data, err := os.ReadFile(filepath.Join(dir, recordsName))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err
@@ -209,13 +232,25 @@ func startKeeping(k *Keeper, ops []store.RedoOp) (*keeping, error) {
 		}
 	}
 	kp.buf = append([]byte(nil), data[:valid]...)
-	kp.known = map[string]*PathState{}
+	kp.known = make(map[string]*PathState, len(ops))
 	kp.redone = len(recs.before) > 0
+	kp.intents = recs.intents
 	for _, b := range recs.before {
-		if b.N < len(ops) && !kp.have[b.N] {
+		switch {
+		case b.N >= len(ops):
+			continue
+		case b.intended:
+			kp.intended[b.N] = true
+		case kp.have[b.N]:
+			continue
+		default:
 			kp.have[b.N] = true
-			kp.done = append(kp.done, b.N)
 			kp.bytes += b.Bytes
+		}
+		if b.Lost {
+			kp.lost[b.N] = true
+		} else {
+			kp.list(b.N)
 		}
 	}
 	kp.f, err = os.OpenFile(filepath.Join(dir, recordsName), os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
@@ -239,6 +274,9 @@ type records struct {
 	staging []string
 	// ended says an after-state was written: the write-through ended.
 	ended bool
+	// intents says there were creates lines: before is then in the
+	// order of the ops.
+	intents bool
 }
 
 // loadRecords returns transaction id's records, whose redo ops are ops:
@@ -284,9 +322,13 @@ func (r *records) name(ops []store.RedoOp) error {
 }
 
 // parseRecords parses records, one JSON line each, and returns how many
-// bytes of data were whole lines.
+// bytes of data were whole lines. An op of a creates line that has no
+// line of its own is a before-image Absent (intended); when there are
+// creates lines, the before-images are in the order of their ops, which
+// is the order the write-through did them in.
 func parseRecords(data []byte) (records, int) {
 	var r records
+	var creates [][]int
 	valid := 0
 	for len(data[valid:]) > 0 {
 		line, _, ok := bytes.Cut(data[valid:], []byte("\n"))
@@ -303,8 +345,27 @@ func parseRecords(data []byte) (records, int) {
 			r.before = append(r.before, *rec.Before)
 		case rec.End:
 			r.after, r.staging, r.ended = rec.After, rec.Staging, true
+		case len(rec.Creates) == 2:
+			creates = append(creates, rec.Creates)
 		}
 	}
+	if len(creates) == 0 {
+		return r, valid
+	}
+	r.intents = true
+	own := make(map[int]bool, len(r.before))
+	for _, b := range r.before {
+		own[b.N] = true
+	}
+	for _, c := range creates {
+		for n := c[0]; n <= c[1] && n >= 0; n++ {
+			if !own[n] {
+				own[n] = true
+				r.before = append(r.before, beforeImage{N: n, Kind: store.OpRename, Absent: true, intended: true})
+			}
+		}
+	}
+	sort.SliceStable(r.before, func(i, j int) bool { return r.before[i].N < r.before[j].N })
 	return r, valid
 }
 
@@ -475,90 +536,98 @@ func (kp *keeping) areaFor(a *applier, dir string) (undoArea, error) {
 	return u, nil
 }
 
-// planMax is the most ops plan records in one write.
+// planMax is the most ops one creates line names.
 const planMax = 256
 
-// plan keeps, from op from on, the before-images of a group of ops that
-// place staged objects other than directories at host paths none of
-// which is another's or above another's, and writes their records in one
-// write, before the first of them is done: what one of them finds at its
-// path cannot be changed by the others, so each record says what its op
-// replaces as well as one written just before it. An op found done
-// already (its source is not the expected object), or one a record of an
-// earlier run covers, ends the group; an op that is not one of these is
-// left to before. A failure to keep one ends the group before it (before
-// meets it again, at its own op).
+// plan looks, from op from on, for a run of ops that place staged objects
+// other than directories on the host, and writes one creates line
+// (record.Creates) for them before the first is done: each is then done
+// with RENAME_NOREPLACE (placeCreate), and needs no line of its own
+// unless its path is taken. This spares the look at each path before
+// its op (an lstat of a name not there searches its directory as the
+// rename does again) and a record per op: a write-through that makes
+// many files writes one line for up to planMax of them. An op found done
+// already (its source is not the expected object), one with a line of
+// its own from an earlier run, and one that moves the source of another
+// op of the run end the run; an op that is not one of these is left to
+// before.
 func (kp *keeping) plan(a *applier, from int) error {
 	kp.unplanned = from + 1
 	clear(kp.pre)
 	if kp.pre == nil {
 		kp.pre = map[int]unix.Stat_t{}
 	}
-	placed := map[string]bool{} // the group's paths
-	above := map[string]bool{}  // every directory above them
-	var lines []byte
-	var group []*beforeImage
+	srcs := map[string]bool{}
+	last := -1
 	for j := from; j < len(kp.ops) && j-from < planMax; j++ {
 		op := kp.ops[j]
-		if op.Kind != store.OpRename || !kp.staged(op.Src) || kp.staged(op.Path) || kp.have[j] ||
-			placed[op.Path] || above[op.Path] || kp.below(placed, op.Path) {
+		if op.Kind != store.OpRename || !kp.staged(op.Src) || kp.staged(op.Path) || kp.have[j] || srcs[op.Src] {
 			break
 		}
 		sst, why, err := expect(op.Src, op.Ino)
 		if err != nil || why != "" || sst.Mode&unix.S_IFMT == unix.S_IFDIR {
 			break
 		}
-		a.srcType = sst.Mode & unix.S_IFMT
-		b := &beforeImage{N: j, Kind: op.Kind}
-		err = kp.capture(a, op, b)
-		a.closeNames()
-		if err != nil {
-			break
-		}
-		if lines, err = appendRecord(lines, record{Before: b}); err != nil {
-			return err
-		}
-		group = append(group, b)
 		kp.pre[j] = sst
-		placed[op.Path] = true
-		for d := filepath.Dir(op.Path); d != "/" && d != "." && !above[d]; d = filepath.Dir(d) {
-			above[d] = true
-		}
+		srcs[op.Src] = true
+		last = j
 	}
-	if len(group) == 0 {
+	if last < 0 {
 		return nil
 	}
-	if err := kp.writeLines(lines); err != nil {
+	if err := kp.write(record{Creates: []int{from, last}}); err != nil {
 		clear(kp.pre)
 		return err
 	}
-	for _, b := range group {
-		kp.have[b.N] = true
-		kp.done = append(kp.done, b.N)
-		kp.bytes += b.Bytes
+	kp.intents = true
+	for j := from; j <= last; j++ {
+		kp.intended[j] = true
+		kp.list(j)
 	}
-	kp.unplanned = group[len(group)-1].N + 1
+	kp.unplanned = last + 1
 	return nil
 }
 
-// plannedSource returns, for an op of the group plan kept last, the
-// source it checked the op moves: nothing has moved it since.
+// placeCreate does op n of a creates line (plan) if nothing is at its
+// path: a rename with RENAME_NOREPLACE, from src to dst (the names
+// applier.sys gave). created is false when the path is taken (a process
+// txexec does not supervise made it after the commit validated it
+// absent, or the transaction replaces it) or the file system cannot tell
+// (EINVAL): then the caller keeps what is there as before any rename,
+// and renames.
+func (kp *keeping) placeCreate(a *applier, op store.RedoOp, src, dst string) (created bool, err error) {
+	kp.track(a, op)
+	err = sysx.Retry(func() error {
+		return unix.Renameat2(unix.AT_FDCWD, src, unix.AT_FDCWD, dst, unix.RENAME_NOREPLACE)
+	})
+	switch err {
+	case nil:
+		a.syncLater(filepath.Dir(op.Src), 0)
+		a.syncLater(filepath.Dir(op.Path), 0)
+		return true, nil
+	case unix.EEXIST, unix.EINVAL:
+		return false, nil
+	}
+	return false, &os.LinkError{Op: "rename", Old: op.Src, New: op.Path, Err: err}
+}
+
+// list adds op n to the ops done with a record.
+func (kp *keeping) list(n int) {
+	if !kp.listed[n] {
+		kp.listed[n] = true
+		kp.done = append(kp.done, n)
+	}
+}
+
+// plannedSource returns, for an op of the run plan wrote a creates line
+// for last, the source it checked the op moves: nothing has moved it
+// since.
 func (kp *keeping) plannedSource(n int) (unix.Stat_t, bool) {
 	if kp == nil {
 		return unix.Stat_t{}, false
 	}
 	st, ok := kp.pre[n]
 	return st, ok
-}
-
-// below reports whether p is below one of the paths placed.
-func (kp *keeping) below(placed map[string]bool, p string) bool {
-	for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
-		if placed[d] {
-			return true
-		}
-	}
-	return false
 }
 
 // before keeps what op n is about to replace, remove or change, unless an
@@ -589,7 +658,7 @@ func (a *applier) before(op store.RedoOp) error {
 		return err
 	}
 	kp.have[a.n] = true
-	kp.done = append(kp.done, a.n)
+	kp.list(a.n)
 	kp.bytes += b.Bytes
 	return nil
 }
@@ -879,8 +948,8 @@ func xattrsOf(p string) (map[string][]byte, error) {
 // afterPaths are the host paths the recorded ops of ops changed: each
 // op's path, and the source of a rename or exchange of a host object.
 func afterPaths(ops []store.RedoOp, done []int, staged func(string) bool) []string {
-	seen := map[string]bool{}
-	var out []string
+	seen := make(map[string]bool, len(done))
+	out := make([]string, 0, len(done))
 	add := func(p string) {
 		if p != "" && !staged(p) && !seen[p] {
 			seen[p] = true
@@ -931,17 +1000,43 @@ func (kp *keeping) track(a *applier, op store.RedoOp) {
 }
 
 // skipped notes that op n was skipped: in a redo, found done already,
-// so a missing record was lost.
+// so a missing record was lost. An op of a creates line needs none,
+// unless it found its path taken: then it kept what was there as image N
+// before its record and its rename, and an image without a record is
+// one a power cut lost.
 func (a *applier) skipped(op store.RedoOp) error {
 	kp := a.keep
 	if kp == nil || !kp.k.Redo || kp.have[a.n] || kp.staged(op.Path) || op.Kind == store.OpFsyncDir {
 		return nil
 	}
+	if kp.intended[a.n] {
+		kept, err := kp.imageKept(a.n)
+		if err != nil || !kept {
+			return err
+		}
+	}
 	if err := kp.write(record{Before: &beforeImage{N: a.n, Kind: op.Kind, Lost: true}}); err != nil {
 		return err
 	}
 	kp.have[a.n] = true
+	kp.lost[a.n] = true
 	return nil
+}
+
+// imageKept reports whether one of the transaction's undo areas holds
+// image n (keeping.link, copy, remake).
+func (kp *keeping) imageKept(n int) (bool, error) {
+	areas, err := kp.k.Store.UndoAreas(kp.k.ID)
+	if err != nil {
+		return false, err
+	}
+	for _, u := range areas {
+		_, ok, err := lstat(filepath.Join(u.Path, strconv.Itoa(n)))
+		if err != nil || ok {
+			return ok, err
+		}
+	}
+	return false, nil
 }
 
 // StateOf is what path holds now.
@@ -1002,7 +1097,16 @@ func (kp *keeping) closeDirs() {
 func (kp *keeping) finish(a *applier) error {
 	var after []PathState
 	kp.closeDirs() // the last op may have moved any
-	for _, p := range afterPaths(kp.ops, kp.done, kp.staged) {
+	done := make([]int, 0, len(kp.done))
+	for _, n := range kp.done {
+		if !kp.lost[n] {
+			done = append(done, n)
+		}
+	}
+	if kp.intents {
+		sort.Ints(done) // as parseRecords orders them
+	}
+	for _, p := range afterPaths(kp.ops, done, kp.staged) {
 		if s := kp.known[p]; s != nil && !kp.redone {
 			after = append(after, *s)
 			continue

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -243,12 +245,12 @@ func TestRecordEncoding(t *testing.T) {
 	}
 }
 
-// TestKeepGroupEndsAtAPathPlacedAgain: the records of a run of
-// placements are written together before the first is done, so an op
-// that replaces what an earlier op of the run placed starts a new group
-// and keeps that object, not "absent"; applied again after any prefix,
-// the records are the same.
-func TestKeepGroupEndsAtAPathPlacedAgain(t *testing.T) {
+// TestKeepCreateOverAPathPlacedAgain: a run of placements has one
+// creates line, written before the first is done; an op of it that
+// replaces what an earlier op of the run placed finds its path taken and
+// keeps that object, not "absent"; applied again after any prefix, the
+// records are the same.
+func TestKeepCreateOverAPathPlacedAgain(t *testing.T) {
 	for k := 0; k <= 3; k++ {
 		t.Run(string(rune('0'+k)), func(t *testing.T) {
 			f := newKeepFixture(t)
@@ -281,4 +283,130 @@ func TestKeepGroupEndsAtAPathPlacedAgain(t *testing.T) {
 			assert.Equal(t, zi, inoOf(t, filepath.Join(f.host, "p")))
 		})
 	}
+}
+
+// TestRecordsOfCreates: a creates line stands for a before-image Absent
+// of each of its ops that has no line of its own; the before-images are
+// then in the order of their ops.
+func TestRecordsOfCreates(t *testing.T) {
+	data := []byte(`{"creates":[2,4]}` + "\n" +
+		`{"before":{"n":3,"kind":"rename","image":"/u/3","ino":9,"type":32768}}` + "\n" +
+		`{"before":{"n":1,"kind":"unlink","image":"/u/1","ino":8,"type":32768}}` + "\n")
+	r, valid := parseRecords(data)
+	assert.Equal(t, len(data), valid)
+	require.Len(t, r.before, 4)
+	var ns []int
+	for _, b := range r.before {
+		ns = append(ns, b.N)
+	}
+	assert.Equal(t, []int{1, 2, 3, 4}, ns)
+	assert.Equal(t, beforeImage{N: 2, Kind: store.OpRename, Absent: true, intended: true}, r.before[1])
+	assert.Equal(t, "/u/3", r.before[2].Image, "an op's own line, not the creates line")
+	assert.True(t, r.before[3].Absent)
+}
+
+// stageCreates returns ops that place n new staged files at host/0 …
+// host/n-1, committed as transaction f.id after the fixture's ops.
+func (f keepFixture) stageCreates(t *testing.T, n int) []store.RedoOp {
+	t.Helper()
+	var ops []store.RedoOp
+	for i := range n {
+		p := filepath.Join(f.s.StagingDir(f.id), "c"+strconv.Itoa(i))
+		require.NoError(t, os.WriteFile(p, []byte("c"), 0o644))
+		ops = append(ops, store.RedoOp{Kind: store.OpRename, Src: p, Path: filepath.Join(f.host, strconv.Itoa(i)), Ino: inoOf(t, p)})
+	}
+	return ops
+}
+
+// TestKeepCreateOfATakenPath: a create finds its path taken (a process
+// txexec does not supervise made it after the commit validated it
+// absent): the object there is kept as any replaced one, with a record
+// of its own, and undo puts it back; the other creates of its creates
+// line are Absent.
+func TestKeepCreateOfATakenPath(t *testing.T) {
+	f := newKeepFixture(t)
+	ops := f.stageCreates(t, 3)
+	taken := ops[1].Path
+	require.NoError(t, os.WriteFile(taken, []byte("outside\n"), 0o600))
+	outside := inoOf(t, taken)
+
+	f.apply(t, ops)
+
+	recs, err := loadRecords(f.s, f.id, ops)
+	require.NoError(t, err)
+	require.True(t, recs.ended)
+	require.Len(t, recs.before, 3)
+	assert.True(t, recs.before[0].Absent)
+	assert.True(t, recs.before[2].Absent)
+	b := recs.before[1]
+	assert.False(t, b.Absent)
+	assert.Equal(t, outside, b.Ino)
+	assert.Equal(t, outside, inoOf(t, b.Image), "the outside process's file is kept")
+	assert.Equal(t, ops[1].Ino, inoOf(t, taken), "and replaced")
+	steps, err := planUndo(ops, recs, nil)
+	require.NoError(t, err)
+	var descs []string
+	for _, s := range steps {
+		descs = append(descs, s.desc)
+	}
+	assert.Equal(t, []string{"remove " + ops[2].Path, "put back " + taken, "remove " + ops[0].Path}, descs)
+	require.Len(t, recs.after, 3)
+	for _, a := range recs.after {
+		now, err := StateOf(a.Path)
+		require.NoError(t, err)
+		assert.Equal(t, now, a)
+	}
+}
+
+// TestKeepCreatesRedone: a write-through of creates killed after any
+// prefix and redone by recovery has the same records (no op lost: a
+// create needs no record); after a power cut that lost the record of a
+// create that found its path taken, the redo says that record is lost
+// (its before-image is in the undo area), and the other creates are
+// still Absent.
+func TestKeepCreatesRedone(t *testing.T) {
+	redo := func(f keepFixture, ops []store.RedoOp) records {
+		k := &Keeper{Store: f.s, ID: f.id, Staging: []string{f.s.StagingDir(f.id)}, Redo: true}
+		require.NoError(t, Apply(ops, ApplyOptions{Keep: k}))
+		recs, err := loadRecords(f.s, f.id, ops)
+		require.NoError(t, err)
+		require.True(t, recs.ended)
+		return recs
+	}
+	for k := 1; k <= 3; k++ {
+		t.Run(strconv.Itoa(k), func(t *testing.T) {
+			f := newKeepFixture(t)
+			ops := f.stageCreates(t, 3)
+			f.apply(t, ops[:k])
+			recs := redo(f, ops)
+			require.Len(t, recs.before, 3)
+			for i, b := range recs.before {
+				assert.Equal(t, i, b.N)
+				assert.True(t, b.Absent)
+				assert.False(t, b.Lost)
+			}
+			require.Len(t, recs.after, 3)
+			for i, a := range recs.after {
+				assert.Equal(t, ops[i].Ino, a.Ino)
+			}
+		})
+	}
+	t.Run("power cut", func(t *testing.T) {
+		f := newKeepFixture(t)
+		ops := f.stageCreates(t, 3)
+		require.NoError(t, os.WriteFile(ops[1].Path, []byte("outside\n"), 0o600))
+		f.apply(t, ops)
+		file := filepath.Join(f.s.UndoDir(f.id), recordsName)
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		first, _, _ := strings.Cut(string(data), "\n")
+		require.Contains(t, first, `"creates"`)
+		require.NoError(t, os.WriteFile(file, []byte(first+"\n"), 0o600), "the rest not written back")
+
+		recs := redo(f, ops)
+		require.Len(t, recs.before, 3)
+		assert.True(t, recs.before[0].Absent && !recs.before[0].Lost)
+		assert.True(t, recs.before[1].Lost, "the record of the replace is lost")
+		assert.True(t, recs.before[2].Absent && !recs.before[2].Lost)
+	})
 }
