@@ -226,7 +226,7 @@ func (a *applier) rename(op store.RedoOp) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if planned {
+	if planned && !a.keep.have[a.n] { // of a creates line, not a run kept
 		created, err := a.keep.placeCreate(a, op, src, dst)
 		if created || err != nil {
 			return "", err

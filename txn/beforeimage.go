@@ -536,7 +536,8 @@ func (kp *keeping) areaFor(a *applier, dir string) (undoArea, error) {
 	return u, nil
 }
 
-// planMax is the most ops one creates line names.
+// planMax is the most ops one creates line names, or plan keeps
+// together.
 const planMax = 256
 
 // plan looks, from op from on, for a run of ops that place staged objects
@@ -551,17 +552,26 @@ const planMax = 256
 // its own from an earlier run, and one that moves the source of another
 // op of the run end the run; an op that is not one of these is left to
 // before.
+//
+// When the first op's path is taken, the run most likely replaces
+// objects (an upgrade): each would find its path taken and write its
+// record alone, so the run is kept as keepRun does instead.
 func (kp *keeping) plan(a *applier, from int) error {
 	kp.unplanned = from + 1
 	clear(kp.pre)
 	if kp.pre == nil {
 		kp.pre = map[int]unix.Stat_t{}
 	}
+	if kp.places(from) {
+		if _, taken, err := kp.lstat(kp.ops[from].Path); err == nil && taken {
+			return kp.keepRun(a, from)
+		}
+	}
 	srcs := map[string]bool{}
 	last := -1
 	for j := from; j < len(kp.ops) && j-from < planMax; j++ {
 		op := kp.ops[j]
-		if op.Kind != store.OpRename || !kp.staged(op.Src) || kp.staged(op.Path) || kp.have[j] || srcs[op.Src] {
+		if !kp.places(j) || srcs[op.Src] {
 			break
 		}
 		sst, why, err := expect(op.Src, op.Ino)
@@ -611,6 +621,80 @@ func (kp *keeping) placeCreate(a *applier, op store.RedoOp, src, dst string) (cr
 	return false, &os.LinkError{Op: "rename", Old: op.Src, New: op.Path, Err: err}
 }
 
+// places reports whether op n places a staged object on the host and
+// has no record of its own yet.
+func (kp *keeping) places(n int) bool {
+	op := kp.ops[n]
+	return op.Kind == store.OpRename && kp.staged(op.Src) && !kp.staged(op.Path) && !kp.have[n]
+}
+
+// keepRun keeps, from op from on, the before-images of a run of ops that
+// place staged objects other than directories at host paths none of
+// which is another's or above another's, and writes their records in one
+// write, before the first of them is done: what one of them finds at its
+// path cannot be changed by the others, so each record says what its op
+// replaces as well as one written just before it. An op found done
+// already (its source is not the expected object), or one a record of an
+// earlier run covers, ends the run; an op that is not one of these is
+// left to before. A failure to keep one ends the run before it (before
+// meets it again, at its own op).
+func (kp *keeping) keepRun(a *applier, from int) error {
+	placed := map[string]bool{} // the run's paths
+	above := map[string]bool{}  // every directory above them
+	var lines []byte
+	var run []*beforeImage
+	for j := from; j < len(kp.ops) && j-from < planMax; j++ {
+		op := kp.ops[j]
+		if !kp.places(j) || placed[op.Path] || above[op.Path] || below(placed, op.Path) {
+			break
+		}
+		sst, why, err := expect(op.Src, op.Ino)
+		if err != nil || why != "" || sst.Mode&unix.S_IFMT == unix.S_IFDIR {
+			break
+		}
+		a.srcType = sst.Mode & unix.S_IFMT
+		b := &beforeImage{N: j, Kind: op.Kind}
+		err = kp.capture(a, op, b)
+		a.closeNames()
+		if err != nil {
+			break
+		}
+		if lines, err = appendRecord(lines, record{Before: b}); err != nil {
+			return err
+		}
+		run = append(run, b)
+		kp.pre[j] = sst
+		placed[op.Path] = true
+		for d := filepath.Dir(op.Path); d != "/" && d != "." && !above[d]; d = filepath.Dir(d) {
+			above[d] = true
+		}
+	}
+	if len(run) == 0 {
+		return nil
+	}
+	if err := kp.writeLines(lines); err != nil {
+		clear(kp.pre)
+		return err
+	}
+	for _, b := range run {
+		kp.have[b.N] = true
+		kp.list(b.N)
+		kp.bytes += b.Bytes
+	}
+	kp.unplanned = run[len(run)-1].N + 1
+	return nil
+}
+
+// below reports whether p is below one of the paths placed.
+func below(placed map[string]bool, p string) bool {
+	for d := filepath.Dir(p); d != "/" && d != "."; d = filepath.Dir(d) {
+		if placed[d] {
+			return true
+		}
+	}
+	return false
+}
+
 // list adds op n to the ops done with a record.
 func (kp *keeping) list(n int) {
 	if !kp.listed[n] {
@@ -619,9 +703,8 @@ func (kp *keeping) list(n int) {
 	}
 }
 
-// plannedSource returns, for an op of the run plan wrote a creates line
-// for last, the source it checked the op moves: nothing has moved it
-// since.
+// plannedSource returns, for an op of the run plan looked at last, the
+// source it checked the op moves: nothing has moved it since.
 func (kp *keeping) plannedSource(n int) (unix.Stat_t, bool) {
 	if kp == nil {
 		return unix.Stat_t{}, false

@@ -410,3 +410,32 @@ func TestKeepCreatesRedone(t *testing.T) {
 		assert.True(t, recs.before[2].Absent && !recs.before[2].Lost)
 	})
 }
+
+// TestKeepRunOfReplaces: a run of placements whose first path is taken
+// (an upgrade) is kept as one write of a record per op, each saying what
+// its op replaces, a path not taken included; no creates line.
+func TestKeepRunOfReplaces(t *testing.T) {
+	f := newKeepFixture(t)
+	ops := f.stageCreates(t, 3)
+	old := map[int]uint64{}
+	for _, i := range []int{0, 2} {
+		require.NoError(t, os.WriteFile(ops[i].Path, []byte("old\n"), 0o644))
+		old[i] = inoOf(t, ops[i].Path)
+	}
+	f.apply(t, ops)
+	data, err := os.ReadFile(filepath.Join(f.s.UndoDir(f.id), recordsName))
+	require.NoError(t, err)
+	assert.NotContains(t, string(data), `"creates"`)
+	recs, err := loadRecords(f.s, f.id, ops)
+	require.NoError(t, err)
+	require.Len(t, recs.before, 3)
+	for i, b := range recs.before {
+		assert.Equal(t, i, b.N)
+		if i == 1 {
+			assert.True(t, b.Absent)
+			continue
+		}
+		assert.Equal(t, old[i], inoOf(t, b.Image))
+		assert.Equal(t, ops[i].Ino, inoOf(t, ops[i].Path))
+	}
+}
