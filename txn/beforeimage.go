@@ -176,19 +176,18 @@ type record struct {
 
 // keeping is Apply's state while it keeps before-images.
 type keeping struct {
-	k    *Keeper
-	f    *os.File
-	have map[int]bool // ops with a line of their own (perhaps by an earlier run)
-	// intended are the ops of creates lines (record.Creates), which have
-	// no line of their own unless they found their path taken.
-	intended map[int]bool
+	k *Keeper
+	f *os.File
+	// By op: have, a line of its own (perhaps by an earlier run);
+	// intended, in a creates line (record.Creates), with no line of its
+	// own unless it found its path taken; listed, in done; lost, found
+	// done by a redo without its record.
+	have, intended, listed, lost []bool
 	// intents: the records have creates lines, and their ops are in the
 	// order of the redo log (records.before).
 	intents bool
 	bytes   int64
-	done    []int        // ops done with a record or in a creates line, in order
-	listed  map[int]bool // the ops in done
-	lost    map[int]bool // ops found done by a redo without their record
+	done    []int // ops done with a record or in a creates line, in order
 	ops     []store.RedoOp
 	buf     []byte            // every record, as in the file
 	mounts  map[string]uint64 // mount id of a directory
@@ -198,14 +197,24 @@ type keeping struct {
 	// with its attributes; a removal leaves nothing); nil: look at the
 	// end. redone: an earlier run did ops this one skips, and only the
 	// host can say what they left.
-	known  map[string]*PathState
+	known  map[string]knownState
 	redone bool
 	areas  map[uint64]undoArea
 	home   uint64 // the state directory's mount id
 	// unplanned is the first op plan has not looked at; pre holds, for
-	// the ops of the last group plan kept, the source each moves.
+	// the ops preFrom on of the last run plan looked at, the source each
+	// moves.
 	unplanned int
-	pre       map[int]unix.Stat_t
+	pre       []unix.Stat_t
+	preFrom   int
+	srcs      map[string]bool // the sources of plan's run
+}
+
+// knownState is what a path holds after the ops so far (keeping.known),
+// unless look: only the host can say.
+type knownState struct {
+	s    PathState
+	look bool
 }
 
 type undoArea struct{ path, mountPoint string }
@@ -216,9 +225,9 @@ func startKeeping(k *Keeper, ops []store.RedoOp) (*keeping, error) {
 		return nil, err
 	}
 	dir := k.Store.UndoDir(k.ID)
-	// Sized for a write-through that makes or changes a path per op.
-	kp := &keeping{k: k, have: map[int]bool{}, intended: make(map[int]bool, len(ops)), listed: make(map[int]bool, len(ops)),
-		lost: map[int]bool{}, ops: ops, mounts: map[string]uint64{}, areas: map[uint64]undoArea{}}
+	n := len(ops)
+	kp := &keeping{k: k, have: make([]bool, n), intended: make([]bool, n), listed: make([]bool, n), lost: make([]bool, n),
+		ops: ops, mounts: map[string]uint64{}, areas: map[uint64]undoArea{}, srcs: map[string]bool{}}
 	data, err := os.ReadFile(filepath.Join(dir, recordsName))
 	if err != nil && !os.IsNotExist(err) {
 		return nil, err
@@ -232,7 +241,7 @@ func startKeeping(k *Keeper, ops []store.RedoOp) (*keeping, error) {
 		}
 	}
 	kp.buf = append([]byte(nil), data[:valid]...)
-	kp.known = make(map[string]*PathState, len(ops))
+	kp.known = make(map[string]knownState, n) // a path per op, in most write-throughs
 	kp.redone = len(recs.before) > 0
 	kp.intents = recs.intents
 	for _, b := range recs.before {
@@ -558,35 +567,32 @@ const planMax = 256
 // record alone, so the run is kept as keepRun does instead.
 func (kp *keeping) plan(a *applier, from int) error {
 	kp.unplanned = from + 1
-	clear(kp.pre)
-	if kp.pre == nil {
-		kp.pre = map[int]unix.Stat_t{}
-	}
+	kp.pre, kp.preFrom = kp.pre[:0], from
 	if kp.places(from) {
 		if _, taken, err := kp.lstat(kp.ops[from].Path); err == nil && taken {
 			return kp.keepRun(a, from)
 		}
 	}
-	srcs := map[string]bool{}
+	clear(kp.srcs)
 	last := -1
 	for j := from; j < len(kp.ops) && j-from < planMax; j++ {
 		op := kp.ops[j]
-		if !kp.places(j) || srcs[op.Src] {
+		if !kp.places(j) || kp.srcs[op.Src] {
 			break
 		}
 		sst, why, err := expect(op.Src, op.Ino)
 		if err != nil || why != "" || sst.Mode&unix.S_IFMT == unix.S_IFDIR {
 			break
 		}
-		kp.pre[j] = sst
-		srcs[op.Src] = true
+		kp.pre = append(kp.pre, sst)
+		kp.srcs[op.Src] = true
 		last = j
 	}
 	if last < 0 {
 		return nil
 	}
 	if err := kp.write(record{Creates: []int{from, last}}); err != nil {
-		clear(kp.pre)
+		kp.pre = kp.pre[:0]
 		return err
 	}
 	kp.intents = true
@@ -663,7 +669,7 @@ func (kp *keeping) keepRun(a *applier, from int) error {
 			return err
 		}
 		run = append(run, b)
-		kp.pre[j] = sst
+		kp.pre = append(kp.pre, sst)
 		placed[op.Path] = true
 		for d := filepath.Dir(op.Path); d != "/" && d != "." && !above[d]; d = filepath.Dir(d) {
 			above[d] = true
@@ -673,7 +679,7 @@ func (kp *keeping) keepRun(a *applier, from int) error {
 		return nil
 	}
 	if err := kp.writeLines(lines); err != nil {
-		clear(kp.pre)
+		kp.pre = kp.pre[:0]
 		return err
 	}
 	for _, b := range run {
@@ -709,8 +715,10 @@ func (kp *keeping) plannedSource(n int) (unix.Stat_t, bool) {
 	if kp == nil {
 		return unix.Stat_t{}, false
 	}
-	st, ok := kp.pre[n]
-	return st, ok
+	if i := n - kp.preFrom; i >= 0 && i < len(kp.pre) {
+		return kp.pre[i], true
+	}
+	return unix.Stat_t{}, false
 }
 
 // before keeps what op n is about to replace, remove or change, unless an
@@ -1052,33 +1060,33 @@ func afterPaths(ops []store.RedoOp, done []int, staged func(string) bool) []stri
 // track notes what op, about to be done, leaves at the paths it names,
 // and that the directories whose entries it changes must be looked at.
 func (kp *keeping) track(a *applier, op store.RedoOp) {
+	look := knownState{look: true}
 	dirty := func(p string) {
 		if _, ok := kp.known[p]; ok {
-			kp.known[p] = nil
+			kp.known[p] = look
 		}
 	}
 	switch op.Kind {
 	case store.OpRename:
-		s := stateOf(op.Path, &a.srcStat, true)
-		kp.known[op.Path] = &s
+		kp.known[op.Path] = knownState{s: stateOf(op.Path, &a.srcStat, true)}
 		if !kp.staged(op.Src) {
-			kp.known[op.Src] = &PathState{Path: op.Src}
-			dirty(filepath.Dir(op.Src))
+			kp.known[op.Src] = knownState{s: PathState{Path: op.Src}}
+			dirty(dirOf(op.Src))
 			if a.srcType == unix.S_IFDIR {
-				kp.known[op.Path] = nil // its ".." changes
+				kp.known[op.Path] = look // its ".." changes
 			}
 		}
 	case store.OpUnlink, store.OpRmdir:
-		kp.known[op.Path] = &PathState{Path: op.Path}
+		kp.known[op.Path] = knownState{s: PathState{Path: op.Path}}
 	case store.OpExchange:
-		kp.known[op.Path], kp.known[op.Src] = nil, nil
-		dirty(filepath.Dir(op.Src))
+		kp.known[op.Path], kp.known[op.Src] = look, look
+		dirty(dirOf(op.Src))
 	default:
-		kp.known[op.Path] = nil
+		kp.known[op.Path] = look
 	}
 	switch op.Kind {
 	case store.OpRename, store.OpExchange, store.OpLink, store.OpUnlink, store.OpRmdir:
-		dirty(filepath.Dir(op.Path))
+		dirty(dirOf(op.Path))
 	}
 }
 
@@ -1120,6 +1128,15 @@ func (kp *keeping) imageKept(n int) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// dirOf is filepath.Dir of p, an op's path (absolute and clean, not
+// "/": CheckOps), without the copy filepath.Clean makes.
+func dirOf(p string) string {
+	if i := strings.LastIndexByte(p, '/'); i > 0 {
+		return p[:i]
+	}
+	return "/"
 }
 
 // StateOf is what path holds now.
@@ -1178,7 +1195,7 @@ func (kp *keeping) closeDirs() {
 // finish writes the after-state of every changed path; the records file
 // and the undo areas are then synced with the rest of the write-through.
 func (kp *keeping) finish(a *applier) error {
-	var after []PathState
+	after := make([]PathState, 0, len(kp.done))
 	kp.closeDirs() // the last op may have moved any
 	done := make([]int, 0, len(kp.done))
 	for _, n := range kp.done {
@@ -1190,8 +1207,8 @@ func (kp *keeping) finish(a *applier) error {
 		sort.Ints(done) // as parseRecords orders them
 	}
 	for _, p := range afterPaths(kp.ops, done, kp.staged) {
-		if s := kp.known[p]; s != nil && !kp.redone {
-			after = append(after, *s)
+		if s, ok := kp.known[p]; ok && !s.look && !kp.redone {
+			after = append(after, s.s)
 			continue
 		}
 		st, ok, err := kp.lstat(p)
