@@ -31,7 +31,9 @@
 //   - Before-images (Keeper, for txexec undo) are kept by Apply just before
 //     an op it is about to do, never for an op found done, and one kept
 //     already is kept as it is: a redo neither doubles them nor takes the
-//     object an op put in place for the one it replaced.
+//     object an op put in place for the one it replaced. A create (a rename
+//     of a staged object with RENAME_NOREPLACE, under a creates record of
+//     its run) keeps nothing unless it finds its path taken.
 //   - An undo (Manager.Undo) is a transaction like any other: validated
 //     at its commit point (the paths it puts back still hold what the
 //     undone transaction left), then written through by Apply, keeping its
