@@ -443,7 +443,8 @@ open("sig/" + sys.argv[1], "w").close()
 // until its commit, after the earlier one's: without more, the earlier
 // one's try fails, and so does the run, where one after another every try
 // succeeds. With it, the refused try voids the earlier command's attempt
-// and stops the later one: the run ends with the file as one after
+// and makes the later one give way (stopped, or aborted by the conflict
+// with the earlier one's re-run): the run ends with the file as one after
 // another, each command committed once, in order, and reports the void
 // and stopped attempts as re-runs; txexec log says why they aborted.
 func TestParallelLockTry(t *testing.T) {
@@ -501,23 +502,31 @@ func TestParallelLockTry(t *testing.T) {
 				require.NoError(t, json.Unmarshal([]byte(outLines[len(outLines)-1]), &sum), res.stdout)
 				assert.Equal(t, n, sum.Summary.Committed)
 				assert.GreaterOrEqual(t, sum.Summary.LockTries, 1, "an earlier command's try met a later one's lock")
-				assert.GreaterOrEqual(t, sum.Summary.Wounded, 1, "the later one was stopped")
 				assert.GreaterOrEqual(t, sum.Summary.Reruns, sum.Summary.Wounded+sum.Summary.LockTries, "and both run again")
 
 				txs := s.runLog(t, regexp.MustCompile(`"run":\s*(\d+)`).FindStringSubmatch(res.stdout)[1])
 				requireCommittedInOrder(t, txs, n)
-				void, stopped := 0, 0
+				void, stopped, conflicted := 0, 0, 0
 				for _, tx := range txs {
 					switch {
 					case strings.Contains(tx.Reason, "stopped by txexec parallel") && strings.Contains(tx.Reason, "while another command of the run held host locks"):
 						void++
 					case strings.Contains(tx.Reason, "stopped by txexec parallel") && strings.Contains(tx.Reason, "was refused a lock on a host file it tried"):
 						stopped++
+					case strings.HasPrefix(tx.Reason, "conflict on "):
+						conflicted++
 					}
 				}
 				// Unless a txexec starting meanwhile recovered them first.
 				assert.Positive(t, void, "the void attempts' transactions, aborted with the reason: %+v", txs)
-				assert.Positive(t, stopped, "the stopped attempts' transactions, aborted with the reason: %+v", txs)
+				// The later command that held the lock then gives way:
+				// stopped, if its report that it holds the lock reached
+				// the driver before the refused try did; otherwise it
+				// waits at the commit gate and, having read what the
+				// earlier command's re-run then commits, loses the
+				// conflict. Either way it runs again, and the result is
+				// the serial one (checked above).
+				assert.Positive(t, stopped+conflicted, "the later attempts' transactions, stopped or aborted by a conflict: %+v", txs)
 			})
 		}
 	}
