@@ -63,6 +63,9 @@ type ArgCond struct {
 	Arg   int
 	Mask  uint64
 	Value uint64
+	// And, when set, must match too (the fast-lookup agent's openat: from
+	// the agent page and with read-only flags).
+	And *ArgCond
 }
 
 // ArgInstructionPointer, as ArgCond.Arg, conditions on the instruction
@@ -77,7 +80,7 @@ func (c ArgCond) Matches(args [6]Arg) bool {
 	if c.Arg == ArgInstructionPointer {
 		return false
 	}
-	return uint64(args[c.Arg])&c.Mask == c.Value
+	return uint64(args[c.Arg])&c.Mask == c.Value && (c.And == nil || c.And.Matches(args))
 }
 
 // Every number without a rule, and every call made through a foreign ABI

@@ -52,11 +52,13 @@ func argPrologue(rules []Rule) ([]unix.SockFilter, []Rule, error) {
 		if r.If == nil {
 			continue
 		}
-		if (r.If.Arg < 0 || r.If.Arg > 5) && r.If.Arg != ArgInstructionPointer {
-			return nil, nil, fmt.Errorf("filter rule for syscall %d: no argument %d", r.Nr, r.If.Arg)
-		}
-		if r.If.Value&^r.If.Mask != 0 {
-			return nil, nil, fmt.Errorf("filter rule for syscall %d: value %#x has bits outside mask %#x, so it never matches", r.Nr, r.If.Value, r.If.Mask)
+		for c := r.If; c != nil; c = c.And {
+			if (c.Arg < 0 || c.Arg > 5) && c.Arg != ArgInstructionPointer {
+				return nil, nil, fmt.Errorf("filter rule for syscall %d: no argument %d", r.Nr, c.Arg)
+			}
+			if c.Value&^c.Mask != 0 {
+				return nil, nil, fmt.Errorf("filter rule for syscall %d: value %#x has bits outside mask %#x, so it never matches", r.Nr, c.Value, c.Mask)
+			}
 		}
 		n := byNr[r.Nr]
 		if n == nil {
@@ -124,34 +126,36 @@ func argPrologue(rules []Rule) ([]unix.SockFilter, []Rule, error) {
 }
 
 // caseMatch is one case of a conditioned number: it returns ret when the
-// argument matches, and otherwise falls through to the next case (which
-// loads what it compares itself).
+// argument matches (and each of its And conditions), and otherwise falls
+// through to the next case (which loads what it compares itself).
 func caseMatch(c ArgCond, ret uint32) []unix.SockFilter {
 	var p []unix.SockFilter
-	off := uint32(seccompDataArgs + 8*c.Arg)
-	if c.Arg == ArgInstructionPointer {
-		off = seccompDataIP
-	}
-	halves := []struct {
-		off         uint32
-		mask, value uint32
-	}{
-		{off, uint32(c.Mask), uint32(c.Value)},                 // low word
-		{off + 4, uint32(c.Mask >> 32), uint32(c.Value >> 32)}, // high word
-	}
 	// Each half that is compared is ld; and; jeq ? next : <miss>, where
 	// miss is the instruction after the ret, patched at the end.
 	var misses []int
-	for _, h := range halves {
-		if h.mask == 0 {
-			continue
+	for cond := &c; cond != nil; cond = cond.And {
+		off := uint32(seccompDataArgs + 8*cond.Arg)
+		if cond.Arg == ArgInstructionPointer {
+			off = seccompDataIP
 		}
-		p = append(p, unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: h.off})
-		if h.mask != 0xffffffff {
-			p = append(p, unix.SockFilter{Code: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, K: h.mask})
+		halves := []struct {
+			off         uint32
+			mask, value uint32
+		}{
+			{off, uint32(cond.Mask), uint32(cond.Value)},                 // low word
+			{off + 4, uint32(cond.Mask >> 32), uint32(cond.Value >> 32)}, // high word
 		}
-		misses = append(misses, len(p))
-		p = append(p, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: h.value})
+		for _, h := range halves {
+			if h.mask == 0 {
+				continue
+			}
+			p = append(p, unix.SockFilter{Code: unix.BPF_LD | unix.BPF_W | unix.BPF_ABS, K: h.off})
+			if h.mask != 0xffffffff {
+				p = append(p, unix.SockFilter{Code: unix.BPF_ALU | unix.BPF_AND | unix.BPF_K, K: h.mask})
+			}
+			misses = append(misses, len(p))
+			p = append(p, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: h.value})
+		}
 	}
 	p = append(p, unix.SockFilter{Code: unix.BPF_RET | unix.BPF_K, K: ret})
 	miss := len(p)

@@ -47,6 +47,9 @@ func TestFilterArgConditions(t *testing.T) {
 		{Nr: unix.SYS_CLONE, Action: ActNotify, If: &ArgCond{Arg: 0, Mask: unix.CLONE_NEWUSER, Value: unix.CLONE_NEWUSER}},
 		{Nr: unix.SYS_FCNTL, Action: ActAllow},
 		{Nr: unix.SYS_FCNTL, Action: ActTrace, If: &ArgCond{Arg: 2, Mask: 0xff00000000000000, Value: 0x4200000000000000}},
+		{Nr: unix.SYS_OPENAT, Action: ActAllow, If: &ArgCond{Arg: 0, Mask: 0xffffffff, Value: 5,
+			And: &ArgCond{Arg: 2, Mask: unix.O_ACCMODE, Value: 0}}},
+		{Nr: unix.SYS_OPENAT, Action: ActNotify},
 	}
 	prog, err := CompileFilter(rules)
 	require.NoError(t, err)
@@ -72,6 +75,9 @@ func TestFilterArgConditions(t *testing.T) {
 		{"clone CLONE_NEWUSER|CLONE_NEWPID", unix.AUDIT_ARCH_X86_64, unix.SYS_CLONE, [6]uint64{unix.CLONE_NEWUSER | unix.CLONE_NEWPID}, notify},
 		{"fcntl high-word case", unix.AUDIT_ARCH_X86_64, unix.SYS_FCNTL, [6]uint64{1, 2, 0x42ff000000000000}, hex(unix.SECCOMP_RET_TRACE)},
 		{"fcntl high-word miss", unix.AUDIT_ARCH_X86_64, unix.SYS_FCNTL, [6]uint64{1, 2, 0x41ff000000000000}, allow},
+		{"openat, both conditions", unix.AUDIT_ARCH_X86_64, unix.SYS_OPENAT, [6]uint64{5, 0, unix.O_RDONLY | unix.O_PATH}, allow},
+		{"openat, the first condition only", unix.AUDIT_ARCH_X86_64, unix.SYS_OPENAT, [6]uint64{5, 0, unix.O_WRONLY}, notify},
+		{"openat, the And condition only", unix.AUDIT_ARCH_X86_64, unix.SYS_OPENAT, [6]uint64{6, 0, unix.O_RDONLY}, notify},
 		{"read, compiled by libseccomp", unix.AUDIT_ARCH_X86_64, unix.SYS_READ, [6]uint64{}, allow},
 		{"a number without rules", unix.AUDIT_ARCH_X86_64, unix.SYS_WRITE, [6]uint64{}, enosys},
 		{"x32 ioctl", unix.AUDIT_ARCH_X86_64, 0x40000000 | unix.SYS_IOCTL, [6]uint64{0, tcgets}, enosys},
@@ -87,6 +93,9 @@ func TestFilterArgConditionsMatchesAgreesWithFilter(t *testing.T) {
 	c := ArgCond{Arg: 1, Mask: 0xffffffff, Value: 0x40086602}
 	assert.True(t, c.Matches([6]Arg{3, 0xffffffff_40086602}))
 	assert.False(t, c.Matches([6]Arg{3, 0x40086601}))
+	c.And = &ArgCond{Arg: 2, Mask: 3, Value: 0}
+	assert.True(t, c.Matches([6]Arg{3, 0x40086602, 4}))
+	assert.False(t, c.Matches([6]Arg{3, 0x40086602, 1}))
 }
 
 func TestFilterArgConditionsRejected(t *testing.T) {
@@ -107,6 +116,10 @@ func TestFilterArgConditionsRejected(t *testing.T) {
 			{Nr: unix.SYS_IOCTL, Action: ActNotify, If: &ArgCond{Arg: 1, Mask: 0xff, Value: 0x100}},
 			{Nr: unix.SYS_IOCTL, Action: ActAllow},
 		}, "never matches"},
+		{"no such argument in an And condition", []Rule{
+			{Nr: unix.SYS_IOCTL, Action: ActNotify, If: &ArgCond{Arg: 1, Mask: 1, Value: 1, And: &ArgCond{Arg: 7, Mask: 1, Value: 1}}},
+			{Nr: unix.SYS_IOCTL, Action: ActAllow},
+		}, "no argument 7"},
 		{"no such argument", []Rule{
 			{Nr: unix.SYS_IOCTL, Action: ActNotify, If: &ArgCond{Arg: 6, Mask: 1, Value: 1}},
 			{Nr: unix.SYS_IOCTL, Action: ActAllow},
