@@ -96,6 +96,50 @@ func TestFastLookupsForwards(t *testing.T) {
 	assert.Less(t, fast, slow-200, "the fast path took too few of the calls")
 }
 
+// TestFastLookupsOpenLoop: 10,000 read-only opens of a C loop (and of a
+// static one) answer as natively, all but the first of the site without
+// the supervisor; without the option every one is served.
+func TestFastLookupsOpenLoop(t *testing.T) {
+	dir, bin := fastFixture(t)
+	static := buildC(t, dir, "fastlookups", "fastlookups-static", "-static")
+	const n = 10000
+	for _, b := range []string{bin, static} {
+		c := command{Argv: []string{b, "openloop", strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir}
+		assert.Less(t, fastRun(t, c), n/10, b)
+	}
+	c := command{Argv: []string{bin, "openloop", strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir}
+	assert.GreaterOrEqual(t, statsOf(t, passthrough, c)["trapped_calls"], n)
+}
+
+// TestFastLookupsByDescriptor: openat and fstatat relative to an O_PATH
+// descriptor of a directory, and fstatat of a descriptor with
+// AT_EMPTY_PATH, run natively after their sites' first calls.
+func TestFastLookupsByDescriptor(t *testing.T) {
+	dir, bin := fastFixture(t)
+	const n = 3000
+	c := command{Argv: []string{bin, "dirloop", strconv.Itoa(n), dir}, Dir: dir}
+	assert.Less(t, fastRun(t, c), n/10)
+	assert.GreaterOrEqual(t, statsOf(t, passthrough, c)["trapped_calls"], 3*n)
+}
+
+// TestFastLookupsOpenMix: opens (read-only, O_NOFOLLOW, O_DIRECTORY,
+// O_PATH with and without O_NOFOLLOW) of a file, a symlink, a dangling
+// one, a "..", a directory, a relative path, /proc and /; the same and
+// fstatat and statx relative to a directory descriptor (read-only and
+// O_PATH) and of descriptors with AT_EMPTY_PATH (a pipe's among them); an
+// open for writing through a rewritten site; and descriptors opened
+// natively, then used in calls the supervisor serves (fchdir, getdents64):
+// all answer as natively, most without the supervisor.
+func TestFastLookupsOpenMix(t *testing.T) {
+	dir, bin := fastFixture(t)
+	c := command{Argv: []string{bin, "openmix", "20", dir}, Dir: dir}
+	fast := fastRun(t, c)
+	slow := statsOf(t, passthrough, c)["trapped_calls"]
+	assert.Less(t, fast, slow/2, "the fast path took too few of the calls")
+	_, err := os.Stat(filepath.Join(dir, "sub", "w"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
 // TestFastLookupsProcesses: a program that closes every descriptor, and a
 // vfork child's lookups, work and take the fast path.
 func TestFastLookupsProcesses(t *testing.T) {
@@ -120,7 +164,8 @@ func TestFastLookupsChroot(t *testing.T) {
 
 // TestFastLookupsAgentPageWrites: the agent page lets only lookups through.
 // Opens for writing and unlinks made from its own system-call instruction
-// are notified (the filter's check), stats are not.
+// are notified (the filter's check of openat's flags), stats and
+// read-only opens are not.
 func TestFastLookupsAgentPageWrites(t *testing.T) {
 	dir, bin := fastFixture(t)
 	const n = 1000
@@ -129,6 +174,7 @@ func TestFastLookupsAgentPageWrites(t *testing.T) {
 		return statsOf(t, passthrough, c)["trapped_calls"]
 	}
 	assert.GreaterOrEqual(t, trapped("open"), 2*n)
+	assert.Less(t, trapped("read"), n/10)
 	assert.Less(t, trapped("stat"), n/10)
 	_, err := os.Stat(filepath.Join(dir, "f"))
 	assert.ErrorIs(t, err, os.ErrNotExist)

@@ -31,7 +31,12 @@ const (
 	trampolineSize  = 64
 	trampolineN     = (slotsOff - trampolinesOff) / trampolineSize
 	agentMagic      = 0x31746e6567617874 // "txagent1", agent_config.magic
-	agentPrefixesSz = 4096 - 16
+	agentDevN       = 64                 // agent_config.devs
+	agentDevsOff    = 16
+	agentPrefixesSz = 4096 - agentDevsOff - 8*agentDevN
+	// agentDevsUnknown, as agent_config.ndevs, says the forwarded file
+	// systems did not fit: every lookup by descriptor is forwarded.
+	agentDevsUnknown = 0xffffffff
 )
 
 // DefaultAgentBase is where the agent is mapped in every image of a run
@@ -43,11 +48,24 @@ const (
 const DefaultAgentBase = 0x7ff00000
 
 // FastLookupNrs are the calls the agent may make natively: the lookups that
-// return no descriptor (docs/fastpath.md §6, step 1).
+// return no descriptor (docs/fastpath.md §6, step 1) and the read-only
+// opens (step 2, which the filter allows only with openFlagsWrite clear).
 var FastLookupNrs = []int{
 	unix.SYS_NEWFSTATAT, unix.SYS_STATX, unix.SYS_READLINK, unix.SYS_READLINKAT,
 	unix.SYS_ACCESS, unix.SYS_FACCESSAT, unix.SYS_FACCESSAT2,
+	unix.SYS_OPENAT, unix.SYS_OPEN,
 }
+
+// openFlagsWrite are the open flags that write or create: an access mode
+// other than O_RDONLY (3 asks for reading and writing), O_CREAT, O_TRUNC
+// and __O_TMPFILE. An open with any of them set is notified from the agent
+// page too (docs/fastpath.md §4.1). The kernel reads the flags as an int,
+// so the upper half of the register is not compared.
+const openFlagsWrite = unix.O_ACCMODE | unix.O_CREAT | unix.O_TRUNC | (unix.O_TMPFILE &^ unix.O_DIRECTORY)
+
+// openFlagsArg is the argument that holds the open flags of each opening
+// fast-lookup number.
+var openFlagsArg = map[int]int{unix.SYS_OPENAT: 2, unix.SYS_OPEN: 1}
 
 func isFastLookupNr(nr int) bool {
 	for _, n := range FastLookupNrs {
@@ -79,6 +97,13 @@ type FastLookups struct {
 	// answers its lookups differently from the kernel (its root is
 	// virtual after a chroot).
 	Allowed func(tgid int) bool
+
+	// devs are the devices (st_dev) of the file systems mounted at or
+	// under a Forwarded subtree, read by check: a lookup relative to a
+	// descriptor on one of them is forwarded. nil with devsUnknown when
+	// they did not fit the agent's configuration.
+	devs        []uint64
+	devsUnknown bool
 }
 
 // check validates f.
@@ -86,18 +111,97 @@ func (f *FastLookups) check() error {
 	if f.Base%uintptr(pageSize) != 0 || f.Base == 0 || f.Base+agentMapSize > 1<<31 {
 		return fmt.Errorf("fast lookups: agent base %#x is not a page below 2 GiB", f.Base)
 	}
+	devs, err := forwardedDevs(f.Forwarded)
+	if err != nil {
+		return err
+	}
+	f.devs, f.devsUnknown = devs, len(devs) > agentDevN
+	if f.devsUnknown {
+		f.devs = nil
+	}
 	if _, err := f.configPage(); err != nil {
 		return err
 	}
 	return nil
 }
 
+// forwardedDevs returns the devices of the file systems mounted, in the
+// supervisor's mount namespace (which the tree shares under
+// --passthrough), at or under one of the subtrees: a descriptor's st_dev
+// says whether it is on one of them, which a path relative to it would
+// not. A file system mounted there later is not in the list.
+func forwardedDevs(subtrees []string) ([]uint64, error) {
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("fast lookups: %w", err)
+	}
+	var devs []uint64
+	seen := map[uint64]bool{}
+	for _, line := range strings.Split(string(info), "\n") {
+		// id parent major:minor root mountpoint ...
+		fields := strings.Fields(line)
+		if len(fields) < 5 {
+			continue
+		}
+		var major, minor uint32
+		if _, err := fmt.Sscanf(fields[2], "%d:%d", &major, &minor); err != nil {
+			continue
+		}
+		point := unescapeMountinfo(fields[4])
+		for _, s := range subtrees {
+			s = strings.TrimRight(s, "/")
+			if point == s || strings.HasPrefix(point, s+"/") {
+				dev := unix.Mkdev(major, minor)
+				if !seen[dev] {
+					seen[dev] = true
+					devs = append(devs, dev)
+				}
+			}
+		}
+	}
+	return devs, nil
+}
+
+// unescapeMountinfo undoes mountinfo's octal escapes (\040 for a space).
+func unescapeMountinfo(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v byte
+			ok := true
+			for _, c := range s[i+1 : i+4] {
+				if c < '0' || c > '7' {
+					ok = false
+					break
+				}
+				v = v*8 + byte(c-'0')
+			}
+			if ok {
+				b.WriteByte(v)
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
 // configPage is the agent's configuration page (agent.c struct
-// agent_config): magic, disabled (0), and the forwarded prefixes.
+// agent_config): magic, disabled (0), the forwarded file systems' devices
+// and the forwarded prefixes.
 func (f *FastLookups) configPage() ([]byte, error) {
 	page := make([]byte, 4096)
 	binary.LittleEndian.PutUint64(page[0:], agentMagic)
-	off := 16
+	if f.devsUnknown {
+		binary.LittleEndian.PutUint32(page[12:], agentDevsUnknown)
+	} else {
+		binary.LittleEndian.PutUint32(page[12:], uint32(len(f.devs)))
+		for i, d := range f.devs {
+			binary.LittleEndian.PutUint64(page[agentDevsOff+8*i:], d)
+		}
+	}
+	off := agentDevsOff + 8*agentDevN
 	for _, p := range f.Forwarded {
 		p = strings.TrimRight(p, "/")
 		if !strings.HasPrefix(p, "/") || strings.IndexByte(p, 0) >= 0 {
@@ -113,17 +217,21 @@ func (f *FastLookups) configPage() ([]byte, error) {
 
 // FastLookupRules returns rules with, before each fast-lookup number's own
 // rules, one that allows the call when its instruction pointer lies in the
-// agent page at base (docs/fastpath.md §4.1). Every other call of these
-// numbers, and every call of another number from the agent page, is decided
-// as without the agent.
+// agent page at base (docs/fastpath.md §4.1) and, for an open, its flags
+// neither write nor create. Every other call of these numbers, and every
+// call of another number from the agent page, is decided as without the
+// agent.
 func FastLookupRules(rules []Rule, base uintptr) []Rule {
 	out := make([]Rule, 0, len(rules)+len(FastLookupNrs))
 	done := map[int]bool{}
 	for _, r := range rules {
 		if isFastLookupNr(r.Nr) && !done[r.Nr] {
 			done[r.Nr] = true
-			out = append(out, Rule{Nr: r.Nr, Action: ActAllow, If: &ArgCond{
-				Arg: ArgInstructionPointer, Mask: ^uint64(pageSize - 1), Value: uint64(base + agentPageOff)}})
+			cond := &ArgCond{Arg: ArgInstructionPointer, Mask: ^uint64(pageSize - 1), Value: uint64(base + agentPageOff)}
+			if arg, ok := openFlagsArg[r.Nr]; ok {
+				cond.And = &ArgCond{Arg: arg, Mask: openFlagsWrite, Value: 0}
+			}
+			out = append(out, Rule{Nr: r.Nr, Action: ActAllow, If: cond})
 		}
 		out = append(out, r)
 	}

@@ -2,6 +2,7 @@ package interpose
 
 import (
 	"bytes"
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,7 +52,8 @@ func TestFastLookupsConfig(t *testing.T) {
 	page, err := f.configPage()
 	require.NoError(t, err)
 	assert.Equal(t, "txagent1", string(page[:8]))
-	assert.Equal(t, "/proc\x00/dev\x00\x00", string(page[16:28]))
+	assert.Equal(t, "/proc\x00/dev\x00\x00", string(page[agentDevsOff+8*agentDevN:][:12]))
+	assert.NotZero(t, binary.LittleEndian.Uint32(page[12:]), "the devices of /proc and /dev")
 	for _, bad := range []*FastLookups{
 		{Base: DefaultAgentBase + 1},
 		{Base: 1 << 31},

@@ -54,10 +54,41 @@ func TestFilterFastLookups(t *testing.T) {
 			}
 		}
 	}
-	// An open for writing from the agent page is notified.
-	in := at(unix.SYS_OPENAT, base+0x1b)
-	putArg(in, 2, unix.O_WRONLY|unix.O_CREAT)
-	got, err := bpf.Exec[bpf.NativeEndian](fast, in)
-	require.NoError(t, err)
-	assert.Equal(t, uint32(unix.SECCOMP_RET_USER_NOTIF), got)
+	// From the agent page, an open is allowed only with flags that
+	// neither write nor create (the kernel reads them as an int: the
+	// upper half does not count); from elsewhere it is notified whatever
+	// its flags.
+	for _, tc := range []struct {
+		flags uint64
+		want  uint32
+	}{
+		{unix.O_RDONLY, unix.SECCOMP_RET_ALLOW},
+		{unix.O_RDONLY | unix.O_PATH | unix.O_NOFOLLOW | unix.O_DIRECTORY | unix.O_CLOEXEC, unix.SECCOMP_RET_ALLOW},
+		{unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOATIME | unix.O_NOCTTY, unix.SECCOMP_RET_ALLOW},
+		{0xffffffff_00000000, unix.SECCOMP_RET_ALLOW},
+		{unix.O_WRONLY, unix.SECCOMP_RET_USER_NOTIF},
+		{unix.O_RDWR, unix.SECCOMP_RET_USER_NOTIF},
+		{unix.O_ACCMODE, unix.SECCOMP_RET_USER_NOTIF},
+		{unix.O_CREAT, unix.SECCOMP_RET_USER_NOTIF},
+		{unix.O_WRONLY | unix.O_CREAT, unix.SECCOMP_RET_USER_NOTIF},
+		{unix.O_TRUNC, unix.SECCOMP_RET_USER_NOTIF},
+		{unix.O_TMPFILE | unix.O_RDWR, unix.SECCOMP_RET_USER_NOTIF},
+		{unix.O_TMPFILE &^ unix.O_DIRECTORY, unix.SECCOMP_RET_USER_NOTIF},
+	} {
+		for _, call := range []struct {
+			nr   int32
+			flag int
+		}{{unix.SYS_OPENAT, 2}, {unix.SYS_OPEN, 1}} {
+			in := at(call.nr, base+0x1b)
+			putArg(in, call.flag, tc.flags)
+			got, err := bpf.Exec[bpf.NativeEndian](fast, in)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got, "nr %d flags %#x from the agent page", call.nr, tc.flags)
+			in = at(call.nr, base+0x1000+0x1b)
+			putArg(in, call.flag, tc.flags)
+			got, err = bpf.Exec[bpf.NativeEndian](fast, in)
+			require.NoError(t, err)
+			assert.Equal(t, uint32(unix.SECCOMP_RET_USER_NOTIF), got, "nr %d flags %#x from the forward page", call.nr, tc.flags)
+		}
+	}
 }

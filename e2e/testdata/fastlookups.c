@@ -13,10 +13,21 @@
 //   chroot N DIR    stat /file N times, chroot to DIR, stat /file N times
 //                   (DIR's), then execute /fastlookups-static loop N /file
 //                   there
-//   agent N open|stat DIR
+//   agent N open|read|stat DIR
 //                   N calls made from the agent page's own system-call
 //                   instruction (its first bytes, at the fixed address):
-//                   openat(DIR/f, O_WRONLY|O_CREAT) and unlink, or stat
+//                   openat(DIR/f, O_WRONLY|O_CREAT) and unlink, an
+//                   openat(DIR, O_RDONLY|O_DIRECTORY) and close, or stat
+//   openloop N PATH open PATH read-only, read a byte and close, N times
+//   dirloop N DIR   with an O_PATH descriptor of DIR: N times
+//                   openat(dirfd, "file") and close, fstatat(dirfd,
+//                   "file") and fstatat(fd, "", AT_EMPTY_PATH)
+//   openmix N DIR   N rounds of open, openat with O_NOFOLLOW, O_PATH and
+//                   O_PATH|O_NOFOLLOW of DIR's fixtures, the same relative
+//                   to a descriptor of DIR, fstatat and statx relative to
+//                   it and of descriptors with AT_EMPTY_PATH, an open for
+//                   writing; then a descriptor opened natively used in
+//                   calls the supervisor serves (fchdir, getdents64)
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -117,6 +128,10 @@ static int agent(long n, const char *what, const char *dir) {
 			}
 			close((int)r);
 			r = agent_syscall(SYS_unlink, (long)path, 0, 0, 0, 0, 0);
+		} else if (strcmp(what, "read") == 0) {
+			r = agent_syscall(SYS_openat, AT_FDCWD, (long)dir, O_RDONLY | O_DIRECTORY, 0, 0, 0);
+			if (r >= 0)
+				r = close((int)r);
 		} else {
 			struct stat st;
 			r = agent_syscall(SYS_newfstatat, AT_FDCWD, (long)dir, (long)&st, 0, 0, 0);
@@ -127,6 +142,156 @@ static int agent(long n, const char *what, const char *dir) {
 		}
 	}
 	printf("agent %s %ld\n", what, n);
+	return 0;
+}
+
+static int open_loop(long n, const char *path) {
+	char c;
+	for (long i = 0; i < n; i++) {
+		int fd = open(path, O_RDONLY);
+		if (fd < 0 || read(fd, &c, 1) != 1) {
+			perror(path);
+			return 1;
+		}
+		sum += (unsigned char)c;
+		close(fd);
+	}
+	printf("open %s sum=%lu\n", path, sum);
+	return 0;
+}
+
+static int dir_loop(long n, const char *dir) {
+	int dfd = open(dir, O_PATH | O_DIRECTORY);
+	if (dfd < 0) {
+		perror(dir);
+		return 1;
+	}
+	for (long i = 0; i < n; i++) {
+		struct stat st, fst;
+		int fd = openat(dfd, "file", O_RDONLY);
+		if (fd < 0 || fstatat(dfd, "file", &st, 0) != 0 || fstatat(fd, "", &fst, AT_EMPTY_PATH) != 0 ||
+		    st.st_ino != fst.st_ino) {
+			perror("dirloop");
+			return 1;
+		}
+		sum += st.st_ino;
+		close(fd);
+	}
+	printf("dirloop %s sum=%lu\n", dir, sum);
+	return 0;
+}
+
+// ident is what a run prints of an object: its inode and type.
+static unsigned long ident(const struct stat *st) { return (unsigned long)st->st_ino ^ st->st_mode; }
+
+// opened prints what an open returned, and the object's identity, then
+// closes the descriptor.
+static void opened(int last, const char *what, const char *p, int fd) {
+	struct stat st;
+	if (last) {
+		char name[8192];
+		snprintf(name, sizeof name, "%s %s", what, p);
+		out(name, fd, fd >= 0 && fstat(fd, &st) == 0 ? ident(&st) : 0);
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+static int open_mix(long n, const char *dir) {
+	char file[4096], link[4096], dangling[4096], dotdot[4096], missing[4096], sub[4096], w[4096];
+	snprintf(file, sizeof file, "%s/file", dir);
+	snprintf(link, sizeof link, "%s/link", dir);
+	snprintf(dangling, sizeof dangling, "%s/dangling", dir);
+	snprintf(dotdot, sizeof dotdot, "%s/sub/../file", dir);
+	snprintf(missing, sizeof missing, "%s/missing", dir);
+	snprintf(sub, sizeof sub, "%s/sub", dir);
+	snprintf(w, sizeof w, "%s/sub/w", dir);
+	const char *paths[] = {file, link, dangling, dotdot, missing, sub, "file", "/proc/version", "/"};
+	const char *names[] = {"file", "link", "dangling", "sub/../file", "missing", "sub", "", "/proc/version"};
+	int dfds[2] = {open(dir, O_RDONLY | O_DIRECTORY), open(dir, O_PATH | O_DIRECTORY)};
+	if (dfds[0] < 0 || dfds[1] < 0) {
+		perror(dir);
+		return 1;
+	}
+	for (long r = 0; r < n; r++) {
+		int last = r == n - 1;
+		for (unsigned i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+			const char *p = paths[i];
+			errno = 0;
+			opened(last, "open", p, open(p, O_RDONLY));
+			errno = 0;
+			opened(last, "nofollow", p, openat(AT_FDCWD, p, O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+			errno = 0;
+			opened(last, "path", p, openat(AT_FDCWD, p, O_PATH));
+			errno = 0;
+			opened(last, "path-nofollow", p, openat(AT_FDCWD, p, O_PATH | O_NOFOLLOW));
+			errno = 0;
+			opened(last, "directory", p, openat(AT_FDCWD, p, O_RDONLY | O_DIRECTORY));
+		}
+		for (unsigned d = 0; d < 2; d++) {
+			int dfd = dfds[d];
+			for (unsigned i = 0; i < sizeof names / sizeof names[0]; i++) {
+				const char *p = names[i];
+				struct stat st;
+				struct statx sx;
+				long ret;
+				errno = 0;
+				opened(last, "at", p, openat(dfd, p, O_RDONLY));
+				errno = 0;
+				opened(last, "at-path", p, openat(dfd, p, O_PATH | O_NOFOLLOW));
+				errno = 0;
+				memset(&st, 0, sizeof st);
+				ret = fstatat(dfd, p, &st, 0);
+				if (last) out(p, ret, ret == 0 ? ident(&st) : 0);
+				errno = 0;
+				memset(&st, 0, sizeof st);
+				ret = fstatat(dfd, p, &st, AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH);
+				if (last) out(p, ret, ret == 0 ? ident(&st) : 0);
+				errno = 0;
+				memset(&sx, 0, sizeof sx);
+				ret = statx(dfd, p, AT_EMPTY_PATH, STATX_BASIC_STATS, &sx);
+				if (last) out(p, ret, ret == 0 ? (unsigned long)sx.stx_ino ^ sx.stx_mode : 0);
+			}
+			// A descriptor of each kind, then of a pipe (a FIFO: forwarded),
+			// by AT_EMPTY_PATH.
+			int fds[3] = {open(file, O_RDONLY), open(link, O_PATH | O_NOFOLLOW), -1};
+			int pfd[2];
+			if (pipe(pfd) != 0)
+				return 1;
+			fds[2] = pfd[0];
+			for (unsigned i = 0; i < 3; i++) {
+				struct stat st;
+				errno = 0;
+				memset(&st, 0, sizeof st);
+				long ret = fstatat(fds[i], "", &st, AT_EMPTY_PATH);
+				// (a pipe's inode differs from run to run)
+				if (last) out("empty", ret, ret == 0 ? (i < 2 ? ident(&st) : st.st_mode) : 0);
+				close(fds[i]);
+			}
+			close(pfd[1]);
+		}
+		// An open for writing through a rewritten site: forwarded.
+		int fd = open(w, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+		if (fd < 0 || write(fd, "w\n", 2) != 2 || close(fd) != 0 || unlink(w) != 0) {
+			perror(w);
+			return 1;
+		}
+	}
+	// Descriptors opened natively, used in calls the supervisor serves.
+	char cwd[4096];
+	struct stat st;
+	int pdir = open(sub, O_PATH | O_DIRECTORY);
+	if (pdir < 0 || fchdir(pdir) != 0 || getcwd(cwd, sizeof cwd) == NULL || stat("..", &st) != 0) {
+		perror("fchdir");
+		return 1;
+	}
+	printf("fchdir %s %lu\n", strcmp(cwd, sub) == 0 ? "sub" : cwd, ident(&st));
+	int rdir = open(dir, O_RDONLY | O_DIRECTORY);
+	char buf[4096];
+	long total = 0, got;
+	while ((got = syscall(SYS_getdents64, rdir, buf, sizeof buf)) > 0)
+		total += got;
+	printf("getdents64 %ld %ld\n", got, total);
 	return 0;
 }
 
@@ -185,6 +350,12 @@ int main(int argc, char **argv) {
 		perror("execl");
 		return 1;
 	}
+	if (strcmp(mode, "openloop") == 0)
+		return open_loop(n, argv[3]);
+	if (strcmp(mode, "dirloop") == 0)
+		return dir_loop(n, argv[3]);
+	if (strcmp(mode, "openmix") == 0)
+		return open_mix(n, argv[3]);
 	if (strcmp(mode, "agent") == 0 && argc == 5)
 		return agent(n, argv[3], argv[4]);
 	fprintf(stderr, "fastlookups: unknown mode %s\n", mode);

@@ -3,7 +3,8 @@
 // exec stop (interpose/agent.go) and that the call sites it rewrites jump to
 // (interpose/rewrite.go). It decides each lookup: made natively from the
 // agent page, which the base filter lets newfstatat, statx, readlink,
-// readlinkat, access, faccessat and faccessat2 through from, or forwarded
+// readlinkat, access, faccessat, faccessat2 and read-only opens (open,
+// openat) through from, or forwarded
 // from the forward page, which the filter notifies as any other call.
 //
 // It runs in the middle of whatever the program was doing (a rewritten site
@@ -39,11 +40,27 @@ typedef unsigned short u16;
 #define NR_newfstatat 262
 #define NR_statx 332
 #define NR_faccessat2 439
+#define NR_open 2
+#define NR_openat 257
+#define NR_fstat 5
+#define NR_close 3
 
 #define AT_FDCWD (-100)
 #define AT_SYMLINK_NOFOLLOW 0x100
 #define AT_EACCESS 0x200
 #define AT_NO_AUTOMOUNT 0x800
+#define AT_EMPTY_PATH 0x1000
+#define O_ACCMODE 03
+#define O_CREAT 0100
+#define O_NOCTTY 0400
+#define O_TRUNC 01000
+#define O_NOFOLLOW 0400000
+#define O_DIRECTORY 0200000
+#define O_PATH 010000000
+#define O_TMPFILE_BIT 020000000 // __O_TMPFILE
+#define S_IFDIR 0040000
+#define S_IFIFO 0010000
+#define ELOOP 40
 #define AT_STATX_SYNC_TYPE 0x6000
 #define STATX_TYPE 0x1u
 #define STATX_MNT_ID 0x1000u
@@ -65,12 +82,17 @@ struct agent_config {
 	// disabled, when not 0, forwards every call: the process's root is no
 	// longer the kernel's (a chroot the view emulates).
 	volatile u32 disabled;
-	u32 pad;
+	// ndevs devices (st_dev) of the file systems mounted at or under the
+	// forwarded prefixes: a lookup relative to a descriptor on one of them
+	// is forwarded. DEVS_UNKNOWN forwards every lookup by descriptor.
+	u32 ndevs;
+	u64 devs[64];
 	// prefixes: the subtrees whose lookups are always forwarded (/proc,
 	// /sys, /dev and the excluded ones), each a NUL-terminated absolute
 	// path without a trailing slash; an empty string ends the list.
-	char prefixes[4096 - 16];
+	char prefixes[4096 - 16 - 8 * 64];
 };
+#define DEVS_UNKNOWN 0xffffffffu
 extern const struct agent_config agent_config __attribute__((visibility("hidden")));
 
 struct regs {
@@ -132,6 +154,32 @@ static int under(const char *path, const char *prefix, int n) {
 	return path[n] == 0 || path[n] == '/';
 }
 
+// clean reports whether path, from its character start on, has no empty,
+// "." or ".." component (no trailing slash) and is shorter than PATH_MAX.
+static int clean(const char *path, int start) {
+	int comp = 0, i;
+	for (i = start; path[i]; i++) {
+		if (i >= PATH_MAX - 1)
+			return 0;
+		if (path[i] != '/') {
+			comp++;
+			continue;
+		}
+		if (comp == 0 || (comp == 1 && path[i - 1] == '.') ||
+		    (comp == 2 && path[i - 1] == '.' && path[i - 2] == '.'))
+			return 0;
+		comp = 0;
+	}
+	return !(comp == 0 || (comp == 1 && path[i - 1] == '.') ||
+	         (comp == 2 && path[i - 1] == '.' && path[i - 2] == '.'));
+}
+
+// enabled reports whether the agent is configured and enabled.
+static int enabled(void) {
+	const struct agent_config *cfg = &agent_config;
+	return cfg->magic == AGENT_MAGIC && !cfg->disabled;
+}
+
 // fast_path reports whether a lookup of path may be made natively: the
 // agent is configured and enabled, the path is absolute, shorter than
 // PATH_MAX, has no empty, "." or ".." component (no trailing slash), and is
@@ -144,25 +192,9 @@ static int under(const char *path, const char *prefix, int n) {
 // reserve its ring record; under --passthrough there is no read set.
 static int fast_path(const char *path) {
 	const struct agent_config *cfg = &agent_config;
-	if (cfg->magic != AGENT_MAGIC || cfg->disabled)
+	if (!enabled())
 		return 0;
-	if ((u64)path < 4096 || path[0] != '/')
-		return 0;
-	int comp = 0, i;
-	for (i = 1; path[i]; i++) {
-		if (i >= PATH_MAX - 1)
-			return 0;
-		if (path[i] != '/') {
-			comp++;
-			continue;
-		}
-		if (comp == 0 || (comp == 1 && path[i - 1] == '.') ||
-		    (comp == 2 && path[i - 1] == '.' && path[i - 2] == '.'))
-			return 0;
-		comp = 0;
-	}
-	if (comp == 0 || (comp == 1 && path[i - 1] == '.') ||
-	    (comp == 2 && path[i - 1] == '.' && path[i - 2] == '.'))
+	if ((u64)path < 4096 || path[0] != '/' || !clean(path, 1))
 		return 0;
 	const char *p = cfg->prefixes;
 	while (*p && p < cfg->prefixes + sizeof(cfg->prefixes)) {
@@ -189,15 +221,71 @@ struct kstat {
 
 static int is_link(u32 mode) { return (mode & S_IFMT) == S_IFLNK; }
 
-// lookup_stat is newfstatat(dirfd, path, buf, flags) made with the last
+// fd_ok reports whether a lookup relative to descriptor fd (docs/fastpath.md
+// §4.5, by descriptor) may be made natively: under --passthrough the
+// supervisor makes it relative to the caller's own descriptor too, unless
+// the descriptor is on a file system mounted in a forwarded subtree (whose
+// lookups the supervisor may emulate) or is one of the path tokens it
+// hands out for O_PATH opens (a pipe standing for another object): fd
+// must be a directory, or for AT_EMPTY_PATH (dir 0) anything but a FIFO.
+// Hook for the transaction's side: there the descriptor's identity must
+// be a fast directory's, or a host object the transaction has not changed.
+static int fd_ok(long fd, int dir) {
+	const struct agent_config *cfg = &agent_config;
+	if (!enabled() || (int)fd < 0 || cfg->ndevs > sizeof(cfg->devs) / sizeof(cfg->devs[0]))
+		return 0;
+	struct kstat st;
+	if (sys4(NR_fstat, (int)fd, (long)&st, 0, 0) != 0)
+		return 0;
+	u32 type = st.mode & S_IFMT;
+	if (dir ? type != S_IFDIR : type == S_IFIFO)
+		return 0;
+	for (u32 i = 0; i < cfg->ndevs; i++)
+		if (cfg->devs[i] == st.dev)
+			return 0;
+	return 1;
+}
+
+// where says where a lookup of (dirfd, path) is made natively: at *dirfd
+// and path, an absolute path (AT_FDCWD) or a clean relative one below a
+// directory descriptor; 0 to forward it. A path relative to the working
+// directory is forwarded: the process's kernel working directory is not
+// always its virtual one.
+static int where(long dirfd, const char *path, long *at) {
+	if ((u64)path < 4096)
+		return 0;
+	if (path[0] == '/') {
+		*at = AT_FDCWD;
+		return fast_path(path);
+	}
+	if ((int)dirfd == AT_FDCWD || path[0] == 0 || !clean(path, 0) || !fd_ok(dirfd, 1))
+		return 0;
+	*at = (int)dirfd;
+	return 1;
+}
+
+// empty_path reports whether (dirfd, path, flags) is a lookup of the
+// descriptor itself (AT_EMPTY_PATH and an empty path) that may be made
+// natively.
+static int empty_path(long dirfd, const char *path, int flags) {
+	return (flags & AT_EMPTY_PATH) && (u64)path >= 4096 && path[0] == 0 && fd_ok(dirfd, 0);
+}
+
+// do_newfstatat is newfstatat(dirfd, path, buf, flags) made with the last
 // component not followed; a symlink where the caller follows one is
-// forwarded (the supervisor resolves it).
+// forwarded (the supervisor resolves it). An empty path with AT_EMPTY_PATH
+// is an fstat of the descriptor.
 static long do_newfstatat(const struct regs *r) {
 	const char *path = (const char *)r->a2;
 	int flags = (int)r->a4;
-	if ((flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT)) != 0 || !fast_path(path))
+	long at;
+	if ((flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH)) != 0)
 		return forward(r);
-	long ret = sys4(NR_newfstatat, AT_FDCWD, (long)path, r->a3, flags | AT_SYMLINK_NOFOLLOW);
+	if (empty_path(r->a1, path, flags))
+		return sys4(NR_newfstatat, (int)r->a1, (long)path, r->a3, flags);
+	if (!where(r->a1, path, &at))
+		return forward(r);
+	long ret = sys4(NR_newfstatat, at, (long)path, r->a3, flags | AT_SYMLINK_NOFOLLOW);
 	if (ret == 0 && !(flags & AT_SYMLINK_NOFOLLOW) && is_link(((const struct kstat *)r->a3)->mode))
 		return forward(r);
 	return ret;
@@ -210,11 +298,15 @@ static long do_statx(const struct regs *r) {
 	const char *path = (const char *)r->a2;
 	int flags = (int)r->a3;
 	u32 mask = (u32)r->a4;
-	if ((flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE)) != 0 ||
-	    (mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE)) != 0 || !(mask & STATX_TYPE) ||
-	    !fast_path(path))
+	long at;
+	if ((flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE | AT_EMPTY_PATH)) != 0 ||
+	    (mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE)) != 0 || !(mask & STATX_TYPE))
 		return forward(r);
-	long ret = agent_syscall6(NR_statx, AT_FDCWD, (long)path, flags | AT_SYMLINK_NOFOLLOW,
+	if (empty_path(r->a1, path, flags))
+		return agent_syscall6(NR_statx, (int)r->a1, (long)path, flags, (long)mask, r->a5, 0);
+	if (!where(r->a1, path, &at))
+		return forward(r);
+	long ret = agent_syscall6(NR_statx, at, (long)path, flags | AT_SYMLINK_NOFOLLOW,
 	                          (long)mask, r->a5, 0);
 	if (ret == 0 && !(flags & AT_SYMLINK_NOFOLLOW)) {
 		const unsigned char *b = (const unsigned char *)r->a5;
@@ -224,6 +316,34 @@ static long do_statx(const struct regs *r) {
 			return forward(r);
 	}
 	return ret;
+}
+
+// do_open is open and openat with flags that neither write nor create (the
+// filter notifies those even from the agent page), made with the last
+// component not followed and O_NOCTTY, as the supervisor's own open on the
+// caller's behalf does. A symlink where the caller follows one is
+// forwarded: ELOOP from the open (ENOTDIR with O_DIRECTORY, which the
+// kernel checks first: a non-directory is answered by the supervisor too),
+// or, for O_PATH (which opens the symlink itself), the new descriptor's
+// type, after closing it.
+static long do_open(const struct regs *r, long dirfd, const char *path, long flags) {
+	long at;
+	if ((flags & (O_ACCMODE | O_CREAT | O_TRUNC | O_TMPFILE_BIT)) != 0 || !where(dirfd, path, &at))
+		return forward(r);
+	int nofollow = (flags & O_NOFOLLOW) != 0;
+	long fd = sys4(NR_openat, at, (long)path, (int)flags | O_NOFOLLOW | O_NOCTTY, 0);
+	if (nofollow)
+		return fd;
+	if (fd == -ELOOP || (fd == -ENOTDIR && (flags & O_DIRECTORY)))
+		return forward(r);
+	if (fd >= 0 && (flags & O_PATH)) {
+		struct kstat st;
+		if (sys4(NR_fstat, fd, (long)&st, 0, 0) != 0 || is_link(st.mode)) {
+			sys4(NR_close, fd, 0, 0, 0);
+			return forward(r);
+		}
+	}
+	return fd;
 }
 
 // do_readlink is readlink and readlinkat as an lstat: EINVAL for a
@@ -287,6 +407,10 @@ long agent_dispatch(const struct regs *r) {
 		return do_access(r, (const char *)r->a2, r->a3, 0);
 	case NR_faccessat2:
 		return do_access(r, (const char *)r->a2, r->a3, r->a4);
+	case NR_openat:
+		return do_open(r, r->a1, (const char *)r->a2, r->a3);
+	case NR_open:
+		return do_open(r, AT_FDCWD, (const char *)r->a1, r->a2);
 	}
 	return forward(r);
 }
