@@ -113,6 +113,10 @@ var workloadModes = []workloadMode{
 	{name: "native"},
 	{name: "native+sync", syncfs: true},
 	{name: "passthrough", txexec: true, opts: []string{"--passthrough"}},
+	// The fast path for read-only lookups (docs/fastpath.md), which
+	// exists under --passthrough only so far: next to plain passthrough,
+	// what it saves in whole programs.
+	{name: "passthrough+fast", txexec: true, opts: []string{"--passthrough", "--fast-lookups"}},
 	{name: "aci", txexec: true, opts: []string{"--no-durable"}},
 	{name: "durable", txexec: true},
 }

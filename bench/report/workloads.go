@@ -30,11 +30,13 @@ const (
 	modeNative      = "native"
 	modeNativeSync  = "native+sync"
 	modePassthrough = "passthrough"
-	modeACI         = "aci"
-	modeDurable     = "durable"
+	// modePassthroughFast is --passthrough --fast-lookups (docs/fastpath.md).
+	modePassthroughFast = "passthrough+fast"
+	modeACI             = "aci"
+	modeDurable         = "durable"
 )
 
-var wlModes = []string{modeNative, modeNativeSync, modePassthrough, modeACI, modeDurable}
+var wlModes = []string{modeNative, modeNativeSync, modePassthrough, modePassthroughFast, modeACI, modeDurable}
 
 // Workload is one BenchmarkWorkload benchmark's results.
 type Workload struct {
@@ -383,8 +385,8 @@ func newWorkloads(ws []Workload) *workloads {
 			}
 			lo, hi := wl.RatioRange(ph, modeDurable, modeNative)
 			t.Ratios = append(t.Ratios, []string{name, phase,
-				ratioX(wl.Ratio(ph, modePassthrough, modeNative)), ratioX(wl.Ratio(ph, modeACI, modeNative)),
-				ratioX(wl.Ratio(ph, modeDurable, modeNative)), ratioX(lo) + "–" + ratioX(hi), ratioX(wl.BestRatio(ph, modeDurable, modeNative)),
+				ratioX(wl.Ratio(ph, modePassthrough, modeNative)), ratioX(wl.Ratio(ph, modePassthroughFast, modeNative)),
+				ratioX(wl.Ratio(ph, modeACI, modeNative)), ratioX(wl.Ratio(ph, modeDurable, modeNative)), ratioX(lo) + "–" + ratioX(hi), ratioX(wl.BestRatio(ph, modeDurable, modeNative)),
 				ratioX(wl.Ratio(ph, modeDurable, modeNativeSync)), ratioX(wl.CPURatio(ph, modeACI, modeNative)),
 				ratioX(wl.CPURatio(ph, modeDurable, modeNative)), txos})
 		}
@@ -424,10 +426,10 @@ type ratioTarget struct {
 	Target   float64
 	Measured bool
 	// Durable, Lo and Hi (its range over the rounds), Best (of the best
-	// times), CPU (of CPU times), ACI, BestACI and Passthrough are ratios
-	// to native.
-	Durable, Lo, Hi, Best, CPU, ACI, BestACI, Passthrough float64
-	Verdict                                               string
+	// times), CPU (of CPU times), ACI, BestACI, Passthrough and
+	// PassthroughFast (with --fast-lookups) are ratios to native.
+	Durable, Lo, Hi, Best, CPU, ACI, BestACI, Passthrough, PassthroughFast float64
+	Verdict                                                                string
 	// HasFloor: the run counted the workload's trapped calls and measured
 	// the floor; Calls of them alone at the floor would make it FloorRatio
 	// of native, leaving Left (target − FloorRatio) for txexec's own work.
@@ -496,6 +498,7 @@ func newWorkloadTargets(ws []Workload, floor, native float64) workloadTargets {
 			rt.Best, rt.BestACI = wl.BestRatio("", modeDurable, modeNative), wl.BestRatio("", modeACI, modeNative)
 			rt.CPU = wl.CPURatio("", modeDurable, modeNative)
 			rt.Passthrough = wl.Ratio("", modePassthrough, modeNative)
+			rt.PassthroughFast = wl.Ratio("", modePassthroughFast, modeNative)
 			rt.Verdict = noisyVerdict(rt.Durable, rt.Best, def.target)
 			rt.FloorRatio, rt.Calls, _, rt.HasFloor = wl.floorRatio("", perCall)
 			rt.Left = def.target - rt.FloorRatio
