@@ -78,12 +78,13 @@ func isFastLookupNr(nr int) bool {
 
 // FastLookups configures the fast path for read-only lookups
 // (docs/fastpath.md): the agent injected at every exec stop and the call
-// sites of single-threaded processes rewritten to reach it. This is step 1
-// under --passthrough only: the transaction's side (the changed set and
+// sites of single-threaded processes rewritten to reach it. This is steps 1
+// and 2 (lookups and read-only opens, by path and by descriptor) under
+// --passthrough only: the transaction's side (the changed set and
 // fast directories mapped read-only next to the agent, a ring per process
 // drained into the view's read set, docs/fastpath.md §4.5–4.7) is to be
 // added here and at the exec stop's injection (inject.go), and consulted
-// by the agent where agent.c's fast_path says.
+// by the agent where agent.c's fast_path and fd_ok say.
 type FastLookups struct {
 	// Base is the agent's address (DefaultAgentBase): page-aligned, below
 	// 2 GiB less the agent's size.

@@ -227,11 +227,13 @@ var Options = []Option{
 	},
 	{
 		Name: "fast-lookups",
-		Help: "experimental, with --passthrough: stat, access, readlink made natively in the program",
+		Help: "experimental, with --passthrough: stat, access, readlink and read-only opens made natively in the program",
 		Doc: "Experimental, only with --passthrough: an agent mapped into every program of the tree at its exec makes " +
-			"stat, statx, access and readlink of absolute paths natively, from call sites the supervisor rewrites while " +
-			"it serves their first call (docs/fastpath.md); relative paths, symlinks to follow, paths under /proc, /sys " +
-			"and /dev, Go programs and multi-threaded processes stay on the supervisor. The agent shows in /proc/self/maps; " +
+			"stat, statx, access, readlink and read-only opens of absolute paths, and stat, statx and openat relative " +
+			"to a directory descriptor or of a descriptor (AT_EMPTY_PATH), natively, from call sites the supervisor " +
+			"rewrites while it serves their first call (docs/fastpath.md); paths relative to the working directory, " +
+			"symlinks to follow, paths under /proc, /sys and /dev, opens for writing, Go programs and multi-threaded " +
+			"processes stay on the supervisor. The agent shows in /proc/self/maps, and its O_PATH opens are real ones; " +
 			"docs/semantics.md lists the other differences.",
 		set: func(r *Run, _ string) error { r.FastLookups = true; return nil },
 	},
