@@ -5,9 +5,11 @@ import (
 )
 
 // BenchmarkFastLookups times the lookups the fast path takes
-// (--fast-lookups, docs/fastpath.md; step 1, under --passthrough only) in
-// the per-call fixture: natively, under `txexec --passthrough --` and under
-// `txexec --passthrough --fast-lookups --`, in one run. The fixture's first
+// (--fast-lookups, docs/fastpath.md; steps 1 and 2, under --passthrough
+// only: the lookups by path, a read-only open, and statat's fstatat
+// relative to a directory descriptor) in the per-call fixture: natively,
+// under `txexec --passthrough --` and under `txexec --passthrough
+// --fast-lookups --`, in one run. The fixture's first
 // call of each site is served (and its site rewritten) among the warm-up
 // calls, so the timed calls are the agent's. Not part of make bench (its
 // report has no place for it yet):
@@ -15,7 +17,7 @@ import (
 //	go test ./bench -run '^$' -bench FastLookups -benchtime 2000x
 func BenchmarkFastLookups(b *testing.B) {
 	bin := BuildPercall(b)
-	for _, op := range []string{"stat", "statx", "access"} {
+	for _, op := range []string{"stat", "statx", "access", "open", "statat"} {
 		b.Run(op, func(b *testing.B) {
 			for _, m := range []mode{
 				{name: "native", prefix: func(testing.TB) []string { return nil }},
