@@ -113,13 +113,23 @@ func TestFastLookupsOpenLoop(t *testing.T) {
 
 // TestFastLookupsByDescriptor: openat and fstatat relative to an O_PATH
 // descriptor of a directory, and fstatat of a descriptor with
-// AT_EMPTY_PATH, run natively after their sites' first calls.
+// AT_EMPTY_PATH, run natively after their sites' first calls, except
+// relative to a directory of /proc.
 func TestFastLookupsByDescriptor(t *testing.T) {
 	dir, bin := fastFixture(t)
 	const n = 3000
 	c := command{Argv: []string{bin, "dirloop", strconv.Itoa(n), dir}, Dir: dir}
 	assert.Less(t, fastRun(t, c), n/10)
 	assert.GreaterOrEqual(t, statsOf(t, passthrough, c)["trapped_calls"], 3*n)
+
+	// Relative to a descriptor on a file system mounted under /proc, /sys
+	// or /dev, every lookup is forwarded; elsewhere not.
+	const m = 500
+	writeFiles(t, dir, map[string]string{"version": "v\n"})
+	proc := command{Argv: []string{bin, "fsdir", strconv.Itoa(m), "/proc"}, Dir: dir}
+	assert.GreaterOrEqual(t, fastRun(t, proc), 2*m)
+	own := command{Argv: []string{bin, "fsdir", strconv.Itoa(m), dir}, Dir: dir}
+	assert.Less(t, fastRun(t, own), m/5)
 }
 
 // TestFastLookupsOpenMix: opens (read-only, O_NOFOLLOW, O_DIRECTORY,

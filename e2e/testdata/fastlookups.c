@@ -22,6 +22,9 @@
 //   dirloop N DIR   with an O_PATH descriptor of DIR: N times
 //                   openat(dirfd, "file") and close, fstatat(dirfd,
 //                   "file") and fstatat(fd, "", AT_EMPTY_PATH)
+//   fsdir N DIR     with an O_PATH descriptor of DIR: N times
+//                   fstatat(dirfd, "version") and openat(dirfd, "version")
+//                   (for DIR /proc: forwarded)
 //   openmix N DIR   N rounds of open, openat with O_NOFOLLOW, O_PATH and
 //                   O_PATH|O_NOFOLLOW of DIR's fixtures, the same relative
 //                   to a descriptor of DIR, fstatat and statx relative to
@@ -157,6 +160,25 @@ static int open_loop(long n, const char *path) {
 		close(fd);
 	}
 	printf("open %s sum=%lu\n", path, sum);
+	return 0;
+}
+
+static int fs_dir(long n, const char *dir) {
+	int dfd = open(dir, O_PATH | O_DIRECTORY);
+	if (dfd < 0) {
+		perror(dir);
+		return 1;
+	}
+	struct stat st;
+	for (long i = 0; i < n; i++) {
+		int fd = openat(dfd, "version", O_RDONLY);
+		if (fd < 0 || fstatat(dfd, "version", &st, 0) != 0) {
+			perror("fsdir");
+			return 1;
+		}
+		close(fd);
+	}
+	printf("fsdir %s ino=%lu\n", dir, (unsigned long)st.st_ino);
 	return 0;
 }
 
@@ -352,6 +374,8 @@ int main(int argc, char **argv) {
 	}
 	if (strcmp(mode, "openloop") == 0)
 		return open_loop(n, argv[3]);
+	if (strcmp(mode, "fsdir") == 0)
+		return fs_dir(n, argv[3]);
 	if (strcmp(mode, "dirloop") == 0)
 		return dir_loop(n, argv[3]);
 	if (strcmp(mode, "openmix") == 0)
