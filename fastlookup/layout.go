@@ -1,5 +1,7 @@
 package fastlookup
 
+import "unsafe"
+
 // The shared layout, as fastlookup.h declares it for the agent; the
 // structures below must match it byte for byte (TestLayoutMatchesC).
 
@@ -14,6 +16,12 @@ const (
 	FastDirsN = 16384
 	RingN     = 1024
 	PathMax   = 256
+)
+
+// TreeSize and RingSize are the sizes of a tree's and a ring's memfd.
+const (
+	TreeSize = int(unsafe.Sizeof(treeLayout{}))
+	RingSize = int(unsafe.Sizeof(ringLayout{}))
 )
 
 // Reserved keys: an empty slot and a removed fast directory.

@@ -162,6 +162,10 @@ func (g *Ring) advance() {
 	atomic.StoreUint64(&g.r.tail, g.tail) // release: the slots are free
 }
 
+// Pending reports whether the agent has reserved a slot that Drain has not
+// consumed: a cheap test before taking the locks a feed needs.
+func (g *Ring) Pending() bool { return atomic.LoadUint64(&g.r.head) != g.tail }
+
 // Tail is the position of the first record not consumed.
 func (g *Ring) Tail() uint64 { return g.tail }
 
