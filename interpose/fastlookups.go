@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -33,10 +34,15 @@ const (
 	agentMagic      = 0x31746e6567617874 // "txagent1", agent_config.magic
 	agentDevN       = 64                 // agent_config.devs
 	agentDevsOff    = 16
-	agentPrefixesSz = 4096 - agentDevsOff - 8*agentDevN
+	agentPrefixesSz = 4096 - agentDevsOff - 8*agentDevN - 16
 	// agentDevsUnknown, as agent_config.ndevs, says the forwarded file
 	// systems did not fit: every lookup by descriptor is forwarded.
 	agentDevsUnknown = 0xffffffff
+	// agentTreeOff and agentRingOff are agent_config.tree and .ring: the
+	// addresses of the transaction's shared memory in the image, 0 under
+	// --passthrough.
+	agentTreeOff = 4096 - 16
+	agentRingOff = 4096 - 8
 )
 
 // DefaultAgentBase is where the agent is mapped in every image of a run
@@ -78,13 +84,13 @@ func isFastLookupNr(nr int) bool {
 
 // FastLookups configures the fast path for read-only lookups
 // (docs/fastpath.md): the agent injected at every exec stop and the call
-// sites of single-threaded processes rewritten to reach it. This is steps 1
-// and 2 (lookups and read-only opens, by path and by descriptor) under
-// --passthrough only: the transaction's side (the changed set and
-// fast directories mapped read-only next to the agent, a ring per process
-// drained into the view's read set, docs/fastpath.md §4.5–4.7) is to be
-// added here and at the exec stop's injection (inject.go), and consulted
-// by the agent where agent.c's fast_path and fd_ok say.
+// sites of single-threaded processes rewritten to reach it: lookups and
+// read-only opens, by path and by descriptor (steps 1 and 2). Under
+// --passthrough that is all; in a transaction (Shared set) every image
+// also maps the tree's shared memory read-only and a ring of its own
+// process read-write (docs/fastpath.md §4.5–4.7), which the agent follows
+// fastlookup.h's protocol with for the lookups by path (the rest it
+// forwards there).
 type FastLookups struct {
 	// Base is the agent's address (DefaultAgentBase): page-aligned, below
 	// 2 GiB less the agent's size.
@@ -105,6 +111,101 @@ type FastLookups struct {
 	// they did not fit the agent's configuration.
 	devs        []uint64
 	devsUnknown bool
+
+	// Shared, when set, is the transaction's side: the memory the agent
+	// consults and records into. Without it (--passthrough) the agent
+	// decides by the path or the descriptor alone.
+	Shared *SharedMemory
+
+	// pendingMu guards pending: the descriptors the tracer's injected
+	// openat of a thread is to receive (installFD).
+	pendingMu sync.Mutex
+	// +checklocks:pendingMu
+	pending map[int]pendingFD
+}
+
+// SharedMemory is what a transaction shares with the agent of each image
+// (docs/fastpath.md §4.1), as memfds interpose maps and knows nothing more
+// of: one for the tree, mapped read-only, and one per process, mapped
+// read-write. Both are mapped below the agent's base, the ring right below
+// it and the tree below the ring.
+type SharedMemory struct {
+	// TreeFD is a descriptor of the tree's memfd that can only be mapped
+	// read-only (the memfd is sealed against writable mappings, too);
+	// TreeSize its size in bytes.
+	TreeFD   int
+	TreeSize int
+	// RingSize is the size of every ring.
+	RingSize int
+	// Ring makes a new ring for process tgid, which replaces whatever ring
+	// it had (at the exec of a new image, and in a forked child before it
+	// runs, which must not share its parent's, §4.4), and returns its
+	// memfd, still the caller's. Failed is called when tgid could not map
+	// the ring Ring made for it last: it records nothing.
+	Ring   func(tgid int) (fd int, err error)
+	Failed func(tgid int)
+}
+
+// pendingFD is a descriptor an injected openat of a thread receives: the
+// call must come from ip, the end of the injected code.
+type pendingFD struct {
+	fd int
+	ip uint64
+}
+
+// sharedSpan is the size of the range below the agent's base that the
+// tree and a ring take, in whole pages.
+func (s *SharedMemory) sharedSpan() (tree, ring uint64) {
+	p := uint64(pageSize)
+	round := func(n int) uint64 { return (uint64(n) + p - 1) &^ (p - 1) }
+	return round(s.TreeSize), round(s.RingSize)
+}
+
+// ringAddr and treeAddr are where the ring and the tree are mapped.
+func (f *FastLookups) ringAddr() uint64 {
+	_, ring := f.Shared.sharedSpan()
+	return uint64(f.Base) - ring
+}
+
+func (f *FastLookups) treeAddr() uint64 {
+	tree, _ := f.Shared.sharedSpan()
+	return f.ringAddr() - tree
+}
+
+// expectFD arranges for the injected openat of tid, returning at ip, to
+// receive fd (which the reply then owns).
+func (f *FastLookups) expectFD(tid int, fd int, ip uint64) {
+	f.pendingMu.Lock()
+	defer f.pendingMu.Unlock()
+	if f.pending == nil {
+		f.pending = map[int]pendingFD{}
+	}
+	f.pending[tid] = pendingFD{fd: fd, ip: ip}
+}
+
+// unexpectFD cancels expectFD, closing the descriptor if no reply took it.
+func (f *FastLookups) unexpectFD(tid int) {
+	f.pendingMu.Lock()
+	defer f.pendingMu.Unlock()
+	if p, ok := f.pending[tid]; ok {
+		unix.Close(p.fd)
+		delete(f.pending, tid)
+	}
+}
+
+// takeFD is the reply to an openat of tid at ip that the tracer injected
+// to bring a descriptor in: only a thread the tracer holds in an
+// injection (every other thread of the image is gone at an exec stop, and
+// a forked child has one), from the injected code's address.
+func (f *FastLookups) takeFD(c *Call) (Reply, bool) {
+	f.pendingMu.Lock()
+	defer f.pendingMu.Unlock()
+	p, ok := f.pending[c.Tid]
+	if !ok || p.ip != c.IP {
+		return Reply{}, false
+	}
+	delete(f.pending, c.Tid)
+	return InstallFD(p.fd, true /* cloexec */), true
 }
 
 // check validates f.
@@ -119,6 +220,12 @@ func (f *FastLookups) check() error {
 	f.devs, f.devsUnknown = devs, len(devs) > agentDevN
 	if f.devsUnknown {
 		f.devs = nil
+	}
+	if s := f.Shared; s != nil {
+		tree, ring := s.sharedSpan()
+		if s.TreeSize <= 0 || s.RingSize <= 0 || s.Ring == nil || tree+ring+uint64(pageSize) > uint64(f.Base) {
+			return fmt.Errorf("fast lookups: the shared memory (%d and %d bytes) does not fit below the agent", s.TreeSize, s.RingSize)
+		}
 	}
 	if _, err := f.configPage(); err != nil {
 		return err
@@ -189,8 +296,9 @@ func unescapeMountinfo(s string) string {
 }
 
 // configPage is the agent's configuration page (agent.c struct
-// agent_config): magic, disabled (0), the forwarded file systems' devices
-// and the forwarded prefixes.
+// agent_config): magic, disabled (0), the forwarded file systems' devices,
+// the forwarded prefixes, and in a transaction the addresses of the tree
+// and the ring.
 func (f *FastLookups) configPage() ([]byte, error) {
 	page := make([]byte, 4096)
 	binary.LittleEndian.PutUint64(page[0:], agentMagic)
@@ -208,10 +316,14 @@ func (f *FastLookups) configPage() ([]byte, error) {
 		if !strings.HasPrefix(p, "/") || strings.IndexByte(p, 0) >= 0 {
 			return nil, fmt.Errorf("fast lookups: forwarded subtree %q is not an absolute path", p)
 		}
-		if off+len(p)+2 > len(page) {
+		if off+len(p)+2 > agentTreeOff {
 			return nil, fmt.Errorf("fast lookups: the forwarded subtrees do not fit in %d bytes", agentPrefixesSz)
 		}
 		off += copy(page[off:], p) + 1
+	}
+	if f.Shared != nil {
+		binary.LittleEndian.PutUint64(page[agentTreeOff:], f.treeAddr())
+		binary.LittleEndian.PutUint64(page[agentRingOff:], f.ringAddr())
 	}
 	return page, nil
 }

@@ -2,6 +2,7 @@ package interpose
 
 import (
 	"debug/elf"
+	"encoding/binary"
 	"fmt"
 	"os"
 
@@ -21,10 +22,153 @@ import (
 // sites of its runtime that have glibc's pattern may run on a goroutine's
 // small stack (§4.3).
 
-// injectCode is "mov $SYS_mmap,%eax; syscall; int3". The number is in the
-// code, not set in rax: the thread is stopped inside execve, whose return
+// injectCall is "mov $nr,%eax; syscall; int3". The number is in the code,
+// not set in rax: at an exec stop the thread is inside execve, whose return
 // value the kernel stores in rax after the stop.
-var injectCode = []byte{0xb8, unix.SYS_MMAP, 0, 0, 0, 0x0f, 0x05, 0xcc}
+func injectCall(nr int) []byte {
+	return []byte{0xb8, byte(nr), byte(nr >> 8), 0, 0, 0x0f, 0x05, 0xcc}
+}
+
+// injectLen is the length of injectCall's code; an injected call's
+// instruction pointer, as seccomp reports it, is its start plus
+// injectSyscallEnd.
+const (
+	injectLen        = 8
+	injectSyscallEnd = 7
+)
+
+// injector makes a stopped thread run system calls one at a time, through
+// code written over the bytes at its instruction pointer (an image's entry
+// point at its exec stop, where a forked child resumes at its first stop),
+// and then puts bytes and registers back.
+type injector struct {
+	t     *tracer
+	tid   int
+	mem   *os.File
+	saved unix.PtraceRegs
+	orig  []byte
+	// sig is a stop signal that arrived meanwhile, to deliver when the
+	// thread is resumed; dead says the thread exited (its exit is left
+	// for the tracer's loop, t.reaped).
+	sig  unix.Signal
+	dead bool
+}
+
+// newInjector prepares the injection into tid; false if its registers or
+// memory cannot be had (then nothing was changed).
+func (t *tracer) newInjector(tid int) (*injector, bool) {
+	in := &injector{t: t, tid: tid, orig: make([]byte, injectLen)}
+	if err := unix.PtraceGetRegs(tid, &in.saved); err != nil {
+		return nil, false
+	}
+	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", tid), os.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	if _, err := mem.ReadAt(in.orig, int64(in.saved.Rip)); err != nil {
+		mem.Close()
+		return nil, false
+	}
+	in.mem = mem
+	return in, true
+}
+
+// at is the address of the injected code.
+func (in *injector) at() uint64 { return in.saved.Rip }
+
+// call runs system call nr with args in the thread and returns its result;
+// ok is false if it could not be run (nothing more can be, then).
+func (in *injector) call(nr int, args ...uint64) (ret uint64, ok bool) {
+	if in.dead {
+		return 0, false
+	}
+	if _, err := in.mem.WriteAt(injectCall(nr), int64(in.at())); err != nil {
+		return 0, false
+	}
+	var a [6]uint64
+	copy(a[:], args)
+	regs := in.saved
+	regs.Rip = in.saved.Rip
+	regs.Orig_rax = ^uint64(0) // not in a system call: nothing to restart
+	regs.Rdi, regs.Rsi, regs.Rdx, regs.R10, regs.R8, regs.R9 = a[0], a[1], a[2], a[3], a[4], a[5]
+	if err := unix.PtraceSetRegs(in.tid, &regs); err != nil {
+		return 0, false
+	}
+	ret, sig, alive := in.t.runInjected(in.tid)
+	if in.sig == 0 {
+		in.sig = sig
+	}
+	if !alive {
+		in.dead = true
+		return 0, false
+	}
+	return ret, true
+}
+
+// restore puts the thread's bytes and registers back, whatever happened.
+func (in *injector) restore() {
+	if !in.dead {
+		in.mem.WriteAt(in.orig, int64(in.at()))
+		unix.PtraceSetRegs(in.tid, &in.saved)
+	}
+	in.mem.Close()
+}
+
+// mapFD brings the supervisor's descriptor fd into the thread (an
+// injected openat that the listener answers by installing it: takeFD),
+// maps it shared at addr, and closes it there. It owns fd. It reports
+// whether the mapping is there.
+func (in *injector) mapFD(fd int, addr, size uint64, prot, flags int) bool {
+	f := in.t.fast
+	f.expectFD(in.tid, fd, in.at()+injectSyscallEnd)
+	atFDCWD := int64(unix.AT_FDCWD)
+	got, ok := in.call(unix.SYS_OPENAT, uint64(atFDCWD), 0 /* path */, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	f.unexpectFD(in.tid)
+	if !ok || int64(got) < 0 {
+		return false
+	}
+	m, ok := in.call(unix.SYS_MMAP, addr, size, uint64(prot), uint64(unix.MAP_SHARED|flags), got, 0)
+	in.call(unix.SYS_CLOSE, got)
+	return ok && m == addr
+}
+
+// mapShared maps the transaction's shared memory into the new image of
+// tgid (docs/fastpath.md §4.1): the tree read-only, a new ring of its own
+// read-write. It reports whether both are there.
+func (in *injector) mapShared(tgid int) bool {
+	f := in.t.fast
+	s := f.Shared
+	treeSpan, ringSpan := s.sharedSpan()
+	fd, err := unix.FcntlInt(uintptr(s.TreeFD), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	if !in.mapFD(fd, f.treeAddr(), treeSpan, unix.PROT_READ, unix.MAP_FIXED_NOREPLACE) {
+		return false
+	}
+	return in.mapRing(tgid, ringSpan, unix.MAP_FIXED_NOREPLACE)
+}
+
+// mapRing maps a new ring for process tgid at the ring's address; flags
+// says whether it may replace a mapping there (a forked child's copy of
+// its parent's).
+func (in *injector) mapRing(tgid int, span uint64, flags int) bool {
+	f := in.t.fast
+	s := f.Shared
+	ring, err := s.Ring(tgid)
+	if err != nil {
+		in.t.logf("txexec: pid %d: no fast-lookup ring: %v", tgid, err)
+		return false
+	}
+	fd, err := unix.FcntlInt(uintptr(ring), unix.F_DUPFD_CLOEXEC, 0)
+	if err == nil && in.mapFD(fd, f.ringAddr(), span, unix.PROT_READ|unix.PROT_WRITE, flags) {
+		return true
+	}
+	if s.Failed != nil {
+		s.Failed(tgid)
+	}
+	return false
+}
 
 // injectAgent maps the agent into the new image of tid. It returns the
 // signal to deliver when the thread is resumed (a stop signal that arrived
@@ -38,49 +182,36 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 	if goImage(tid) {
 		return 0, true
 	}
-	var saved unix.PtraceRegs
-	if err := unix.PtraceGetRegs(tid, &saved); err != nil {
+	in, ok := t.newInjector(tid)
+	if !ok {
 		return 0, true
 	}
-	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", tid), os.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return 0, true
+	got, ok := in.call(unix.SYS_MMAP, uint64(f.Base), agentMapSize, unix.PROT_READ|unix.PROT_EXEC,
+		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE, ^uint64(0) /* no descriptor */, 0)
+	mapped := ok && got == uint64(f.Base)
+	if mapped && f.Shared != nil {
+		// Without the tree and a ring of its own, the agent of a
+		// transaction's image could neither decide nor record: the
+		// image gets no configuration (the slow path).
+		mapped = in.mapShared(tid)
 	}
-	defer mem.Close()
-	entry := int64(saved.Rip)
-	orig := make([]byte, len(injectCode))
-	if _, err := mem.ReadAt(orig, entry); err != nil {
-		return 0, true
+	in.restore()
+	if in.dead {
+		return 0, false
 	}
-	if _, err := mem.WriteAt(injectCode, entry); err != nil {
-		return 0, true
-	}
-	regs := saved
-	regs.Orig_rax = ^uint64(0) // not in a system call: nothing to restart
-	regs.Rdi = uint64(f.Base)
-	regs.Rsi = agentMapSize
-	regs.Rdx = unix.PROT_READ | unix.PROT_EXEC
-	regs.R10 = unix.MAP_PRIVATE | unix.MAP_ANONYMOUS | unix.MAP_FIXED_NOREPLACE
-	regs.R8 = ^uint64(0) // no descriptor
-	regs.R9 = 0
-	var got uint64
-	if err := unix.PtraceSetRegs(tid, &regs); err == nil {
-		var ok bool
-		got, sig, ok = t.runInjected(tid)
-		if !ok {
-			return 0, false
-		}
-	}
-	// Put the image back as the kernel made it, whatever happened.
-	mem.WriteAt(orig, entry)
-	unix.PtraceSetRegs(tid, &saved)
-	if got != uint64(f.Base) {
+	sig = in.sig
+	if !mapped {
 		return sig, true // taken (EEXIST), or refused: the slow path
 	}
 	page, err := f.configPage()
 	if err != nil {
 		return sig, true
 	}
+	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", tid), os.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return sig, true
+	}
+	defer mem.Close()
 	// The configuration last: without its magic the rewriter leaves the
 	// image alone.
 	if _, err := mem.WriteAt(agentBlob, int64(f.Base)); err != nil {
@@ -88,6 +219,39 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 	}
 	mem.WriteAt(page, int64(f.Base+agentConfigOff))
 	return sig, true
+}
+
+// replaceRing gives a forked child, stopped before its first instruction,
+// a ring of its own in place of the copy of its parent's (docs/fastpath.md
+// §4.4: the parent may have other credentials); if that fails, its agent
+// forwards every call. A child whose image has no agent of a transaction
+// is left alone. It returns the signal to deliver when the child is
+// resumed, and false when it is gone.
+func (t *tracer) replaceRing(child int) (sig unix.Signal, alive bool) {
+	f := t.fast
+	m := Memory{Tid: child}
+	var cfg [8]byte
+	if m.Read(f.Base+agentConfigOff, cfg[:]) != nil || binary.LittleEndian.Uint64(cfg[:]) != agentMagic {
+		return 0, true
+	}
+	if m.Read(f.Base+agentConfigOff+agentTreeOff, cfg[:]) != nil || binary.LittleEndian.Uint64(cfg[:]) == 0 {
+		return 0, true
+	}
+	in, ok := t.newInjector(child)
+	if !ok {
+		f.DisableAgent(child)
+		return 0, true
+	}
+	_, ringSpan := f.Shared.sharedSpan()
+	ok = in.mapRing(child, ringSpan, unix.MAP_FIXED)
+	in.restore()
+	if in.dead {
+		return 0, false
+	}
+	if !ok {
+		f.DisableAgent(child)
+	}
+	return in.sig, true
 }
 
 // runInjected resumes tid into the injected code and waits for the int3's

@@ -526,10 +526,13 @@ func (l *listener) worker() {
 			}
 		}
 		c := newCall(l, &n)
-		if l.fast != nil && isFastLookupNr(c.Nr) {
-			l.rewriteSite(c)
+		r, injected := l.injectedFD(c)
+		if !injected {
+			if l.fast != nil && isFastLookupNr(c.Nr) {
+				l.rewriteSite(c)
+			}
+			r = l.handle(c)
 		}
-		r := l.handle(c)
 		var val int64
 		if r.kind == replyFD {
 			val, err = l.sendFD(c, r)
@@ -545,6 +548,16 @@ func (l *listener) worker() {
 			l.cfg.OnReply(c, r, val, err)
 		}
 	}
+}
+
+// injectedFD answers the openat the tracer injected into a thread to
+// bring in a descriptor of the fast path's shared memory (inject.go
+// mapFD), which no handler sees.
+func (l *listener) injectedFD(c *Call) (Reply, bool) {
+	if l.fast == nil || l.fast.Shared == nil || c.Nr != unix.SYS_OPENAT {
+		return Reply{}, false
+	}
+	return l.fast.takeFD(c)
 }
 
 // sendFD sends a reply that installs a descriptor. ADDFD with SEND returns

@@ -125,13 +125,16 @@ type tracer struct {
 	reaped []reapedExit
 	// fast, when set, injects the fast-lookup agent at every exec stop.
 	fast *FastLookups
+	// freshRing: forked children to give a ring of their own at their
+	// first stop (fast.Shared).
+	freshRing map[int]bool
 }
 
 func newTracer(events ProcessEvents, logf func(string, ...any)) *tracer {
 	return &tracer{
 		events: events, logf: logf,
 		live: map[int]bool{}, known: map[int]bool{}, held: map[int]bool{}, sharedVM: map[int]bool{}, noRewrite: map[int]bool{},
-		expect: map[int]FileID{}, execPath: map[int]string{}, cleanup: map[int]func(){},
+		expect: map[int]FileID{}, execPath: map[int]string{}, cleanup: map[int]func(){}, freshRing: map[int]bool{},
 	}
 }
 
@@ -226,6 +229,7 @@ func (t *tracer) gone(tid int) {
 	delete(t.held, tid)
 	delete(t.expect, tid)
 	delete(t.execPath, tid)
+	delete(t.freshRing, tid)
 	t.settle(tid)
 }
 
@@ -265,7 +269,7 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 			t.held[tid] = true
 			return
 		}
-		ptrace(unix.PTRACE_CONT, tid, 0, 0)
+		t.resumeNew(tid)
 	case unix.PTRACE_EVENT_FORK, unix.PTRACE_EVENT_VFORK, unix.PTRACE_EVENT_CLONE:
 		msg, _ := unix.PtraceGetEventMsg(tid)
 		child := int(msg)
@@ -298,9 +302,14 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 		if t.killing.Load() {
 			unix.Kill(child, unix.SIGKILL)
 		}
+		if t.fast != nil && t.fast.Shared != nil && flags&unix.CLONE_VM == 0 {
+			// A process of its own: a ring of its own before it runs
+			// (at its first stop, which may come before or after this).
+			t.freshRing[child] = true
+		}
 		if t.held[child] {
 			delete(t.held, child)
-			ptrace(unix.PTRACE_CONT, child, 0, 0)
+			t.resumeNew(child)
 		}
 		ptrace(unix.PTRACE_CONT, tid, 0, 0)
 	case unix.PTRACE_EVENT_EXEC:
@@ -350,6 +359,20 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 	default:
 		ptrace(unix.PTRACE_CONT, tid, 0, 0)
 	}
+}
+
+// resumeNew resumes thread tid from a PTRACE_EVENT_STOP: for a forked
+// child's first, after giving it a ring of its own (replaceRing).
+func (t *tracer) resumeNew(tid int) {
+	var sig unix.Signal
+	if t.freshRing[tid] {
+		delete(t.freshRing, tid)
+		var alive bool
+		if sig, alive = t.replaceRing(tid); !alive {
+			return
+		}
+	}
+	ptrace(unix.PTRACE_CONT, tid, 0, uintptr(sig))
 }
 
 // cloneFlags reads the clone flags of the call the parent is stopped in.

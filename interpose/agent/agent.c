@@ -13,11 +13,15 @@
 // stack and the caller's result buffers, and needs a few hundred bytes of
 // stack below the red zone the trampoline skips.
 //
-// This step is the mechanism under --passthrough, where there is no read
-// set: a native lookup with the caller's own credentials is what the
-// supervisor would have done. The transaction's side (the changed set, the
-// fast directories and the ring of records fed to the view's read set) is
-// not here: see the hook in fast_path below.
+// Under --passthrough there is no read set: a native lookup with the
+// caller's own credentials is what the supervisor would have done. In a
+// transaction the configuration names the tree's shared memory and the
+// process's ring (fastlookup.h), and every lookup by absolute path follows
+// that header's protocol: the changed set, the fast directories and the
+// changed objects decide, and every call made natively is recorded for the
+// supervisor to feed into the view's read set. Lookups by descriptor and
+// opens are forwarded there (the fast directories are known by path, and
+// opens need the clone descriptor of docs/fastpath.md §4.6).
 //
 // Built by agent/build.sh (make, or go generate in interpose) into
 // agent.bin, which interpose embeds; TestAgentBlobIsCurrent rebuilds it.
@@ -73,6 +77,8 @@ typedef unsigned short u16;
 #define ENOSYS 38
 #define PATH_MAX 4096
 
+#include "../../fastlookup/fastlookup.h"
+
 // agent_config is the configuration page (agent.ld), written by the
 // supervisor through /proc/PID/mem: the agent only reads it. Its layout is
 // interpose's agentConfig.
@@ -90,7 +96,12 @@ struct agent_config {
 	// prefixes: the subtrees whose lookups are always forwarded (/proc,
 	// /sys, /dev and the excluded ones), each a NUL-terminated absolute
 	// path without a trailing slash; an empty string ends the list.
-	char prefixes[4096 - 16 - 8 * 64];
+	char prefixes[4096 - 16 - 8 * 64 - 16];
+	// tree and ring: in a transaction, where the tree's shared memory
+	// (read-only) and this process's ring (fastlookup.h) are mapped; 0
+	// under --passthrough.
+	const struct fl_tree *tree;
+	struct fl_ring *ring;
 };
 #define DEVS_UNKNOWN 0xffffffffu
 extern const struct agent_config agent_config __attribute__((visibility("hidden")));
@@ -185,11 +196,7 @@ static int enabled(void) {
 // PATH_MAX, has no empty, "." or ".." component (no trailing slash), and is
 // not in a subtree the supervisor emulates or passes through for the tree.
 // A path pointer in the first page (NULL) is forwarded, for its EFAULT.
-//
-// Hook for the transaction's side (fastlookups-view): under a transaction
-// this is where the agent would also check that no prefix of the path is
-// in the changed set and that its directory is a fast directory, and
-// reserve its ring record; under --passthrough there is no read set.
+// In a transaction, tx_begin decides the rest.
 static int fast_path(const char *path) {
 	const struct agent_config *cfg = &agent_config;
 	if (!enabled())
@@ -206,6 +213,129 @@ static int fast_path(const char *path) {
 		p += n + 1;
 	}
 	return 1;
+}
+
+// tx is a lookup the agent makes natively in a transaction: the slot of
+// its record, reserved in the process's ring (fastlookup.h, step 3), and
+// the generation it read first (step 1).
+struct tx {
+	struct fl_ring *ring;
+	const struct fl_tree *tree;
+	u64 gen, pos;
+};
+
+static u64 load_acquire(const volatile u64 *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+
+// changed_kind is the kind of the changed-set entry of key (0: none).
+static u64 changed_kind(const struct fl_tree *t, u64 key) {
+	for (u64 n = 0, i = key & (FL_CHANGED_N - 1); n < FL_CHANGED_N; n++, i = (i + 1) & (FL_CHANGED_N - 1)) {
+		u64 k = load_acquire(&t->changed[i].key);
+		if (k == key)
+			return load_acquire(&t->changed[i].kind);
+		if (k == FL_KEY_EMPTY)
+			return 0;
+	}
+	return FL_CHANGED_SUBTREE;
+}
+
+// fast_dir reports whether key is a fast directory's.
+static int fast_dir(const struct fl_tree *t, u64 key) {
+	for (u64 n = 0, i = key & (FL_FASTDIRS_N - 1); n < FL_FASTDIRS_N; n++, i = (i + 1) & (FL_FASTDIRS_N - 1)) {
+		u64 k = load_acquire(&t->fastdirs[i].key);
+		if (k == key)
+			return 1;
+		if (k == FL_KEY_EMPTY)
+			return 0;
+	}
+	return 0;
+}
+
+// object_changed reports whether the host object (dev, ino) is one the
+// transaction changed.
+static int object_changed(const struct fl_tree *t, u64 dev, u64 ino) {
+	u64 key = fl_object_key(dev, ino);
+	for (u64 n = 0, i = key & (FL_OBJECTS_N - 1); n < FL_OBJECTS_N; n++, i = (i + 1) & (FL_OBJECTS_N - 1)) {
+		u64 k = load_acquire(&t->objects[i]);
+		if (k == key)
+			return 1;
+		if (k == FL_KEY_EMPTY)
+			return 0;
+	}
+	return 1;
+}
+
+// tx_begin is steps 1 to 3 of the protocol for a path fast_path accepted:
+// the fast path is enabled, no proper prefix of the path is a changed
+// subtree and the path itself is not changed at all, its directory is a
+// fast directory, and a ring slot is reserved. 0: forward.
+static int tx_begin(const char *path, struct tx *x) {
+	const struct agent_config *cfg = &agent_config;
+	x->tree = cfg->tree;
+	x->ring = cfg->ring;
+	x->gen = load_acquire(&x->tree->generation);
+	if (!__atomic_load_n(&x->tree->enabled, __ATOMIC_ACQUIRE))
+		return 0;
+	u64 h = FL_FNV_OFFSET, parent = 0;
+	int i;
+	for (i = 0; path[i]; i++) {
+		if (i >= FL_PATH_MAX - 1)
+			return 0; // no room in a record
+		if (path[i] == '/') {
+			// The prefix before this '/', or "/" itself.
+			u64 key = i == 0 ? fl_key(fl_fnv_step(h, '/')) : fl_key(h);
+			if (changed_kind(x->tree, key) == FL_CHANGED_SUBTREE)
+				return 0;
+			parent = key;
+		}
+		h = fl_fnv_step(h, (unsigned char)path[i]);
+	}
+	if (i <= 1 || changed_kind(x->tree, fl_key(h)) != 0 || !fast_dir(x->tree, parent))
+		return 0;
+	for (;;) {
+		u64 head = load_acquire(&x->ring->head);
+		if (head - load_acquire(&x->ring->tail) >= FL_RING_N)
+			return 0; // full: the forwarded call has the supervisor drain it
+		if (__atomic_compare_exchange_n(&x->ring->head, &head, head + 1, 0, __ATOMIC_SEQ_CST,
+		                                __ATOMIC_RELAXED)) {
+			x->pos = head;
+			return 1;
+		}
+	}
+}
+
+// tx_publish fills the reserved slot and publishes it (step 6); nr
+// FL_NR_NONE publishes an empty slot.
+static void tx_publish(struct tx *x, long nr, const char *path, long result, u64 dev, u64 ino,
+                       u32 mode, u32 uid, u32 gid, long size, const long *mtime, const long *ctime) {
+	struct fl_record *s = &x->ring->slots[x->pos & (FL_RING_N - 1)];
+	s->generation = x->gen;
+	s->nr = (int)nr;
+	s->result = result;
+	s->flags = 0;
+	if (nr != FL_NR_NONE) {
+		u32 n = 0;
+		while (path[n] && n < FL_PATH_MAX - 1) {
+			s->path[n] = path[n];
+			n++;
+		}
+		s->path[n] = 0;
+		s->path_len = n;
+		if (mtime) {
+			s->flags = FL_OBSERVED;
+			s->dev = dev, s->ino = ino, s->mode = mode, s->uid = uid, s->gid = gid, s->size = size;
+			s->mtime_sec = mtime[0], s->mtime_nsec = mtime[1];
+			s->ctime_sec = ctime[0], s->ctime_nsec = ctime[1];
+		}
+	}
+	__atomic_store_n(&s->seq, x->pos + 1, __ATOMIC_RELEASE);
+}
+
+// tx_forward publishes the reserved slot empty and forwards the call
+// (step 5: a thread never waits in a forwarded call holding an unpublished
+// slot).
+static long tx_forward(struct tx *x, const struct regs *r) {
+	tx_publish(x, FL_NR_NONE, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+	return forward(r);
 }
 
 // struct stat's st_mode (x86-64: at byte 24 of 144) and statx's stx_mask and
@@ -228,11 +358,13 @@ static int is_link(u32 mode) { return (mode & S_IFMT) == S_IFLNK; }
 // lookups the supervisor may emulate) or is one of the path tokens it
 // hands out for O_PATH opens (a pipe standing for another object): fd
 // must be a directory, or for AT_EMPTY_PATH (dir 0) anything but a FIFO.
-// Hook for the transaction's side: there the descriptor's identity must
-// be a fast directory's, or a host object the transaction has not changed.
+// In a transaction every lookup by descriptor is forwarded: the
+// descriptor's identity would have to be a fast directory's, or a host
+// object the transaction has not changed, and the fast directories are
+// known by path only.
 static int fd_ok(long fd, int dir) {
 	const struct agent_config *cfg = &agent_config;
-	if (!enabled() || (int)fd < 0 || cfg->ndevs > sizeof(cfg->devs) / sizeof(cfg->devs[0]))
+	if (!enabled() || cfg->tree || (int)fd < 0 || cfg->ndevs > sizeof(cfg->devs) / sizeof(cfg->devs[0]))
 		return 0;
 	struct kstat st;
 	if (sys4(NR_fstat, (int)fd, (long)&st, 0, 0) != 0)
@@ -271,6 +403,46 @@ static int empty_path(long dirfd, const char *path, int flags) {
 	return (flags & AT_EMPTY_PATH) && (u64)path >= 4096 && path[0] == 0 && fd_ok(dirfd, 0);
 }
 
+// tx_done records, in a transaction, a call made natively (x NULL:
+// --passthrough, nothing to record) with the identity st it observed
+// (NULL: none), unless that object is one the transaction changed (step
+// 5): then the call is forwarded. It returns what the caller gets.
+static long tx_done(struct tx *x, const struct regs *r, const char *path, long result,
+                    const struct kstat *st) {
+	if (!x)
+		return result;
+	if (st && object_changed(x->tree, st->dev, st->ino))
+		return tx_forward(x, r);
+	if (st)
+		tx_publish(x, r->nr, path, result, st->dev, st->ino, st->mode, st->uid, st->gid, st->size,
+		           &st->times[2], &st->times[4]);
+	else
+		tx_publish(x, r->nr, path, result, 0, 0, 0, 0, 0, 0, 0, 0);
+	return result;
+}
+
+// tx_skip forwards a call after the native one showed it must be (a
+// symlink the caller follows), publishing the reserved slot empty first.
+static long tx_skip(struct tx *x, const struct regs *r) {
+	return x ? tx_forward(x, r) : forward(r);
+}
+
+// start decides whether a lookup of (dirfd, path) is made natively and
+// where (see where), and in a transaction reserves the record's slot in *x
+// (tx_begin); *xp is then x, else NULL. In a transaction where() passes
+// only absolute paths (fd_ok refuses every descriptor).
+static int start(long dirfd, const char *path, long *at, struct tx *x, struct tx **xp) {
+	*xp = 0;
+	if (!where(dirfd, path, at))
+		return 0;
+	if (!agent_config.tree)
+		return 1;
+	if (*at != AT_FDCWD || !tx_begin(path, x))
+		return 0;
+	*xp = x;
+	return 1;
+}
+
 // do_newfstatat is newfstatat(dirfd, path, buf, flags) made with the last
 // component not followed; a symlink where the caller follows one is
 // forwarded (the supervisor resolves it). An empty path with AT_EMPTY_PATH
@@ -279,16 +451,40 @@ static long do_newfstatat(const struct regs *r) {
 	const char *path = (const char *)r->a2;
 	int flags = (int)r->a4;
 	long at;
+	struct tx x, *xp;
 	if ((flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH)) != 0)
 		return forward(r);
 	if (empty_path(r->a1, path, flags))
 		return sys4(NR_newfstatat, (int)r->a1, (long)path, r->a3, flags);
-	if (!where(r->a1, path, &at))
+	if (!start(r->a1, path, &at, &x, &xp))
 		return forward(r);
 	long ret = sys4(NR_newfstatat, at, (long)path, r->a3, flags | AT_SYMLINK_NOFOLLOW);
-	if (ret == 0 && !(flags & AT_SYMLINK_NOFOLLOW) && is_link(((const struct kstat *)r->a3)->mode))
-		return forward(r);
-	return ret;
+	if (ret != 0)
+		return tx_done(xp, r, path, ret, 0);
+	// The caller's buffer, read back: what it got (a thread of its own
+	// that changes it meanwhile only misstates its own record).
+	struct kstat st = *(const struct kstat *)r->a3;
+	if (!(flags & AT_SYMLINK_NOFOLLOW) && is_link(st.mode))
+		return tx_skip(xp, r);
+	return tx_done(xp, r, path, ret, &st);
+}
+
+// statx's fields (linux/stat.h struct statx) and the ones a record needs.
+#define STATX_RECORD 0x3dbu // TYPE MODE UID GID MTIME CTIME INO SIZE
+struct kstatx {
+	u32 mask, blksize;
+	u64 attributes;
+	u32 nlink, uid, gid;
+	u16 mode, pad0;
+	u64 ino, size, blocks, attributes_mask;
+	struct { long sec; u32 nsec, pad; } atime, btime, ctime, mtime;
+	u32 rdev_major, rdev_minor, dev_major, dev_minor;
+};
+
+// makedev is glibc's encoding of a device number.
+static u64 makedev(u64 major, u64 minor) {
+	return ((major & 0xfffff000ul) << 32) | ((major & 0xffful) << 8) | ((minor & 0xffffff00ul) << 12) |
+	       (minor & 0xfful);
 }
 
 // do_statx is statx(dirfd, path, flags, mask, buf), the same way; a mask
@@ -299,23 +495,35 @@ static long do_statx(const struct regs *r) {
 	int flags = (int)r->a3;
 	u32 mask = (u32)r->a4;
 	long at;
+	struct tx x, *xp;
 	if ((flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE | AT_EMPTY_PATH)) != 0 ||
 	    (mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE)) != 0 || !(mask & STATX_TYPE))
 		return forward(r);
 	if (empty_path(r->a1, path, flags))
 		return agent_syscall6(NR_statx, (int)r->a1, (long)path, flags, (long)mask, r->a5, 0);
-	if (!where(r->a1, path, &at))
+	if (!start(r->a1, path, &at, &x, &xp))
 		return forward(r);
 	long ret = agent_syscall6(NR_statx, at, (long)path, flags | AT_SYMLINK_NOFOLLOW,
 	                          (long)mask, r->a5, 0);
-	if (ret == 0 && !(flags & AT_SYMLINK_NOFOLLOW)) {
-		const unsigned char *b = (const unsigned char *)r->a5;
-		u32 got = *(const u32 *)b;
-		u16 mode = *(const u16 *)(b + 28);
-		if (!(got & STATX_TYPE) || is_link(mode))
-			return forward(r);
+	if (ret != 0)
+		return tx_done(xp, r, path, ret, 0);
+	const struct kstatx *b = (const struct kstatx *)r->a5;
+	u32 got = b->mask;
+	if (!(got & STATX_TYPE) || (!(flags & AT_SYMLINK_NOFOLLOW) && is_link(b->mode)))
+		return tx_skip(xp, r);
+	if (!xp)
+		return ret;
+	struct kstat st;
+	if ((got & STATX_RECORD) == STATX_RECORD) {
+		st.dev = makedev(b->dev_major, b->dev_minor), st.ino = b->ino;
+		st.mode = b->mode, st.uid = b->uid, st.gid = b->gid, st.size = (long)b->size;
+		st.times[2] = b->mtime.sec, st.times[3] = b->mtime.nsec;
+		st.times[4] = b->ctime.sec, st.times[5] = b->ctime.nsec;
+	} else if (sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW) != 0 ||
+	           (st.mode & S_IFMT) != (b->mode & S_IFMT)) {
+		return tx_skip(xp, r);
 	}
-	return ret;
+	return tx_done(xp, r, path, ret, &st);
 }
 
 // do_open is open and openat with flags that neither write nor create (the
@@ -326,9 +534,14 @@ static long do_statx(const struct regs *r) {
 // kernel checks first: a non-directory is answered by the supervisor too),
 // or, for O_PATH (which opens the symlink itself), the new descriptor's
 // type, after closing it.
+//
+// In a transaction opens are forwarded: a native open would update the
+// host's atime, which the view's private mount does not (docs/fastpath.md
+// §4.6), and its record would need the new descriptor's identity.
 static long do_open(const struct regs *r, long dirfd, const char *path, long flags) {
 	long at;
-	if ((flags & (O_ACCMODE | O_CREAT | O_TRUNC | O_TMPFILE_BIT)) != 0 || !where(dirfd, path, &at))
+	if ((flags & (O_ACCMODE | O_CREAT | O_TRUNC | O_TMPFILE_BIT)) != 0 || agent_config.tree ||
+	    !where(dirfd, path, &at))
 		return forward(r);
 	int nofollow = (flags & O_NOFOLLOW) != 0;
 	long fd = sys4(NR_openat, at, (long)path, (int)flags | O_NOFOLLOW | O_NOCTTY, 0);
@@ -350,43 +563,47 @@ static long do_open(const struct regs *r, long dirfd, const char *path, long fla
 // non-symlink, the lstat's error for a path that does not resolve, and a
 // symlink forwarded (reading it natively would update its atime).
 static long do_readlink(const struct regs *r, const char *path, long size) {
-	if ((int)size <= 0 || !fast_path(path))
+	struct tx x, *xp;
+	long at;
+	if ((int)size <= 0 || !start(AT_FDCWD, path, &at, &x, &xp))
 		return forward(r);
 	struct kstat st;
 	long ret = sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW);
 	if (ret < 0)
-		return ret;
+		return tx_done(xp, r, path, ret, 0);
 	if (is_link(st.mode))
-		return forward(r);
-	return -EINVAL;
+		return tx_skip(xp, r);
+	return tx_done(xp, r, path, -EINVAL, &st);
 }
 
 // do_access is access, faccessat and faccessat2: made as faccessat2 with
 // the last component not followed, after an lstat found it is no symlink
-// where the caller follows one. access checks with the real ids, lstat
-// with the effective ones: when the lstat fails, only the errors every
-// caller would get (ENOENT, ENOTDIR from the access itself) are answered
-// here.
+// where the caller follows one (in a transaction, always: the record's
+// identity). access checks with the real ids, lstat with the effective
+// ones: when the lstat fails, only the errors every caller would get
+// (ENOENT, ENOTDIR from the access itself) are answered here.
 static long do_access(const struct regs *r, const char *path, long mode, long flags) {
+	struct tx x, *xp;
+	long at;
 	if ((flags & ~(long)(AT_EACCESS | AT_SYMLINK_NOFOLLOW)) != 0 || (mode & ~7l) != 0 ||
-	    !fast_path(path))
+	    !start(AT_FDCWD, path, &at, &x, &xp))
 		return forward(r);
-	if (!(flags & AT_SYMLINK_NOFOLLOW)) {
-		struct kstat st;
+	struct kstat st;
+	if (xp || !(flags & AT_SYMLINK_NOFOLLOW)) {
 		long ret = sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW);
-		if (ret == 0 && is_link(st.mode))
-			return forward(r);
+		if (ret == 0 && !(flags & AT_SYMLINK_NOFOLLOW) && is_link(st.mode))
+			return tx_skip(xp, r);
 		if (ret < 0) {
 			ret = sys4(NR_faccessat2, AT_FDCWD, (long)path, mode, flags | AT_SYMLINK_NOFOLLOW);
 			if (ret == -ENOENT || ret == -ENOTDIR)
-				return ret;
-			return forward(r);
+				return tx_done(xp, r, path, ret, 0);
+			return tx_skip(xp, r);
 		}
 	}
 	long ret = sys4(NR_faccessat2, AT_FDCWD, (long)path, mode, flags | AT_SYMLINK_NOFOLLOW);
 	if (ret == -ENOSYS)
-		return forward(r);
-	return ret;
+		return tx_skip(xp, r);
+	return tx_done(xp, r, path, ret, ret == 0 ? &st : 0);
 }
 
 // agent_dispatch decides one rewritten call. A number it does not know is
