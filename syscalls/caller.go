@@ -67,6 +67,9 @@ type Kernel struct {
 	// forward every lookup from then on, since its root is no longer the
 	// kernel's.
 	AgentOff func(tid int)
+	// FastRings, when set, are the rings of the fast-lookup agents of a
+	// transaction's processes, drained before every call is served.
+	FastRings *FastRings
 }
 
 // Policy is what happens to a call without transactional meaning.
@@ -83,6 +86,9 @@ const (
 
 // Handle implements interpose.Handler: dispatch by number.
 func (k *Kernel) Handle(c *interpose.Call) interpose.Reply {
+	if k.FastRings != nil {
+		k.FastRings.Drain()
+	}
 	k, err := k.serving(c.Tid)
 	if err != nil {
 		return interpose.Fail(err.(unix.Errno))

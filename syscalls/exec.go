@@ -24,6 +24,13 @@ var _ interpose.ProcessEvents = (*Kernel)(nil)
 // Clone implements interpose.ProcessEvents.
 func (k *Kernel) Clone(parent, child int, flags uint64) {
 	k.Procs.Clone(parent, child, flags)
+	if k.FastRings != nil {
+		tgid := parent
+		if t := k.Procs.Thread(parent); t != nil && t.Proc != nil {
+			tgid = t.Proc.Tgid
+		}
+		k.FastRings.Clone(tgid, child, flags)
+	}
 	if k.Determ != nil {
 		k.Determ.Clone(parent, child)
 	}
@@ -48,6 +55,9 @@ func (k *Kernel) Execed(tgid, formerTid int) {
 
 // Exited implements interpose.ProcessEvents.
 func (k *Kernel) Exited(tid int, ws unix.WaitStatus) {
+	if k.FastRings != nil {
+		k.FastRings.Exited(tid)
+	}
 	k.Programs.exited(tid)
 	k.Procs.Exited(tid)
 	if k.Determ != nil {

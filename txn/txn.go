@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"txexec/fastlookup"
 	"txexec/store"
 	"txexec/vfs"
 )
@@ -36,6 +37,10 @@ type Manager struct {
 	// KeepUndo makes the transactions it begins keep before-images at
 	// write-through, for txexec undo (--undo=keep).
 	KeepUndo bool
+	// FastLookups gives every transaction it begins a fast-lookup tree
+	// (--fast-lookups, docs/fastpath.md), disabled until the caller
+	// enables it.
+	FastLookups bool
 }
 
 // DefaultPriorityAfterN is how many conflicts a command may lose before
@@ -49,7 +54,11 @@ type Transaction struct {
 	ID       int64
 	StartSeq int64
 	View     *vfs.Tx
-	m        *Manager
+	// FastLookups is the view's fast-lookup tree (Manager.FastLookups),
+	// nil without; the caller closes it once the tree of processes is
+	// gone.
+	FastLookups *fastlookup.Tree
+	m           *Manager
 	// release gives up the exclusive commit lock a transaction begun by
 	// BeginPriority holds; nil otherwise.
 	release func()
@@ -69,17 +78,30 @@ func (m *Manager) Begin(command []string, cwd string) (*Transaction, error) {
 	if dir, err := filepath.EvalSymlinks(m.Store.Dir()); err == nil {
 		excludes = append(excludes, dir)
 	}
+	var tree *fastlookup.Tree
+	if m.FastLookups {
+		tree, err = fastlookup.NewTree()
+		if err != nil {
+			m.Store.Abort(t.ID, "could not create its fast-lookup tree: "+err.Error())
+			m.Store.RemoveStaging(t.ID)
+			return nil, fmt.Errorf("fast lookups: %w", err)
+		}
+	}
 	v, err := vfs.NewTx(m.Host, m.Store.StagingDir(t.ID), vfs.TxOptions{
-		Excludes: excludes,
-		NewArea:  func(mountPoint string) (string, error) { return m.Store.AddStagingArea(t.ID, mountPoint) },
+		Excludes:    excludes,
+		NewArea:     func(mountPoint string) (string, error) { return m.Store.AddStagingArea(t.ID, mountPoint) },
+		FastLookups: tree,
 	})
 	if err != nil {
+		if tree != nil {
+			tree.Close()
+		}
 		m.Store.Abort(t.ID, "could not create its view: "+err.Error())
 		m.Store.RemoveStaging(t.ID)
 		return nil, err
 	}
 	v.SetOutputs(m.Outputs)
-	return &Transaction{ID: t.ID, StartSeq: t.StartSeq, View: v, m: m}, nil
+	return &Transaction{ID: t.ID, StartSeq: t.StartSeq, View: v, FastLookups: tree, m: m}, nil
 }
 
 // BeginPriority starts a transaction that takes the commit lock early: it

@@ -146,6 +146,23 @@ func (v *Tx) FeedFastLookups(g *fastlookup.Ring) (int, error) {
 	return n, err
 }
 
+// FeedFastLookupsReleasing is FeedFastLookups for a ring no process maps
+// any more (every process that did has exited or execed): the slots a
+// thread reserved and never published (it died in the agent) are released
+// after the drain (Ring.ReleaseHoles).
+func (v *Tx) FeedFastLookupsReleasing(g *fastlookup.Ring) (int, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.fast == nil {
+		return 0, fmt.Errorf("feed fast lookups: the view has no fast-lookup tree")
+	}
+	n, err := g.ReleaseHoles(v.feedLocked)
+	if err != nil && v.doomed == nil {
+		v.doomed = fmt.Errorf("fast lookups: %w", err)
+	}
+	return n, err
+}
+
 // feedLocked adds one record of a lookup the agent made natively to the
 // read set, as a host lookup with the identity the caller observed:
 //   - a path (or object) the transaction changed after the record's

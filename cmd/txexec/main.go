@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"txexec/fastlookup"
 	"txexec/hostlock"
 	"txexec/internal/cli"
 	"txexec/interpose"
@@ -285,7 +286,7 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 	}
 	defer st.Close()
 	m := &txn.Manager{Store: st, Host: host, Durable: o.Durable, Excludes: o.Excludes, Outputs: vfs.OutputsOf(commandFDs()),
-		KeepUndo: o.KeepUndo}
+		KeepUndo: o.KeepUndo, FastLookups: o.FastLookups}
 	if gate != nil {
 		m.Run, m.RunSeq, m.CommitGate = gate.run, gate.seq, gate.wait
 	}
@@ -330,7 +331,23 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 			return 0, err
 		}
 		a.abortCertain = abortCertainFor(o, t.View.Doomed)
+		var endFast func()
+		if t.FastLookups != nil {
+			defer t.FastLookups.Close()
+			a.fast, endFast, err = txFastLookups(k, t, o.Excludes)
+			if err != nil {
+				done()
+				t.Abort(err.Error())
+				locks.Release()
+				return 0, err
+			}
+		}
 		status, err := supervise(k, cmd, o.Argv, a)
+		if endFast != nil {
+			// Before validation, and before the commit's write-through
+			// changes the host the agent reads.
+			endFast()
+		}
 		done()
 		if err != nil {
 			a.discard()
@@ -620,6 +637,34 @@ func fastLookups(k *syscalls.Kernel) *interpose.FastLookups {
 		}
 	}
 	return f
+}
+
+// txFastLookups configures the fast path for read-only lookups of a
+// transaction (--fast-lookups, docs/fastpath.md §4): what fastLookups
+// does, and the transaction's tree and a ring per process mapped into
+// every image, the rings drained into the view's read set (k.FastRings).
+// end turns the fast path off and drains what is left, once the tree of
+// processes is gone. The tree itself stays mapped until the attempt's end
+// (the view publishes into it until then).
+func txFastLookups(k *syscalls.Kernel, t *txn.Transaction, excludes []string) (f *interpose.FastLookups, end func(), err error) {
+	treeFD, err := t.FastLookups.ReadOnlyFD()
+	if err != nil {
+		return nil, nil, fmt.Errorf("fast lookups: %w", err)
+	}
+	rings := syscalls.NewFastRings(t.View, t.FastLookups)
+	k.FastRings = rings
+	f = fastLookups(k)
+	f.Forwarded = append(append([]string(nil), f.Forwarded...), excludes...)
+	f.Shared = &interpose.SharedMemory{
+		TreeFD: treeFD, TreeSize: fastlookup.TreeSize, RingSize: fastlookup.RingSize,
+		Ring: rings.Ring, Failed: rings.Failed,
+	}
+	t.FastLookups.Enable(true)
+	end = func() {
+		rings.Finish()
+		unix.Close(treeFD)
+	}
+	return f, end, nil
 }
 
 // rootRegistrar registers the command's first thread the first time the
