@@ -195,7 +195,7 @@ func TestFastLookupsAgentPageWrites(t *testing.T) {
 func TestFastLookupsOptionChecks(t *testing.T) {
 	testenv.NeedRoot(t, "txexec supervises as root")
 	for _, args := range [][]string{
-		{"--fast-lookups"},
+		{"--fast-lookups", "--trace"},
 		{"--fast-lookups", "--in-program"},
 		{"--fast-lookups", "--deterministic"},
 		{"--fast-lookups", "--passthrough", "--trace"},

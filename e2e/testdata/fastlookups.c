@@ -2,6 +2,8 @@
 // Each mode prints what its calls returned, so that a run under txexec
 // compares with a native one:
 //   loop N PATH     stat PATH N times
+//   paths N PATH... stat each PATH N times in turn (one call site: glibc's),
+//                   printing what the last stat of each returned
 //   mix N DIR       N rounds of stat, lstat, statx, access, faccessat2,
 //                   readlink and readlinkat of DIR's fixtures (a file, a
 //                   symlink to it, a dangling symlink, a path with "..",
@@ -61,6 +63,21 @@ static int stat_loop(long n, const char *path) {
 		sum += st.st_ino;
 	}
 	printf("stat %s ino=%lu size=%ld sum=%lu\n", path, (unsigned long)st.st_ino, (long)st.st_size, sum);
+	return 0;
+}
+
+static int paths(long n, int argc, char **argv) {
+	for (int i = 0; i < argc; i++) {
+		struct stat st;
+		long ret = 0;
+		int err = 0;
+		for (long k = 0; k < n; k++) {
+			memset(&st, 0, sizeof st);
+			ret = stat(argv[i], &st);
+			err = ret != 0 ? errno : 0;
+		}
+		printf("%s ret=%ld errno=%d size=%ld mode=%o\n", argv[i], ret, err, (long)st.st_size, (unsigned)st.st_mode);
+	}
 	return 0;
 }
 
@@ -326,6 +343,8 @@ int main(int argc, char **argv) {
 	long n = atol(argv[2]);
 	if (strcmp(mode, "loop") == 0)
 		return stat_loop(n, argv[3]);
+	if (strcmp(mode, "paths") == 0)
+		return paths(n, argc - 3, argv + 3);
 	if (strcmp(mode, "mix") == 0)
 		return mix(n, argv[3]);
 	if (strcmp(mode, "threads") == 0) {

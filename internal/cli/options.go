@@ -227,13 +227,16 @@ var Options = []Option{
 	},
 	{
 		Name: "fast-lookups",
-		Help: "experimental, with --passthrough: stat, access, readlink and read-only opens made natively in the program",
-		Doc: "Experimental, only with --passthrough: an agent mapped into every program of the tree at its exec makes " +
+		Help: "experimental: stat, access, readlink and read-only opens made natively in the program",
+		Doc: "Experimental: an agent mapped into every program of the tree at its exec makes " +
 			"stat, statx, access, readlink and read-only opens of absolute paths, and stat, statx and openat relative " +
 			"to a directory descriptor or of a descriptor (AT_EMPTY_PATH), natively, from call sites the supervisor " +
 			"rewrites while it serves their first call (docs/fastpath.md); paths relative to the working directory, " +
 			"symlinks to follow, paths under /proc, /sys and /dev, opens for writing, Go programs and multi-threaded " +
-			"processes stay on the supervisor. The agent shows in /proc/self/maps, and its O_PATH opens are real ones; " +
+			"processes stay on the supervisor. In a transaction only stat, statx, access and readlink of absolute paths " +
+			"are made natively, not of paths the transaction changed nor in directories it has not walked, and every " +
+			"call made natively is added to the read set. Not with --deterministic, --in-program or --trace. " +
+			"The agent shows in /proc/self/maps, and its O_PATH opens are real ones; " +
 			"docs/semantics.md lists the other differences.",
 		set: func(r *Run, _ string) error { r.FastLookups = true; return nil },
 	},
@@ -468,8 +471,6 @@ func checkCombinations(r *Run) error {
 		return Usagef("--fast-lookups cannot be combined with --deterministic (the fast path answers with the host's times and inode numbers)")
 	case r.FastLookups && r.InProgram:
 		return Usagef("--fast-lookups cannot be combined with --in-program (a thread's own transaction must see its lookups)")
-	case r.FastLookups && !r.Passthrough:
-		return Usagef("--fast-lookups needs --passthrough: the fast path does not feed a transaction's read set yet")
 	case r.FastLookups && r.Trace:
 		return Usagef("--fast-lookups cannot be combined with --trace (the calls it makes natively would be missing from the trace)")
 	case r.Deterministic && r.Passthrough:

@@ -1,0 +1,158 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The fast path for read-only lookups in a transaction (--fast-lookups,
+// docs/fastpath.md §4.5–4.7): the agent consults the tree's changed set and
+// fast directories, records every call it makes natively, and the
+// supervisor feeds the records into the read set. Each test compares a run
+// with the option against one without it (or natively).
+
+// runStats runs c in mode m with TXEXEC_STATS and returns what it printed
+// and its statistics.
+func runStats(t *testing.T, m mode, c command) (result, map[string]int) {
+	t.Helper()
+	stats := filepath.Join(t.TempDir(), "stats")
+	c.Env = append(c.Env, "TXEXEC_STATS="+stats)
+	r := run(t, m, c)
+	b, err := os.ReadFile(stats)
+	require.NoError(t, err, "stderr: %s", r.Stderr)
+	values := map[string]int{}
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		k, v, ok := strings.Cut(l, "=")
+		require.True(t, ok, "line %q of %q", l, b)
+		n, err := strconv.Atoi(v)
+		require.NoError(t, err, "line %q", l)
+		values[k] = n
+	}
+	return r, values
+}
+
+// TestFastLookupsTxLoop: 10,000 stats of a C loop in a transaction answer
+// as natively, and all but a few run without the supervisor; without the
+// option every one is served.
+func TestFastLookupsTxLoop(t *testing.T) {
+	dir, bin := fastFixture(t)
+	const n = 10000
+	c := command{Argv: []string{bin, "loop", strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir}
+	nat := run(t, native, c)
+	require.Equal(t, 0, nat.Status, nat.Stderr)
+	slow, slowStats := runStats(t, transaction, c)
+	c.TxArgs = fastLookups
+	fast, fastStats := runStats(t, transaction, c)
+	for _, r := range []result{slow, fast} {
+		assert.Equal(t, 0, r.Status, r.Stderr)
+		assert.Equal(t, nat.Stdout, r.Stdout)
+	}
+	assert.GreaterOrEqual(t, slowStats["trapped_calls"], n)
+	assert.Less(t, fastStats["trapped_calls"], n/10)
+}
+
+// TestFastLookupsTxOwnChanges: a path the transaction changed is answered
+// from its view — the agent forwards it — while an unchanged one beside it
+// is not: a stat after a write shows the new size, after an unlink ENOENT.
+func TestFastLookupsTxOwnChanges(t *testing.T) {
+	dir, bin := fastFixture(t)
+	const n = 1000
+	f, other := filepath.Join(dir, "file"), filepath.Join(dir, "other")
+	require.NoError(t, os.WriteFile(other, []byte("other\n"), 0o644))
+	script := fmt.Sprintf(`echo more >> %[2]s && %[1]s paths %[4]d %[2]s && %[1]s paths %[4]d %[3]s && rm %[2]s && %[1]s paths %[4]d %[2]s`,
+		bin, f, other, n)
+	c := command{Argv: []string{"sh", "-c", script}, Dir: dir, TxArgs: append([]string{"--on-exit=abort"}, fastLookups...)}
+	r, stats := runStats(t, transaction, c)
+	require.Equal(t, 0, r.Status, r.Stderr)
+	assert.Equal(t, fmt.Sprintf("%s ret=0 errno=0 size=7 mode=100644\n%s ret=0 errno=0 size=6 mode=100644\n%s ret=-1 errno=2 size=0 mode=0\n",
+		f, other, f), r.Stdout)
+	// The changed file's 2n stats reach the supervisor through the
+	// agent's forward page; the other's n do not.
+	assert.GreaterOrEqual(t, stats["trapped_calls"], 2*n)
+	assert.Less(t, stats["trapped_calls"], 2*n+n/2)
+	assert.Equal(t, "x\n", readString(t, f), "aborted")
+}
+
+// TestFastLookupsTxSameResults: a program that reads and changes files
+// prints the same and leaves the same host in a transaction with and
+// without the option, committed and aborted.
+func TestFastLookupsTxSameResults(t *testing.T) {
+	dir, bin := fastFixture(t)
+	w := filepath.Join(dir, "w")
+	script := fmt.Sprintf(`%[1]s mix 20 %[2]s && mkdir -p %[3]s && echo a > %[3]s/f && %[1]s paths 50 %[3]s/f %[2]s/file %[3]s/g &&
+rm %[3]s/f && echo bb > %[3]s/g && %[1]s paths 50 %[3]s/f %[3]s/g %[3]s && ls -l %[3]s | wc -l`, bin, dir, w)
+	for _, opts := range [][]string{nil, {"--on-exit=abort"}} {
+		t.Run(fmt.Sprint(opts), func(t *testing.T) {
+			var got [2]result
+			var host [2]string
+			for i, fast := range []bool{false, true} {
+				require.NoError(t, os.RemoveAll(w))
+				c := command{Argv: []string{"sh", "-c", script}, Dir: dir, TxArgs: opts}
+				if fast {
+					c.TxArgs = append(append([]string(nil), opts...), fastLookups...)
+				}
+				got[i] = run(t, transaction, c)
+				b, err := os.ReadFile(filepath.Join(w, "g"))
+				host[i] = fmt.Sprintf("%q %v", b, err != nil)
+			}
+			assert.Equal(t, got[0], got[1])
+			assert.Equal(t, host[0], host[1])
+			assert.Equal(t, 0, got[1].Status, got[1].Stderr)
+		})
+	}
+}
+
+// TestFastLookupsTxHostChange: a host change by a process txexec does not
+// supervise, between a lookup the agent made natively and the commit,
+// aborts the transaction exactly as without the option. The program stats
+// each path 50 times from one call site: all but the very first stat run
+// natively (checked by the count of calls served).
+func TestFastLookupsTxHostChange(t *testing.T) {
+	dir, bin := fastFixture(t)
+	tests := []struct {
+		name, outside, path, why string
+	}{
+		{"chmod", "chmod 0600 b", "b", "its mode or owner was changed by another process after it was read"},
+		{"removed", "rm b", "b", "removed by another process after it was read"},
+		{"created", "echo surprise > missing", "missing", "created by another process after the transaction found it absent"},
+	}
+	work := t.TempDir()
+	reads := fmt.Sprintf("%s paths 50 %s %s %s > /dev/null", bin, filepath.Join(dir, "file"),
+		filepath.Join(work, "b"), filepath.Join(work, "missing"))
+	reset := func() {
+		require.NoError(t, os.RemoveAll(filepath.Join(work, "b")))
+		require.NoError(t, os.WriteFile(filepath.Join(work, "b"), []byte("b\n"), 0o644))
+		require.NoError(t, os.RemoveAll(filepath.Join(work, "missing")))
+	}
+	reset()
+	c := command{Argv: []string{"sh", "-c", reads}, Dir: work}
+	_, slow := runStats(t, transaction, c)
+	c.TxArgs = fastLookups
+	_, fast := runStats(t, transaction, c)
+	require.Greater(t, slow["trapped_calls"]-fast["trapped_calls"], 100, "the stats ran natively")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr [2]string
+			for i, opts := range [][]string{nil, fastLookups} {
+				reset()
+				s := newTxState(t)
+				h := s.startHeld(t, work, reads+"; echo ready; read x; echo done > out", opts...)
+				h.ready(t)
+				nativeRun(t, work, tt.outside)
+				r := h.finish(t)
+				assert.Equal(t, 75, r.status, "%v: %s", opts, r.stderr)
+				stderr[i] = r.stderr
+				assert.NoFileExists(t, filepath.Join(work, "out"))
+			}
+			assert.Equal(t, fmt.Sprintf("txexec: transaction 1 aborted: conflict on %s (%s)\n", filepath.Join(work, tt.path), tt.why), stderr[1])
+			assert.Equal(t, stderr[0], stderr[1])
+		})
+	}
+}
