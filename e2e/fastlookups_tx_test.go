@@ -156,3 +156,42 @@ func TestFastLookupsTxHostChange(t *testing.T) {
 		})
 	}
 }
+
+// TestFastLookupsTxFork: a forked child maps a ring of its own, not its
+// parent's (docs/fastpath.md §4.4), and both take the fast path.
+func TestFastLookupsTxFork(t *testing.T) {
+	dir, bin := fastFixture(t)
+	const n = 5000
+	c := command{Argv: []string{bin, "fork", strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir, TxArgs: fastLookups}
+	r, stats := runStats(t, transaction, c)
+	require.Equal(t, 0, r.Status, r.Stderr)
+	assert.Less(t, stats["trapped_calls"], n/5)
+	var child, parent uint64
+	for _, l := range strings.Split(r.Stdout, "\n") {
+		if v, ok := strings.CutPrefix(l, "child ring="); ok {
+			child, _ = strconv.ParseUint(v, 10, 64)
+		}
+		if v, ok := strings.CutPrefix(l, "parent ring="); ok {
+			parent, _ = strconv.ParseUint(v, 10, 64)
+		}
+	}
+	assert.NotZero(t, child, r.Stdout)
+	assert.NotZero(t, parent, r.Stdout)
+	assert.NotEqual(t, child, parent, "the child must not write its parent's ring")
+}
+
+// TestFastLookupsTxTreeReadOnly: a program cannot write the tree's sets —
+// not by making its mapping writable, nor through a writable mapping of
+// the memfd or write(2) (/proc/self/map_files, root only) — as root and
+// as an ordinary user (docs/fastpath.md §4.8).
+func TestFastLookupsTxTreeReadOnly(t *testing.T) {
+	_, bin := fastFixture(t)
+	for _, prefix := range [][]string{nil, unprivileged} {
+		c := command{Argv: append(append([]string(nil), prefix...), bin, "treewrite", "0", "-"), TxArgs: fastLookups}
+		r := run(t, transaction, c)
+		require.Equal(t, 0, r.Status, "%v: %s%s", prefix, r.Stdout, r.Stderr)
+		assert.Contains(t, r.Stdout, "mprotect ret=-1 errno=13\n", prefix)
+		assert.NotContains(t, r.Stdout, "mmap shared writable ok=1", prefix)
+		assert.NotContains(t, r.Stdout, "write ok=1", prefix)
+	}
+}

@@ -183,26 +183,28 @@ func TestTOCTTOUSymlinkSwap(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "written by the victim\n", string(secret), "natively the swap redirects the write")
 		})
-		t.Run(tc.name+"/txexec is not", func(t *testing.T) {
-			s := newTocttouScene(t, tc.targetUID)
-			state := t.TempDir()
-			done := make(chan rwResult, 1)
-			go func() { done <- rwTx(t, state, nil, append([]string{"--"}, tc.argv(s)...)...) }()
-			s.attack(t)
-			r := <-done
-			assert.Equal(t, "victim: "+tc.ids+"\n", r.stdout, "the victim runs with the same credentials as natively")
-			secret, err := os.ReadFile(s.secret)
-			require.NoError(t, err)
-			assert.Equal(t, "secret\n", string(secret), "the secret must never be written")
-			// The victim wrote the file it checked, in its view; the
-			// attacker's swap happened meanwhile, so the transaction is
-			// serialized before the attacker: it cannot commit.
-			assert.Equal(t, 75, r.code, "stderr: %s", r.stderr)
-			assert.Contains(t, r.stderr, "conflict on "+s.target)
-			link, err := os.Readlink(s.target)
-			require.NoError(t, err, "the attacker's own change survives")
-			assert.Equal(t, s.secret, link)
-		})
+		for _, opts := range [][]string{nil, {"--fast-lookups"}} {
+			t.Run(tc.name+"/txexec is not"+strings.Join(append([]string{""}, opts...), " "), func(t *testing.T) {
+				s := newTocttouScene(t, tc.targetUID)
+				state := t.TempDir()
+				done := make(chan rwResult, 1)
+				go func() { done <- rwTx(t, state, nil, append(append(opts, "--"), tc.argv(s)...)...) }()
+				s.attack(t)
+				r := <-done
+				assert.Equal(t, "victim: "+tc.ids+"\n", r.stdout, "the victim runs with the same credentials as natively")
+				secret, err := os.ReadFile(s.secret)
+				require.NoError(t, err)
+				assert.Equal(t, "secret\n", string(secret), "the secret must never be written")
+				// The victim wrote the file it checked, in its view; the
+				// attacker's swap happened meanwhile, so the transaction is
+				// serialized before the attacker: it cannot commit.
+				assert.Equal(t, 75, r.code, "stderr: %s", r.stderr)
+				assert.Contains(t, r.stderr, "conflict on "+s.target)
+				link, err := os.Readlink(s.target)
+				require.NoError(t, err, "the attacker's own change survives")
+				assert.Equal(t, s.secret, link)
+			})
+		}
 	}
 }
 

@@ -74,6 +74,9 @@ func (k *Kernel) Exited(tid int, ws unix.WaitStatus) {
 // executed by (as Linux passes it), and the interpreter itself is looked up
 // in the view.
 func (k *Kernel) Exec(req *interpose.ExecRequest) interpose.ExecPlan {
+	if k.FastRings != nil {
+		k.FastRings.Drain()
+	}
 	k, err := k.serving(req.Tid)
 	if err != nil {
 		return interpose.ExecPlan{Errno: unix.EIO}

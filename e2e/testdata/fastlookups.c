@@ -12,6 +12,12 @@
 //   threads N PATH  a second thread, then stat PATH N times
 //   closeall N PATH every descriptor closed, then stat PATH N times
 //   vfork N PATH    a vfork child stats PATH N times, then the parent
+//   fork N PATH     a stat, then a forked child stats PATH N times, then
+//                   the parent; each prints the inode of the fast-lookup
+//                   ring it maps (0: none)
+//   treewrite       try to make the fast-lookup tree's mapping writable, to
+//                   write it through a writable mapping of its file, and
+//                   through write(2); print each result
 //   chroot N DIR    stat /file N times, chroot to DIR, stat /file N times
 //                   (DIR's), then execute /fastlookups-static loop N /file
 //                   there
@@ -40,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -77,6 +84,48 @@ static int paths(long n, int argc, char **argv) {
 			err = ret != 0 ? errno : 0;
 		}
 		printf("%s ret=%ld errno=%d size=%ld mode=%o\n", argv[i], ret, err, (long)st.st_size, (unsigned)st.st_mode);
+	}
+	return 0;
+}
+
+// ring_inode is the inode of the memfd of the fast-lookup ring the process
+// maps, 0 if none.
+static unsigned long ring_inode(void) {
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	unsigned long ino = 0;
+	while (f && fgets(line, sizeof line, f))
+		if (strstr(line, "txexec-fastlookup-ring"))
+			sscanf(line, "%*s %*s %*s %*s %lu", &ino);
+	if (f)
+		fclose(f);
+	return ino;
+}
+
+static int tree_write(void) {
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512], range[128] = "";
+	unsigned long lo = 0, hi = 0;
+	while (f && fgets(line, sizeof line, f))
+		if (strstr(line, "txexec-fastlookup-tree") && sscanf(line, "%lx-%lx", &lo, &hi) == 2)
+			sscanf(line, "%127s", range);
+	if (f)
+		fclose(f);
+	if (lo == 0) {
+		printf("no tree\n");
+		return 1;
+	}
+	int r = mprotect((void *)lo, hi - lo, PROT_READ | PROT_WRITE);
+	printf("mprotect ret=%d errno=%d\n", r, r ? errno : 0);
+	char path[256];
+	snprintf(path, sizeof path, "/proc/self/map_files/%s", range);
+	int fd = open(path, O_RDWR);
+	printf("open rw ok=%d\n", fd >= 0);
+	if (fd >= 0) {
+		void *m = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		printf("mmap shared writable ok=%d\n", m != MAP_FAILED);
+		printf("write ok=%d\n", pwrite(fd, "x", 1, 8) == 1);
+		close(fd);
 	}
 	return 0;
 }
@@ -372,6 +421,26 @@ int main(int argc, char **argv) {
 		if (pid < 0 || waitpid(pid, &status, 0) != pid || status != 0)
 			return 1;
 		return stat_loop(n, argv[3]);
+	}
+	if (strcmp(mode, "treewrite") == 0)
+		return tree_write();
+	if (strcmp(mode, "fork") == 0) {
+		struct stat st;
+		stat(argv[3], &st);
+		fflush(stdout);
+		pid_t pid = fork();
+		if (pid == 0) {
+			int r = stat_loop(n, argv[3]);
+			printf("child ring=%lu\n", ring_inode());
+			fflush(stdout);
+			_exit(r);
+		}
+		int status;
+		if (pid < 0 || waitpid(pid, &status, 0) != pid || status != 0)
+			return 1;
+		int r = stat_loop(n, argv[3]);
+		printf("parent ring=%lu\n", ring_inode());
+		return r;
 	}
 	if (strcmp(mode, "chroot") == 0) {
 		struct stat st;
