@@ -63,6 +63,30 @@ func TestFastLookupsConfig(t *testing.T) {
 	}
 }
 
+// TestFastLookupsSharedConfig: in a transaction the configuration page
+// ends with the tree's and the ring's addresses, right below the agent
+// (ring, then tree, whole pages); shared memory that does not fit below the
+// agent is refused.
+func TestFastLookupsSharedConfig(t *testing.T) {
+	ring := func(int) (int, error) { return -1, nil }
+	f := &FastLookups{Base: DefaultAgentBase, Shared: &SharedMemory{TreeSize: 3*4096 + 1, RingSize: 4096, Ring: ring}}
+	require.NoError(t, f.check())
+	page, err := f.configPage()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(DefaultAgentBase-5*4096), binary.LittleEndian.Uint64(page[agentTreeOff:]))
+	assert.Equal(t, uint64(DefaultAgentBase-4096), binary.LittleEndian.Uint64(page[agentRingOff:]))
+	passthrough, err := (&FastLookups{Base: DefaultAgentBase}).configPage()
+	require.NoError(t, err)
+	assert.Zero(t, binary.LittleEndian.Uint64(passthrough[agentTreeOff:]))
+	for _, bad := range []*SharedMemory{
+		{TreeSize: 4096, RingSize: 4096},                         // no Ring
+		{TreeSize: 0, RingSize: 4096, Ring: ring},                // no tree
+		{TreeSize: DefaultAgentBase, RingSize: 4096, Ring: ring}, // below 0
+	} {
+		assert.Error(t, (&FastLookups{Base: DefaultAgentBase, Shared: bad}).check(), "%+v", bad)
+	}
+}
+
 // TestTrampoline: the trampoline's bytes, as the design lays them out.
 func TestTrampoline(t *testing.T) {
 	b := trampoline(262, 0x7ff02000, 0x7f0011223344)
