@@ -195,3 +195,20 @@ func TestFastLookupsTxTreeReadOnly(t *testing.T) {
 		assert.NotContains(t, r.Stdout, "write ok=1", prefix)
 	}
 }
+
+// TestFastLookupsInProgram: under --passthrough, a thread that begins a
+// transaction of its own (xbegin) sees its own change to a file whose
+// stats the agent made natively before: its process's agent forwards every
+// lookup from then on (without that, the agent answered from the host).
+func TestFastLookupsInProgram(t *testing.T) {
+	dir, bin := fastFixture(t)
+	f := filepath.Join(dir, "file") // "x\n"
+	const n = 1000
+	r := run(t, passthrough, command{Argv: []string{bin, "xbegin", strconv.Itoa(n), f}, Dir: dir, TxArgs: fastLookups})
+	lines := strings.Split(r.Stdout, "\n")
+	require.Len(t, lines, 4, "stdout: %s\nstderr: %s", r.Stdout, r.Stderr)
+	assert.Contains(t, lines[0], " size=2 ")
+	assert.Equal(t, "xbegin ret=0", lines[1])
+	assert.Contains(t, lines[2], " size=7 ", "the transaction's own append")
+	assert.Equal(t, "x\n", readString(t, f), "aborted")
+}

@@ -62,10 +62,10 @@ type Kernel struct {
 	// which holds none but the transaction's processes: a pid a process
 	// names is of its namespace, and only reaches the tree.
 	PidNamespace bool
-	// AgentOff, when set, is called after a chroot of thread tid: the
-	// fast-lookup agent of its process (interpose.FastLookups) must
-	// forward every lookup from then on, since its root is no longer the
-	// kernel's.
+	// AgentOff, when set, is called after a chroot of thread tid, or its
+	// xbegin of a transaction of its own: the fast-lookup agent of its
+	// process (interpose.FastLookups) must forward every lookup from then
+	// on, since its lookups are no longer the kernel's.
 	AgentOff func(tid int)
 	// FastRings, when set, are the rings of the fast-lookup agents of a
 	// transaction's processes, drained before every call is served.

@@ -261,7 +261,32 @@ func (p *Programs) begin(c *interpose.Call, flags uint32, seq uint64) (int64, er
 	b.tx, b.began, b.depth = tx, true, 1
 	b.aside = th.SetFS(fs)
 	b.mu.Unlock()
+	if p.base.AgentOff != nil {
+		// The thread's lookups are its transaction's from now on: the
+		// fast-lookup agent of its process, which makes them on the
+		// host (--passthrough --fast-lookups), forwards every one.
+		p.base.AgentOff(c.Tid)
+	}
 	return attempt, nil
+}
+
+// InTransaction reports whether thread tid has a transaction of its own
+// (begun by xbegin, not one nesting flat in the tree's).
+func (p *Programs) InTransaction(tid int) bool {
+	if p == nil {
+		return false
+	}
+	th := p.base.Procs.Thread(tid)
+	if th == nil {
+		return false
+	}
+	b, _ := th.Binding().(*binding)
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.tx != nil
 }
 
 // start begins an in-program transaction for thread th and makes its

@@ -617,23 +617,25 @@ func supervise(k *syscalls.Kernel, cmd command, argv []string, a *runEffects) (i
 	return interpose.ExitStatus(ws), nil
 }
 
-// fastLookups configures the fast path for read-only lookups of a
-// --passthrough run (--fast-lookups, docs/fastpath.md): the agent forwards
-// what the supervisor does not leave to the kernel (the view's passthrough
-// subtrees, /proc, /sys and /dev), and neither a process that has chrooted
-// (its root is the view's, not the kernel's) nor its later images get it.
+// fastLookups configures the fast path for read-only lookups
+// (--fast-lookups, docs/fastpath.md), as a --passthrough run has it: the
+// agent forwards what the supervisor does not leave to the kernel (the
+// view's passthrough subtrees, /proc, /sys and /dev); the agent of a
+// process that has chrooted (its root is the view's, not the kernel's) or
+// begun a transaction of its own (xbegin) forwards every lookup, and its
+// later images get none.
 func fastLookups(k *syscalls.Kernel) *interpose.FastLookups {
 	f := &interpose.FastLookups{
 		Base:      interpose.DefaultAgentBase,
 		Forwarded: vfs.DefaultPassthrough,
 		Allowed: func(tgid int) bool {
 			t := k.Procs.Thread(tgid)
-			return t != nil && !t.FS().RootChanged()
+			return t != nil && !t.FS().RootChanged() && !k.Programs.InTransaction(tgid)
 		},
 	}
 	k.AgentOff = func(tid int) {
 		if err := f.DisableAgent(tid); err != nil {
-			k.Logf("txexec: pid %d: turn the fast-lookup agent off after chroot: %v", tid, err)
+			k.Logf("txexec: pid %d: turn the fast-lookup agent off: %v", tid, err)
 		}
 	}
 	return f

@@ -15,6 +15,9 @@
 //   fork N PATH     a stat, then a forked child stats PATH N times, then
 //                   the parent; each prints the inode of the fast-lookup
 //                   ring it maps (0: none)
+//   xbegin N PATH   stat PATH N times, then in a transaction of its own
+//                   (xbegin) append a line to PATH and stat it N times
+//                   and abort it (natively the xbegin fails, ENOSYS)
 //   treewrite       try to make the fast-lookup tree's mapping writable, to
 //                   write it through a writable mapping of its file, and
 //                   through write(2); print each result
@@ -51,6 +54,10 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+// The in-program API's xbegin and xabort (include/txexec.h), by number.
+#define SYS_XBEGIN 0x0ffe0000L
+#define SYS_XABORT (SYS_XBEGIN + 2)
 
 #define AGENT_BASE 0x7ff00000UL
 
@@ -421,6 +428,22 @@ int main(int argc, char **argv) {
 		if (pid < 0 || waitpid(pid, &status, 0) != pid || status != 0)
 			return 1;
 		return stat_loop(n, argv[3]);
+	}
+	if (strcmp(mode, "xbegin") == 0) {
+		if (stat_loop(n, argv[3]) != 0)
+			return 1;
+		long r = syscall(SYS_XBEGIN, 0L, 0L);
+		printf("xbegin ret=%ld\n", r);
+		if (r < 0)
+			return 0;
+		FILE *f = fopen(argv[3], "a");
+		if (!f || fputs("more\n", f) < 0 || fclose(f) != 0) {
+			perror(argv[3]);
+			return 1;
+		}
+		if (stat_loop(n, argv[3]) != 0)
+			return 1;
+		return syscall(SYS_XABORT, 0L, 0L) < 0;
 	}
 	if (strcmp(mode, "treewrite") == 0)
 		return tree_write();
