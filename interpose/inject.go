@@ -88,7 +88,6 @@ func (in *injector) call(nr int, args ...uint64) (ret uint64, ok bool) {
 	var a [6]uint64
 	copy(a[:], args)
 	regs := in.saved
-	regs.Rip = in.saved.Rip
 	regs.Orig_rax = ^uint64(0) // not in a system call: nothing to restart
 	regs.Rdi, regs.Rsi, regs.Rdx, regs.R10, regs.R8, regs.R9 = a[0], a[1], a[2], a[3], a[4], a[5]
 	if err := unix.PtraceSetRegs(in.tid, &regs); err != nil {
