@@ -113,12 +113,13 @@ var workloadModes = []workloadMode{
 	{name: "native"},
 	{name: "native+sync", syncfs: true},
 	{name: "passthrough", txexec: true, opts: []string{"--passthrough"}},
-	// The fast path for read-only lookups (docs/fastpath.md), which
-	// exists under --passthrough only so far: next to plain passthrough,
-	// what it saves in whole programs.
+	// The fast path for read-only lookups (docs/fastpath.md), next to
+	// plain passthrough: what it saves in whole programs.
 	{name: "passthrough+fast", txexec: true, opts: []string{"--passthrough", "--fast-lookups"}},
 	{name: "aci", txexec: true, opts: []string{"--no-durable"}},
 	{name: "durable", txexec: true},
+	// The same in a transaction: durable, the default, with the fast path.
+	{name: "durable+fast", txexec: true, opts: []string{"--fast-lookups"}},
 }
 
 // transactional says whether m's runs stage anything.

@@ -34,9 +34,11 @@ const (
 	modePassthroughFast = "passthrough+fast"
 	modeACI             = "aci"
 	modeDurable         = "durable"
+	// modeDurableFast is a durable transaction with --fast-lookups.
+	modeDurableFast = "durable+fast"
 )
 
-var wlModes = []string{modeNative, modeNativeSync, modePassthrough, modePassthroughFast, modeACI, modeDurable}
+var wlModes = []string{modeNative, modeNativeSync, modePassthrough, modePassthroughFast, modeACI, modeDurable, modeDurableFast}
 
 // Workload is one BenchmarkWorkload benchmark's results.
 type Workload struct {
@@ -386,7 +388,8 @@ func newWorkloads(ws []Workload) *workloads {
 			lo, hi := wl.RatioRange(ph, modeDurable, modeNative)
 			t.Ratios = append(t.Ratios, []string{name, phase,
 				ratioX(wl.Ratio(ph, modePassthrough, modeNative)), ratioX(wl.Ratio(ph, modePassthroughFast, modeNative)),
-				ratioX(wl.Ratio(ph, modeACI, modeNative)), ratioX(wl.Ratio(ph, modeDurable, modeNative)), ratioX(lo) + "–" + ratioX(hi), ratioX(wl.BestRatio(ph, modeDurable, modeNative)),
+				ratioX(wl.Ratio(ph, modeACI, modeNative)), ratioX(wl.Ratio(ph, modeDurable, modeNative)), ratioX(wl.Ratio(ph, modeDurableFast, modeNative)),
+				ratioX(lo) + "–" + ratioX(hi), ratioX(wl.BestRatio(ph, modeDurable, modeNative)),
 				ratioX(wl.Ratio(ph, modeDurable, modeNativeSync)), ratioX(wl.CPURatio(ph, modeACI, modeNative)),
 				ratioX(wl.CPURatio(ph, modeDurable, modeNative)), txos})
 		}
@@ -426,10 +429,11 @@ type ratioTarget struct {
 	Target   float64
 	Measured bool
 	// Durable, Lo and Hi (its range over the rounds), Best (of the best
-	// times), CPU (of CPU times), ACI, BestACI, Passthrough and
-	// PassthroughFast (with --fast-lookups) are ratios to native.
-	Durable, Lo, Hi, Best, CPU, ACI, BestACI, Passthrough, PassthroughFast float64
-	Verdict                                                                string
+	// times), CPU (of CPU times), ACI, BestACI, Passthrough,
+	// PassthroughFast and DurableFast (with --fast-lookups) are ratios to
+	// native.
+	Durable, Lo, Hi, Best, CPU, ACI, BestACI, Passthrough, PassthroughFast, DurableFast float64
+	Verdict                                                                             string
 	// HasFloor: the run counted the workload's trapped calls and measured
 	// the floor; Calls of them alone at the floor would make it FloorRatio
 	// of native, leaving Left (target − FloorRatio) for txexec's own work.
@@ -499,6 +503,7 @@ func newWorkloadTargets(ws []Workload, floor, native float64) workloadTargets {
 			rt.CPU = wl.CPURatio("", modeDurable, modeNative)
 			rt.Passthrough = wl.Ratio("", modePassthrough, modeNative)
 			rt.PassthroughFast = wl.Ratio("", modePassthroughFast, modeNative)
+			rt.DurableFast = wl.Ratio("", modeDurableFast, modeNative)
 			rt.Verdict = noisyVerdict(rt.Durable, rt.Best, def.target)
 			rt.FloorRatio, rt.Calls, _, rt.HasFloor = wl.floorRatio("", perCall)
 			rt.Left = def.target - rt.FloorRatio
