@@ -25,7 +25,10 @@ func TestSwitchesCountTheTree(t *testing.T) {
 		assert.False(t, math.IsNaN(c.Migrations))
 		one, err := sw.Run(exec.Command(trueBin))
 		require.NoError(t, err)
-		assert.Less(t, one.Switches, 5.0, "true switches out hardly at all")
+		// Counted for its tree alone: fewer than the shell that ran 20 of
+		// them, however loaded the machine (a preempted true switches out
+		// too, so no small fixed bound).
+		assert.Less(t, one.Switches, c.Switches, "true switches out less than a shell running 20 of them")
 	} else {
 		assert.True(t, math.IsNaN(c.Migrations), "no migrations from rusage")
 	}
