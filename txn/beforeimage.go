@@ -825,14 +825,24 @@ func (kp *keeping) captureDir(p string, b *beforeImage) error {
 	return err
 }
 
+// placeImage names b's before-image in the undo area of p's mount: the
+// area, and b's Image and MountPoint, which link, copy and remake fill in.
+func (kp *keeping) placeImage(a *applier, p string, b *beforeImage) (undoArea, error) {
+	u, err := kp.areaFor(a, filepath.Dir(p))
+	if err != nil {
+		return u, err
+	}
+	b.Image, b.MountPoint = filepath.Join(u.path, strconv.Itoa(b.N)), u.mountPoint
+	return u, nil
+}
+
 // link hard-links the object at p (st) into its mount's undo area. One
 // linked there already by an earlier run is kept.
 func (kp *keeping) link(a *applier, p string, st *unix.Stat_t, b *beforeImage) error {
-	u, err := kp.areaFor(a, filepath.Dir(p))
+	u, err := kp.placeImage(a, p, b)
 	if err != nil {
 		return err
 	}
-	b.Image, b.MountPoint = filepath.Join(u.path, strconv.Itoa(b.N)), u.mountPoint
 	src, dst, err := a.sys2(p, b.Image)
 	if err != nil {
 		return err
@@ -858,11 +868,10 @@ func (kp *keeping) link(a *applier, p string, st *unix.Stat_t, b *beforeImage) e
 // is to stand for the object itself (undo renames it into place), so it
 // takes its owner, mode and extended attributes too.
 func (kp *keeping) copy(a *applier, p string, st *unix.Stat_t, b *beforeImage, whole bool) error {
-	u, err := kp.areaFor(a, filepath.Dir(p))
+	u, err := kp.placeImage(a, p, b)
 	if err != nil {
 		return err
 	}
-	b.Image, b.MountPoint = filepath.Join(u.path, strconv.Itoa(b.N)), u.mountPoint
 	if _, ok, err := lstat(b.Image); err != nil || ok {
 		return err
 	}
@@ -922,11 +931,10 @@ func (kp *keeping) copy(a *applier, p string, st *unix.Stat_t, b *beforeImage, w
 // the same target or device number, owner, mode, times and extended
 // attributes. It is made under a temporary name and renamed, as copy's.
 func (kp *keeping) remake(a *applier, p string, st *unix.Stat_t, b *beforeImage) error {
-	u, err := kp.areaFor(a, filepath.Dir(p))
+	u, err := kp.placeImage(a, p, b)
 	if err != nil {
 		return err
 	}
-	b.Image, b.MountPoint = filepath.Join(u.path, strconv.Itoa(b.N)), u.mountPoint
 	if _, ok, err := lstat(b.Image); err != nil || ok {
 		return err
 	}
