@@ -23,20 +23,8 @@ func BenchmarkViewLookup(b *testing.B) {
 	if _, err := os.Stat(header); err != nil {
 		b.Skipf("bench: %s: %v", header, err)
 	}
-	host, err := vfs.NewHost()
-	if err != nil {
-		b.Fatal(err)
-	}
-	v, err := vfs.NewTx(host, b.TempDir(), vfs.TxOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
+	v, _, c := benchView(b, vfs.TxOptions{})
 	defer v.Close()
-	root, err := v.OpenDir("/")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := &vfs.Caller{Tid: os.Getpid(), Tgid: os.Getpid(), Cred: &proc.Cred{CapEff: ^uint64(0)}, Cwd: root, Root: root, Umask: 0o022}
 	lookups := []struct {
 		name string
 		do   func() error
@@ -90,20 +78,8 @@ func BenchmarkFastLookupFeed(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer ring.Close()
-	host, err := vfs.NewHost()
-	if err != nil {
-		b.Fatal(err)
-	}
-	v, err := vfs.NewTx(host, b.TempDir(), vfs.TxOptions{FastLookups: tree})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer v.Close()
-	root, err := v.OpenDir("/")
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := &vfs.Caller{Tid: os.Getpid(), Tgid: os.Getpid(), Cred: &proc.Cred{CapEff: ^uint64(0)}, Cwd: root, Root: root, Umask: 0o022}
+	v, root, c := benchView(b, vfs.TxOptions{FastLookups: tree})
+	defer v.Close()                                                   // before the tree's deferred Close, as TxOptions asks
 	if _, err := v.Stat(c, root, header, 0 /* flags */); err != nil { // the view walks /usr/include
 		b.Fatal(err)
 	}
@@ -154,4 +130,23 @@ func BenchmarkFastLookupFeed(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchView makes a transaction's view over the host, which the caller
+// closes, its root, and a caller with every capability at that root.
+func benchView(b *testing.B, opt vfs.TxOptions) (*vfs.Tx, *vfs.Handle, *vfs.Caller) {
+	b.Helper()
+	host, err := vfs.NewHost()
+	if err != nil {
+		b.Fatal(err)
+	}
+	v, err := vfs.NewTx(host, b.TempDir(), opt)
+	if err != nil {
+		b.Fatal(err)
+	}
+	root, err := v.OpenDir("/")
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v, root, &vfs.Caller{Tid: os.Getpid(), Tgid: os.Getpid(), Cred: &proc.Cred{CapEff: ^uint64(0)}, Cwd: root, Root: root, Umask: 0o022}
 }
