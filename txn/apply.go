@@ -189,6 +189,12 @@ func lstat(path string) (st unix.Stat_t, ok bool, err error) {
 		err = sysx.Retry(func() error { return unix.Lstat(name, &st) })
 		done()
 	}
+	return lstatResult(st, path, err)
+}
+
+// lstatResult is an lstat's answer for path: not there (ENOENT, ENOTDIR)
+// is ok false, not an error.
+func lstatResult(st unix.Stat_t, path string, err error) (unix.Stat_t, bool, error) {
 	switch {
 	case err == unix.ENOENT || err == unix.ENOTDIR:
 		return st, false, nil

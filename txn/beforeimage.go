@@ -836,6 +836,16 @@ func (kp *keeping) placeImage(a *applier, p string, b *beforeImage) (undoArea, e
 	return u, nil
 }
 
+// placeNewImage is placeImage for an image made anew (copy, remake):
+// made says an earlier run made it already, and it is kept.
+func (kp *keeping) placeNewImage(a *applier, p string, b *beforeImage) (u undoArea, made bool, err error) {
+	if u, err = kp.placeImage(a, p, b); err != nil {
+		return u, false, err
+	}
+	_, made, err = lstat(b.Image)
+	return u, made, err
+}
+
 // link hard-links the object at p (st) into its mount's undo area. One
 // linked there already by an earlier run is kept.
 func (kp *keeping) link(a *applier, p string, st *unix.Stat_t, b *beforeImage) error {
@@ -868,11 +878,8 @@ func (kp *keeping) link(a *applier, p string, st *unix.Stat_t, b *beforeImage) e
 // is to stand for the object itself (undo renames it into place), so it
 // takes its owner, mode and extended attributes too.
 func (kp *keeping) copy(a *applier, p string, st *unix.Stat_t, b *beforeImage, whole bool) error {
-	u, err := kp.placeImage(a, p, b)
-	if err != nil {
-		return err
-	}
-	if _, ok, err := lstat(b.Image); err != nil || ok {
+	u, made, err := kp.placeNewImage(a, p, b)
+	if err != nil || made {
 		return err
 	}
 	name, err := a.sys(p)
@@ -931,11 +938,8 @@ func (kp *keeping) copy(a *applier, p string, st *unix.Stat_t, b *beforeImage, w
 // the same target or device number, owner, mode, times and extended
 // attributes. It is made under a temporary name and renamed, as copy's.
 func (kp *keeping) remake(a *applier, p string, st *unix.Stat_t, b *beforeImage) error {
-	u, err := kp.placeImage(a, p, b)
-	if err != nil {
-		return err
-	}
-	if _, ok, err := lstat(b.Image); err != nil || ok {
+	u, made, err := kp.placeNewImage(a, p, b)
+	if err != nil || made {
 		return err
 	}
 	name, err := a.sys(p)
@@ -1183,13 +1187,7 @@ func (kp *keeping) lstat(path string) (unix.Stat_t, bool, error) {
 	}
 	var st unix.Stat_t
 	err := sysx.Retry(func() error { return unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW) })
-	switch {
-	case err == unix.ENOENT || err == unix.ENOTDIR:
-		return st, false, nil
-	case err != nil:
-		return st, false, &os.PathError{Op: "lstat", Path: path, Err: err}
-	}
-	return st, true, nil
+	return lstatResult(st, path, err)
 }
 
 // closeDirs closes the descriptors lstat keeps.
