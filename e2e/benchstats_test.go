@@ -36,13 +36,14 @@ func statsOf(t *testing.T, m mode, c command) map[string]int {
 }
 
 // TestStatsCountTrappedCalls: TXEXEC_STATS counts the calls the supervisor
-// answered. A program that makes a known number of path calls more must
-// show at least that many more, in both modes.
+// answered, in all and by call. A program that makes a known number of
+// path calls more must show at least that many more, in both modes, and
+// the counts by call add up to the whole.
 func TestStatsCountTrappedCalls(t *testing.T) {
 	testenv.NeedRoot(t, "txexec supervises as root")
 	requireTools(t, "python3")
 	dir := t.TempDir()
-	trapped := func(m mode, n int) int {
+	trapped := func(m mode, n int) (all, stats int) {
 		t.Helper()
 		st := statsOf(t, m, command{
 			Argv: []string{"python3", "-c", "import os\nfor _ in range(" + strconv.Itoa(n) + "): os.stat('/')"},
@@ -50,13 +51,22 @@ func TestStatsCountTrappedCalls(t *testing.T) {
 		})
 		k, ok := st["trapped_calls"]
 		require.True(t, ok, "no trapped_calls in %v", st)
-		return k
+		sum := 0
+		for key, v := range st {
+			if strings.HasPrefix(key, "trapped_calls.") {
+				sum += v
+			}
+		}
+		require.Equal(t, k, sum, "trapped_calls.NAME of %v", st)
+		return k, st["trapped_calls.newfstatat"]
 	}
 	for _, m := range underTxexec {
-		few, many := trapped(m, 10), trapped(m, 1010)
+		few, fewStats := trapped(m, 10)
+		many, manyStats := trapped(m, 1010)
 		require.Greater(t, few, 10, m.String())
 		require.GreaterOrEqual(t, many-few, 1000, m.String())
 		require.Less(t, many-few, 1100, m.String())
+		require.GreaterOrEqual(t, manyStats-fewStats, 1000, m.String())
 	}
 }
 

@@ -43,6 +43,43 @@ func (t *Tree) Decide(path string) (gen uint64, ok bool) {
 	return gen, true
 }
 
+// DecideAt is Decide for a lookup of name relative to a directory
+// descriptor whose identity (fstat) is (dev, ino): the identity must be a
+// fast directory's, and the path its prefix and name make must not be in
+// the changed set. name must be one clean component.
+func (t *Tree) DecideAt(dev, ino uint64, name string) (gen uint64, ok bool) {
+	gen = atomic.LoadUint64(&t.t.generation) // acquire: before the sets
+	if atomic.LoadUint32(&t.t.enabled) == 0 || !cleanName(name) {
+		return gen, false
+	}
+	prefix, fast := t.sharedDirID(dev, ino)
+	if !fast || t.sharedKind(key(hashOn(prefix, name))) != 0 {
+		return gen, false
+	}
+	return gen, true
+}
+
+// sharedDirID is the prefix of the fast directory (dev, ino) in the shared
+// dirids table.
+func (t *Tree) sharedDirID(dev, ino uint64) (prefix uint64, ok bool) {
+	key := ObjectKey(dev, ino)
+	for i := key & (FastDirsN - 1); ; i = (i + 1) & (FastDirsN - 1) {
+		e := &t.t.dirIDs[i]
+		switch atomic.LoadUint64(&e.key) {
+		case key:
+			return e.prefix, true
+		case KeyEmpty:
+			return 0, false
+		}
+	}
+}
+
+// cleanName reports whether name is one path component: not empty, ".",
+// or "..", and without a slash.
+func cleanName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.Contains(name, "/")
+}
+
 // ObjectChanged reports whether the agent finds (dev, ino) in the changed
 // objects: it then forwards the call it made natively.
 func (t *Tree) ObjectChanged(dev, ino uint64) bool {

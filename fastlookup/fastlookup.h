@@ -20,7 +20,11 @@
  *   2. probe every proper prefix of the absolute path ("/" included) for an
  *      FL_CHANGED_SUBTREE entry of the changed set and the whole path for any
  *      entry; the parent directory must be a fast directory; otherwise
- *      forward;
+ *      forward. A lookup of one name relative to a directory descriptor:
+ *      the descriptor's identity (fstat) must be a fast directory's in
+ *      dirids, and the path made of that entry's prefix and the name must
+ *      have no entry in the changed set; the record then carries
+ *      FL_RELATIVE, the directory's identity and the name alone;
  *   3. reserve a slot: h = head; if h - tail >= FL_RING_N forward; else
  *      CAS head from h to h+1 (retry from the load on failure);
  *   4. make the call natively (last component never followed);
@@ -36,7 +40,7 @@
 
 #include <stdint.h>
 
-#define FL_LAYOUT_VERSION 1
+#define FL_LAYOUT_VERSION 2
 
 #define FL_CHANGED_N  16384 /* changed-set slots (a power of two) */
 #define FL_OBJECTS_N  4096  /* changed-object slots (a power of two) */
@@ -56,6 +60,7 @@
 
 /* Record flags. */
 #define FL_OBSERVED 1
+#define FL_RELATIVE 2 /* path is one name in the directory dir_dev, dir_ino */
 
 /* A published slot that carries no record (the agent forwarded the call
  * after reserving it). */
@@ -71,6 +76,17 @@ struct fl_fastdir {
 	uint64_t dev, ino;
 };
 
+/* The fast directories by identity, for lookups relative to a directory
+ * descriptor. An identity the view found at two paths (a bind mount) is
+ * none. */
+struct fl_dirid {
+	uint64_t key;    /* fl_object_key(dev, ino); written last (release) */
+	uint64_t prefix; /* FNV-1a state after the directory's path and "/"
+	                    (after "/" alone for the root): continued over a
+	                    name, it is the hash of the name's path */
+	uint64_t dev, ino;
+};
+
 struct fl_tree {
 	uint32_t version; /* FL_LAYOUT_VERSION */
 	uint32_t enabled; /* 0: every call is forwarded */
@@ -79,6 +95,7 @@ struct fl_tree {
 	struct fl_changed changed[FL_CHANGED_N];
 	uint64_t objects[FL_OBJECTS_N]; /* fl_object_key of changed host objects */
 	struct fl_fastdir fastdirs[FL_FASTDIRS_N];
+	struct fl_dirid dirids[FL_FASTDIRS_N];
 };
 
 struct fl_record {
@@ -96,6 +113,7 @@ struct fl_record {
 	uint32_t flags;      /* FL_OBSERVED when the identity below is set */
 	int64_t size;
 	int64_t mtime_sec, mtime_nsec, ctime_sec, ctime_nsec;
+	uint64_t dir_dev, dir_ino; /* with FL_RELATIVE: the directory */
 	char path[FL_PATH_MAX];
 };
 

@@ -6,7 +6,7 @@ import "unsafe"
 // structures below must match it byte for byte (TestLayoutMatchesC).
 
 // LayoutVersion is FL_LAYOUT_VERSION.
-const LayoutVersion = 1
+const LayoutVersion = 2
 
 // Table sizes (slots, powers of two) and the longest path a record holds,
 // with its NUL.
@@ -45,8 +45,11 @@ const (
 // NrNone is the call number of a published slot that carries no record.
 const NrNone = -1
 
-// flObserved is FL_OBSERVED.
-const flObserved = 1
+// Record flags: flObserved is FL_OBSERVED, flRelative FL_RELATIVE.
+const (
+	flObserved = 1
+	flRelative = 2
+)
 
 // maxLoad is the share of a table's slots that may be used (probing stays
 // short, and an empty slot always ends a probe).
@@ -62,6 +65,13 @@ type fastDirEntry struct {
 	dev, ino uint64
 }
 
+// dirIDEntry is struct fl_dirid.
+type dirIDEntry struct {
+	key      uint64
+	prefix   uint64
+	dev, ino uint64
+}
+
 // treeLayout is struct fl_tree.
 type treeLayout struct {
 	version    uint32
@@ -71,6 +81,7 @@ type treeLayout struct {
 	changed    [ChangedN]changedEntry
 	objects    [ObjectsN]uint64
 	fastDirs   [FastDirsN]fastDirEntry
+	dirIDs     [FastDirsN]dirIDEntry
 }
 
 // recordLayout is struct fl_record.
@@ -89,6 +100,8 @@ type recordLayout struct {
 	mtimeNsec  int64
 	ctimeSec   int64
 	ctimeNsec  int64
+	dirDev     uint64
+	dirIno     uint64
 	path       [PathMax]byte
 }
 
@@ -118,12 +131,23 @@ func key(h uint64) uint64 {
 }
 
 // PathKey is the key of an absolute path (fl_path_key).
-func PathKey(p string) uint64 {
-	h := uint64(fnvOffset)
-	for i := 0; i < len(p); i++ {
-		h = fnvStep(h, p[i])
+func PathKey(p string) uint64 { return key(hashOn(fnvOffset, p)) }
+
+// hashOn continues FNV-1a state h over s.
+func hashOn(h uint64, s string) uint64 {
+	for i := 0; i < len(s); i++ {
+		h = fnvStep(h, s[i])
 	}
-	return key(h)
+	return h
+}
+
+// dirPrefix is a directory's fl_dirid prefix: the FNV-1a state after its
+// path and "/" ("/" alone for the root).
+func dirPrefix(dir string) uint64 {
+	if dir == "/" {
+		return hashOn(fnvOffset, "/")
+	}
+	return hashOn(hashOn(fnvOffset, dir), "/")
 }
 
 // ObjectKey is the key of a host object (fl_object_key): its device and

@@ -34,9 +34,13 @@ type Record struct {
 	// Generation is the tree's generation the agent read before the call.
 	Generation uint64
 	Nr         int
-	// Path is absolute and clean: no empty, "." or ".." component.
-	Path   string
-	Result int64
+	// Path is absolute and clean: no empty, "." or ".." component; or,
+	// for a Relative record, one such component, a name in the fast
+	// directory whose identity is DirDev, DirIno (Tree.DirPath).
+	Path           string
+	Relative       bool
+	DirDev, DirIno uint64
+	Result         int64
 	// Observed: the call found the object, whose identity and attributes
 	// follow.
 	Observed bool
@@ -186,11 +190,15 @@ func decode(pos uint64, s *recordLayout) (Record, error) {
 		return bad("NUL inside the path")
 	}
 	path := string(raw)
-	if !cleanAbsolute(path) {
+	relative := s.flags&flRelative != 0
+	switch {
+	case relative && !cleanName(path):
+		return bad("name %q is not one component", path)
+	case !relative && !cleanAbsolute(path):
 		return bad("path %q is not absolute and clean", path)
 	}
-	observed := s.flags == flObserved
-	if s.flags&^flObserved != 0 {
+	observed := s.flags&flObserved != 0
+	if s.flags&^(flObserved|flRelative) != 0 {
 		return bad("flags %#x", s.flags)
 	}
 	res := s.result
@@ -207,6 +215,9 @@ func decode(pos uint64, s *recordLayout) (Record, error) {
 		return bad("identity %v for result %d", observed, res)
 	}
 	rec := Record{Position: pos, Generation: s.generation, Nr: nr, Path: path, Result: res, Observed: observed}
+	if relative {
+		rec.Relative, rec.DirDev, rec.DirIno = true, s.dirDev, s.dirIno
+	}
 	if observed {
 		if !validType(s.mode) || s.mtimeNsec < 0 || s.mtimeNsec >= 1e9 || s.ctimeNsec < 0 || s.ctimeNsec >= 1e9 || s.size < 0 {
 			return bad("attributes (mode %#o)", s.mode)

@@ -35,6 +35,18 @@ type Tree struct {
 	// directories; linked are the paths entered there.
 	fastDirsByDir map[string][]string
 	linked        map[string]bool
+	// dirIDs are the fast directories by identity (the shared dirids
+	// table), each with the first path it was a fast directory at; kept
+	// after the directory stops being one, for the records made before.
+	dirIDs map[[2]uint64]*dirID
+}
+
+// dirID is a fast directory known by its identity: its path, and its slot
+// in the shared dirids table, -1 once removed (the directory's path
+// changed, or the identity was found at a second path: a bind mount).
+type dirID struct {
+	path string
+	slot int
 }
 
 // changeMark is when a path changed: the generation that published its
@@ -54,6 +66,7 @@ func NewTree() (*Tree, error) {
 		mem: mem, t: (*treeLayout)(mem.ptr()), gen: 1,
 		changed: map[string]*changeMark{}, objects: map[[2]uint64]uint64{},
 		fastDirs: map[string]int{}, fastDirsByDir: map[string][]string{}, linked: map[string]bool{},
+		dirIDs: map[[2]uint64]*dirID{},
 	}
 	t.t.version = LayoutVersion
 	return t, nil
@@ -246,8 +259,53 @@ func (t *Tree) AddFastDir(path string, dev, ino uint64) bool {
 			t.linked[p] = true
 			t.fastDirsByDir[parentOf(p)] = append(t.fastDirsByDir[parentOf(p)], p)
 		}
+		t.addDirID(path, dev, ino)
 		return true
 	}
+}
+
+// addDirID adds fast directory path to the shared dirids table under its
+// identity, unless that identity already had another path: then it is
+// removed from the table, for good (the agent could not tell which path a
+// descriptor of it stands for).
+func (t *Tree) addDirID(path string, dev, ino uint64) {
+	id := [2]uint64{dev, ino}
+	if d := t.dirIDs[id]; d != nil {
+		if d.path != path {
+			t.removeDirID(d)
+		}
+		return
+	}
+	key := ObjectKey(dev, ino)
+	for i := key & (FastDirsN - 1); ; i = (i + 1) & (FastDirsN - 1) {
+		e := &t.t.dirIDs[i]
+		if atomic.LoadUint64(&e.key) != KeyEmpty {
+			continue // at most as many entries as fast directories: an empty slot exists
+		}
+		e.prefix, e.dev, e.ino = dirPrefix(path), dev, ino
+		atomic.StoreUint64(&e.key, key) // release: after the entry
+		t.dirIDs[id] = &dirID{path: path, slot: int(i)}
+		return
+	}
+}
+
+// removeDirID takes d out of the shared dirids table.
+func (t *Tree) removeDirID(d *dirID) {
+	if d.slot >= 0 {
+		atomic.StoreUint64(&t.t.dirIDs[d.slot].key, KeyRemoved)
+		d.slot = -1
+	}
+}
+
+// DirPath is the path of the fast directory the agent knew by identity
+// (dev, ino), which a record relative to it names: the first path it was a
+// fast directory at, whether it still is one or not.
+func (t *Tree) DirPath(dev, ino uint64) (string, bool) {
+	d := t.dirIDs[[2]uint64{dev, ino}]
+	if d == nil {
+		return "", false
+	}
+	return d.path, true
 }
 
 // IsFastDir reports whether path is a fast directory now.
@@ -259,8 +317,12 @@ func (t *Tree) IsFastDir(path string) bool {
 // removeFastDirsUnder removes path and every fast directory below it.
 func (t *Tree) removeFastDirsUnder(path string) {
 	if i, ok := t.fastDirs[path]; ok {
-		atomic.StoreUint64(&t.t.fastDirs[i].key, KeyRemoved)
+		e := &t.t.fastDirs[i]
+		atomic.StoreUint64(&e.key, KeyRemoved)
 		delete(t.fastDirs, path)
+		if d := t.dirIDs[[2]uint64{e.dev, e.ino}]; d != nil && d.path == path {
+			t.removeDirID(d)
+		}
 	}
 	kids := t.fastDirsByDir[path]
 	delete(t.fastDirsByDir, path)

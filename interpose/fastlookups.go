@@ -34,7 +34,7 @@ const (
 	agentMagic      = 0x31746e6567617874 // "txagent1", agent_config.magic
 	agentDevN       = 64                 // agent_config.devs
 	agentDevsOff    = 16
-	agentPrefixesSz = 4096 - agentDevsOff - 8*agentDevN - 16
+	agentPrefixesSz = 4096 - agentDevsOff - 8*agentDevN - 24
 	// agentDevsUnknown, as agent_config.ndevs, says the forwarded file
 	// systems did not fit: every lookup by descriptor is forwarded.
 	agentDevsUnknown = 0xffffffff
@@ -43,6 +43,8 @@ const (
 	// --passthrough.
 	agentTreeOff = 4096 - 16
 	agentRingOff = 4096 - 8
+	// agentTxOpensOff is agent_config.tx_opens (SharedMemory.NativeOpens).
+	agentTxOpensOff = 4096 - 24
 )
 
 // DefaultAgentBase is where the agent is mapped in every image of a run
@@ -144,6 +146,14 @@ type SharedMemory struct {
 	// the ring Ring made for it last: it records nothing.
 	Ring   func(tgid int) (fd int, err error)
 	Failed func(tgid int)
+	// NativeOpens lets the agent make read-only opens natively too
+	// (agent_config.tx_opens, docs/fastpath.md §4.6). The tree then runs
+	// in a mount namespace of its own, a copy of txexec's whose every
+	// mount updates no atime, made when the stub starts: the program's
+	// reads through a descriptor the agent opened leave the host's atimes
+	// alone, as reads through the view's own descriptors (opened on its
+	// private noatime mount) do. It needs CAP_SYS_ADMIN.
+	NativeOpens bool
 }
 
 // pendingFD is a descriptor an injected openat of a thread receives: the
@@ -316,7 +326,7 @@ func (f *FastLookups) configPage() ([]byte, error) {
 		if !strings.HasPrefix(p, "/") || strings.IndexByte(p, 0) >= 0 {
 			return nil, fmt.Errorf("fast lookups: forwarded subtree %q is not an absolute path", p)
 		}
-		if off+len(p)+2 > agentTreeOff {
+		if off+len(p)+2 > agentTxOpensOff {
 			return nil, fmt.Errorf("fast lookups: the forwarded subtrees do not fit in %d bytes", agentPrefixesSz)
 		}
 		off += copy(page[off:], p) + 1
@@ -324,6 +334,9 @@ func (f *FastLookups) configPage() ([]byte, error) {
 	if f.Shared != nil {
 		binary.LittleEndian.PutUint64(page[agentTreeOff:], f.treeAddr())
 		binary.LittleEndian.PutUint64(page[agentRingOff:], f.ringAddr())
+		if f.Shared.NativeOpens {
+			binary.LittleEndian.PutUint32(page[agentTxOpensOff:], 1)
+		}
 	}
 	return page, nil
 }

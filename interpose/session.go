@@ -201,6 +201,18 @@ func (s *Session) Rewrites() uint64 { return s.lst.rewrites.Load() }
 // every notification the filter raised, whatever the reply.
 func (s *Session) Served() uint64 { return s.lst.served.Load() }
 
+// ServedByNr returns, for every system call number below 512 the
+// supervisor has answered, how many times: where Served's count goes.
+func (s *Session) ServedByNr() map[int]uint64 {
+	m := map[int]uint64{}
+	for nr := range s.lst.servedNr {
+		if n := s.lst.servedNr[nr].Load(); n > 0 {
+			m[nr] = n
+		}
+	}
+	return m
+}
+
 // Counts are the process-tree events the tracer saw, for benchmarks'
 // accounting of where a run's time went (TXEXEC_STATS).
 type Counts struct {
@@ -297,9 +309,14 @@ func (s *Session) startStub(filter func() ([]unix.SockFilter, error)) error {
 	if s.cfg.FixedAddresses {
 		env = append(env, stubFixedAddressesEnv+"=1")
 	}
+	if f := s.cfg.FastLookups; f != nil && f.Shared != nil && f.Shared.NativeOpens {
+		// The stub makes its copy's mounts update no atime.
+		env = append(env, stubNoatimeEnv+"=1")
+		sys.Cloneflags |= unix.CLONE_NEWNS
+	}
 	if s.cfg.PidNamespace {
 		env = append(env, stubPidNSEnv+"=1")
-		sys.Cloneflags = unix.CLONE_NEWPID
+		sys.Cloneflags |= unix.CLONE_NEWPID
 		if err := unix.SetsockoptInt(fds[0], unix.SOL_SOCKET, unix.SO_PASSCRED, 1); err != nil {
 			theirs.Close()
 			return fmt.Errorf("control socket: %w", err)
@@ -415,6 +432,9 @@ type listener struct {
 	busy      atomic.Int32
 	replying  atomic.Int32
 	served    atomic.Uint64
+	// servedNr counts the answered calls by number (x86-64 numbers are
+	// below 512; others, such as the in-program API's, are not counted).
+	servedNr [512]atomic.Uint64
 	// fast is Config.FastLookups; rewrites counts the call sites
 	// rewritten; tr is the session's tracer, which knows the processes
 	// (rewrite.go).
@@ -540,6 +560,9 @@ func (l *listener) worker() {
 			val, err = c.send(r)
 		}
 		l.served.Add(1)
+		if uint(c.Nr) < uint(len(l.servedNr)) {
+			l.servedNr[c.Nr].Add(1)
+		}
 		l.busy.Add(-1)
 		if r.kind == replyContinue && c.memRead {
 			l.cfg.Logf("txexec: internal error: %v for %v; answered EIO", errContinueAfterRead, c)

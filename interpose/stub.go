@@ -31,6 +31,10 @@ const addrNoRandomize = 0x0040000
 // Config.Program.
 const stubProgramFDEnv = "_TXEXEC_PROGFD"
 
+// stubNoatimeEnv asks the stub, started in a mount namespace of its own,
+// to make every mount there update no atime (SharedMemory.NativeOpens).
+const stubNoatimeEnv = "_TXEXEC_NOATIME"
+
 // stubSockEnv carries the number of the stub's control socket descriptor,
 // the first above the descriptors the command inherits.
 const stubSockEnv = "_TXEXEC_SOCK"
@@ -135,6 +139,12 @@ func stubMain() error {
 		}
 		if lastPidFD, err = unix.Open(nsLastPid, unix.O_WRONLY|unix.O_CLOEXEC, 0); err != nil {
 			return fmt.Errorf("stub: open %s: %w", nsLastPid, err)
+		}
+	}
+	if os.Getenv(stubNoatimeEnv) == "1" {
+		os.Unsetenv(stubNoatimeEnv)
+		if err := noatimeMounts(); err != nil {
+			return err
 		}
 	}
 	lfd, err := loadFilter(prog)
@@ -299,4 +309,16 @@ func ownExecutable() (string, error) {
 		return "/proc/self/exe", nil
 	}
 	return exe, nil
+}
+
+// noatimeMounts makes every mount of the stub's mount namespace (a copy of
+// txexec's, made by clone) update no atime, before the filter (which
+// notifies mount_setattr) goes in. Only the copies change: the host's
+// mounts, and the propagation between the two, stay as they are.
+func noatimeMounts() error {
+	attr := &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOATIME, Attr_clr: unix.MOUNT_ATTR__ATIME}
+	if err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, attr); err != nil {
+		return fmt.Errorf("stub: --fast-lookups: make the tree's mounts update no atime: mount_setattr: %w", err)
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package syscalls
 import (
 	"fmt"
 	"sort"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -260,4 +261,22 @@ func rule(nr int, s Support, errno unix.Errno) interpose.Rule {
 		r.Action = interpose.ActTrace
 	}
 	return r
+}
+
+// callNames maps every number of AllEntries to its name.
+var callNames = sync.OnceValue(func() map[int]string {
+	m := map[int]string{}
+	for _, e := range AllEntries() {
+		m[e.Nr] = e.Name
+	}
+	return m
+})
+
+// NameOf names system call nr as the table does, or "syscall N" for a
+// number it has no entry for.
+func NameOf(nr int) string {
+	if name, ok := callNames()[nr]; ok {
+		return name
+	}
+	return fmt.Sprintf("syscall %d", nr)
 }

@@ -170,6 +170,8 @@ func (v *Tx) FeedFastLookupsReleasing(g *fastlookup.Ring) (int, error) {
 //     view made then would be (observedBeforeChangeLocked);
 //   - one it changed at or before it: the agent had to forward the call,
 //     and the program saw the host where its view differs: doomed;
+//   - a record relative to a fast directory's descriptor is one of the
+//     name's path in that directory, whose path the tree kept;
 //   - any other: the view walks the path (its nodes for fast directories
 //     are cached) and records each entry on the way; if it names another
 //     object there than the one observed, or none, the host changed
@@ -181,6 +183,16 @@ func (v *Tx) feedLocked(rec *fastlookup.Record) error {
 	if rec.Generation > v.fast.Generation() {
 		return &fastlookup.MalformedError{Position: rec.Position,
 			Why: fmt.Sprintf("generation %d not published yet", rec.Generation)}
+	}
+	if rec.Relative {
+		// A name looked up relative to a descriptor of a fast directory:
+		// the record of the name's path there.
+		dir, ok := v.fast.DirPath(rec.DirDev, rec.DirIno)
+		if !ok {
+			return &fastlookup.MalformedError{Position: rec.Position,
+				Why: fmt.Sprintf("directory %d:%d was no fast directory", rec.DirDev, rec.DirIno)}
+		}
+		rec.Path, rec.Relative = childPath(dir, rec.Path), false
 	}
 	changedAt, changed := v.fast.ChangedAt(rec.Path)
 	if rec.Observed {

@@ -1,17 +1,23 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
 	"txexec/internal/procfs"
 	"txexec/interpose"
+	"txexec/syscalls"
 )
 
 // Two environment variables serve the benchmarks (bench/workload_test.go,
@@ -31,6 +37,9 @@ import (
 //	staging_files=N   inodes in it, the directory itself excluded
 //	trapped_calls=N   system calls the supervisor answered (every seccomp
 //	                  notification), over all --retry attempts
+//	trapped_calls.NAME=N  the same for one call (its name in the
+//	                  syscall table), one line per call answered, most
+//	                  answered first
 //	execs=N           execs that replaced a process image (PTRACE_EVENT_EXEC),
 //	                  the command's own included
 //	forks=N           new processes: fork, vfork, clone without CLONE_THREAD
@@ -45,6 +54,42 @@ import (
 // trappedCalls counts the calls answered by every supervised run of this
 // txexec (supervise adds each session's count), for TXEXEC_STATS.
 var trappedCalls atomic.Uint64
+
+// trappedByNr is trappedCalls by system call number.
+var trappedByNr = struct {
+	sync.Mutex
+	m map[int]uint64
+}{m: map[int]uint64{}}
+
+// addTrapped adds a session's answered calls to trappedCalls and
+// trappedByNr.
+func addTrapped(total uint64, byNr map[int]uint64) {
+	trappedCalls.Add(total)
+	trappedByNr.Lock()
+	defer trappedByNr.Unlock()
+	for nr, n := range byNr {
+		trappedByNr.m[nr] += n
+	}
+}
+
+// trappedByCall renders trappedByNr for TXEXEC_STATS, most answered first:
+// a trapped_calls.NAME=N line for each call.
+func trappedByCall() string {
+	trappedByNr.Lock()
+	defer trappedByNr.Unlock()
+	nrs := slices.Collect(maps.Keys(trappedByNr.m))
+	slices.SortFunc(nrs, func(a, b int) int {
+		if c := cmp.Compare(trappedByNr.m[b], trappedByNr.m[a]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	parts := make([]string, len(nrs))
+	for i, nr := range nrs {
+		parts[i] = fmt.Sprintf("trapped_calls.%s=%d\n", strings.ReplaceAll(syscalls.NameOf(nr), " ", "_"), trappedByNr.m[nr])
+	}
+	return strings.Join(parts, "")
+}
 
 // treeEvents counts the process-tree events of every supervised run of
 // this txexec, for TXEXEC_STATS.
@@ -131,8 +176,8 @@ func (h *benchHooks) finish() {
 	hwm, err := vmHWM("/proc/self/status")
 	if err == nil {
 		s := fmt.Sprintf("vmhwm_bytes=%d\nstaging_bytes=%d\nstaging_files=%d\ntrapped_calls=%d\n"+
-			"execs=%d\nforks=%d\nthreads=%d\ncommit_ns=%d\n",
-			hwm, h.stagingBytes, h.stagingFiles, trappedCalls.Load(),
+			"%sexecs=%d\nforks=%d\nthreads=%d\ncommit_ns=%d\n",
+			hwm, h.stagingBytes, h.stagingFiles, trappedCalls.Load(), trappedByCall(),
 			treeEvents.execs.Load(), treeEvents.forks.Load(), treeEvents.threads.Load(), h.commit.Nanoseconds())
 		err = os.WriteFile(h.statsPath, []byte(s), 0o644)
 	}

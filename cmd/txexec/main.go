@@ -608,7 +608,7 @@ func supervise(k *syscalls.Kernel, cmd command, argv []string, a *runEffects) (i
 		}
 	}()
 	ws, err := sess.Wait()
-	trappedCalls.Add(sess.Served())
+	addTrapped(sess.Served(), sess.ServedByNr())
 	treeEvents.add(sess.Counts())
 	a.finished()
 	if err != nil {
@@ -660,6 +660,10 @@ func txFastLookups(k *syscalls.Kernel, t *txn.Transaction, excludes []string) (f
 	f.Shared = &interpose.SharedMemory{
 		TreeFD: treeFD, TreeSize: fastlookup.TreeSize, RingSize: fastlookup.RingSize,
 		Ring: rings.Ring, Failed: rings.Failed,
+		// Read-only opens natively only where the view's own reads
+		// leave no atime either (its private noatime mount), which
+		// also says txexec may make the tree's mount namespace.
+		NativeOpens: t.View.NoatimeIsolation(),
 	}
 	t.FastLookups.Enable(true)
 	end = func() {

@@ -19,9 +19,10 @@
 // process's ring (fastlookup.h), and every lookup by absolute path follows
 // that header's protocol: the changed set, the fast directories and the
 // changed objects decide, and every call made natively is recorded for the
-// supervisor to feed into the view's read set. Lookups by descriptor and
-// opens are forwarded there (the fast directories are known by path, and
-// opens need the clone descriptor of docs/fastpath.md §4.6).
+// supervisor to feed into the view's read set. Lookups of one name
+// relative to a descriptor of a fast directory (known by its identity) are
+// made natively too, and so are read-only opens, when the tree's mounts
+// update no atime (tx_opens).
 //
 // Built by agent/build.sh (make, or go generate in interpose) into
 // agent.bin, which interpose embeds; TestAgentBlobIsCurrent rebuilds it.
@@ -63,6 +64,7 @@ typedef unsigned short u16;
 #define O_PATH 010000000
 #define O_TMPFILE_BIT 020000000 // __O_TMPFILE
 #define S_IFDIR 0040000
+#define S_IFREG 0100000
 #define S_IFIFO 0010000
 #define ELOOP 40
 #define AT_STATX_SYNC_TYPE 0x6000
@@ -96,7 +98,13 @@ struct agent_config {
 	// prefixes: the subtrees whose lookups are always forwarded (/proc,
 	// /sys, /dev and the excluded ones), each a NUL-terminated absolute
 	// path without a trailing slash; an empty string ends the list.
-	char prefixes[4096 - 16 - 8 * 64 - 16];
+	char prefixes[4096 - 16 - 8 * 64 - 24];
+	// tx_opens, in a transaction, lets read-only opens take the fast path:
+	// the tree runs in a mount namespace of its own whose mounts update no
+	// atime (docs/fastpath.md §4.6), so reading what a native open gave
+	// leaves the host's atimes alone, as the view's own opens do.
+	u32 tx_opens;
+	u32 pad;
 	// tree and ring: in a transaction, where the tree's shared memory
 	// (read-only) and this process's ring (fastlookup.h) are mapped; 0
 	// under --passthrough.
@@ -222,6 +230,10 @@ struct tx {
 	struct fl_ring *ring;
 	const struct fl_tree *tree;
 	u64 gen, pos;
+	// rel: the path is one name in the fast directory (dir_dev, dir_ino),
+	// a descriptor's (tx_begin_at).
+	int rel;
+	u64 dir_dev, dir_ino;
 };
 
 static u64 load_acquire(const volatile u64 *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
@@ -264,16 +276,73 @@ static int object_changed(const struct fl_tree *t, u64 dev, u64 ino) {
 	return 1;
 }
 
+// tx_reserve reserves a slot of the ring (step 3). 0: the ring is full,
+// forward (the forwarded call has the supervisor drain it).
+static int tx_reserve(struct tx *x) {
+	for (;;) {
+		u64 head = load_acquire(&x->ring->head);
+		if (head - load_acquire(&x->ring->tail) >= FL_RING_N)
+			return 0;
+		if (__atomic_compare_exchange_n(&x->ring->head, &head, head + 1, 0, __ATOMIC_SEQ_CST,
+		                                __ATOMIC_RELAXED)) {
+			x->pos = head;
+			return 1;
+		}
+	}
+}
+
+// tx_enabled is step 1: the generation first, then the enabled flag.
+static int tx_enabled(struct tx *x) {
+	const struct agent_config *cfg = &agent_config;
+	x->tree = cfg->tree;
+	x->ring = cfg->ring;
+	x->rel = 0;
+	x->gen = load_acquire(&x->tree->generation);
+	return __atomic_load_n(&x->tree->enabled, __ATOMIC_ACQUIRE) != 0;
+}
+
+// dir_prefix finds the fast directory (dev, ino) in the dirids table, and
+// its prefix (fastlookup.h).
+static int dir_prefix(const struct fl_tree *t, u64 dev, u64 ino, u64 *prefix) {
+	u64 key = fl_object_key(dev, ino);
+	for (u64 n = 0, i = key & (FL_FASTDIRS_N - 1); n < FL_FASTDIRS_N; n++, i = (i + 1) & (FL_FASTDIRS_N - 1)) {
+		u64 k = load_acquire(&t->dirids[i].key);
+		if (k == key) {
+			*prefix = t->dirids[i].prefix;
+			return 1;
+		}
+		if (k == FL_KEY_EMPTY)
+			return 0;
+	}
+	return 0;
+}
+
+// tx_begin_at is tx_begin for one name relative to a directory descriptor
+// whose identity is (dev, ino): that identity is a fast directory's, the
+// name's path there is not changed at all, and a ring slot is reserved.
+// 0: forward.
+static int tx_begin_at(u64 dev, u64 ino, const char *name, struct tx *x) {
+	u64 h;
+	if (!tx_enabled(x) || !dir_prefix(x->tree, dev, ino, &h))
+		return 0;
+	int i;
+	for (i = 0; name[i]; i++) {
+		if (name[i] == '/' || i >= FL_PATH_MAX - 1)
+			return 0; // one component, that fits a record
+		h = fl_fnv_step(h, (unsigned char)name[i]);
+	}
+	if (changed_kind(x->tree, fl_key(h)) != 0 || !tx_reserve(x))
+		return 0;
+	x->rel = 1, x->dir_dev = dev, x->dir_ino = ino;
+	return 1;
+}
+
 // tx_begin is steps 1 to 3 of the protocol for a path fast_path accepted:
 // the fast path is enabled, no proper prefix of the path is a changed
 // subtree and the path itself is not changed at all, its directory is a
 // fast directory, and a ring slot is reserved. 0: forward.
 static int tx_begin(const char *path, struct tx *x) {
-	const struct agent_config *cfg = &agent_config;
-	x->tree = cfg->tree;
-	x->ring = cfg->ring;
-	x->gen = load_acquire(&x->tree->generation);
-	if (!__atomic_load_n(&x->tree->enabled, __ATOMIC_ACQUIRE))
+	if (!tx_enabled(x))
 		return 0;
 	u64 h = FL_FNV_OFFSET, parent = 0;
 	int i;
@@ -291,16 +360,7 @@ static int tx_begin(const char *path, struct tx *x) {
 	}
 	if (i <= 1 || changed_kind(x->tree, fl_key(h)) != 0 || !fast_dir(x->tree, parent))
 		return 0;
-	for (;;) {
-		u64 head = load_acquire(&x->ring->head);
-		if (head - load_acquire(&x->ring->tail) >= FL_RING_N)
-			return 0; // full: the forwarded call has the supervisor drain it
-		if (__atomic_compare_exchange_n(&x->ring->head, &head, head + 1, 0, __ATOMIC_SEQ_CST,
-		                                __ATOMIC_RELAXED)) {
-			x->pos = head;
-			return 1;
-		}
-	}
+	return tx_reserve(x);
 }
 
 // tx_publish fills the reserved slot and publishes it (step 6); nr
@@ -320,8 +380,12 @@ static void tx_publish(struct tx *x, long nr, const char *path, long result, u64
 		}
 		s->path[n] = 0;
 		s->path_len = n;
+		if (x->rel) {
+			s->flags = FL_RELATIVE;
+			s->dir_dev = x->dir_dev, s->dir_ino = x->dir_ino;
+		}
 		if (mtime) {
-			s->flags = FL_OBSERVED;
+			s->flags |= FL_OBSERVED;
 			s->dev = dev, s->ino = ino, s->mode = mode, s->uid = uid, s->gid = gid, s->size = size;
 			s->mtime_sec = mtime[0], s->mtime_nsec = mtime[1];
 			s->ctime_sec = ctime[0], s->ctime_nsec = ctime[1];
@@ -352,28 +416,26 @@ struct kstat {
 static int is_link(u32 mode) { return (mode & S_IFMT) == S_IFLNK; }
 
 // fd_ok reports whether a lookup relative to descriptor fd (docs/fastpath.md
-// §4.5, by descriptor) may be made natively: under --passthrough the
-// supervisor makes it relative to the caller's own descriptor too, unless
-// the descriptor is on a file system mounted in a forwarded subtree (whose
-// lookups the supervisor may emulate) or is one of the path tokens it
-// hands out for O_PATH opens (a pipe standing for another object): fd
-// must be a directory, or for AT_EMPTY_PATH (dir 0) anything but a FIFO.
-// In a transaction every lookup by descriptor is forwarded: the
-// descriptor's identity would have to be a fast directory's, or a host
-// object the transaction has not changed, and the fast directories are
-// known by path only.
-static int fd_ok(long fd, int dir) {
+// §4.5, by descriptor) may be made natively, and leaves the descriptor's
+// fstat in *st: under --passthrough the supervisor makes it relative to
+// the caller's own descriptor too, unless the descriptor is on a file
+// system mounted in a forwarded subtree (whose lookups the supervisor may
+// emulate) or is one of the path tokens it hands out for O_PATH opens (a
+// pipe standing for another object): fd must be a directory, or for
+// AT_EMPTY_PATH (dir 0) anything but a FIFO. In a transaction only a
+// directory (tx_begin_at then requires a fast directory's identity): a
+// descriptor itself may stand for an object the view staged.
+static int fd_ok(long fd, int dir, struct kstat *st) {
 	const struct agent_config *cfg = &agent_config;
-	if (!enabled() || cfg->tree || (int)fd < 0 || cfg->ndevs > sizeof(cfg->devs) / sizeof(cfg->devs[0]))
+	if (!enabled() || (cfg->tree && !dir) || (int)fd < 0 || cfg->ndevs > sizeof(cfg->devs) / sizeof(cfg->devs[0]))
 		return 0;
-	struct kstat st;
-	if (sys4(NR_fstat, (int)fd, (long)&st, 0, 0) != 0)
+	if (sys4(NR_fstat, (int)fd, (long)st, 0, 0) != 0)
 		return 0;
-	u32 type = st.mode & S_IFMT;
+	u32 type = st->mode & S_IFMT;
 	if (dir ? type != S_IFDIR : type == S_IFIFO)
 		return 0;
 	for (u32 i = 0; i < cfg->ndevs; i++)
-		if (cfg->devs[i] == st.dev)
+		if (cfg->devs[i] == st->dev)
 			return 0;
 	return 1;
 }
@@ -383,14 +445,14 @@ static int fd_ok(long fd, int dir) {
 // directory descriptor; 0 to forward it. A path relative to the working
 // directory is forwarded: the process's kernel working directory is not
 // always its virtual one.
-static int where(long dirfd, const char *path, long *at) {
+static int where(long dirfd, const char *path, long *at, struct kstat *dir) {
 	if ((u64)path < 4096)
 		return 0;
 	if (path[0] == '/') {
 		*at = AT_FDCWD;
 		return fast_path(path);
 	}
-	if ((int)dirfd == AT_FDCWD || path[0] == 0 || !clean(path, 0) || !fd_ok(dirfd, 1))
+	if ((int)dirfd == AT_FDCWD || path[0] == 0 || !clean(path, 0) || !fd_ok(dirfd, 1, dir))
 		return 0;
 	*at = (int)dirfd;
 	return 1;
@@ -400,7 +462,18 @@ static int where(long dirfd, const char *path, long *at) {
 // descriptor itself (AT_EMPTY_PATH and an empty path) that may be made
 // natively.
 static int empty_path(long dirfd, const char *path, int flags) {
-	return (flags & AT_EMPTY_PATH) && (u64)path >= 4096 && path[0] == 0 && fd_ok(dirfd, 0);
+	struct kstat st;
+	return (flags & AT_EMPTY_PATH) && (u64)path >= 4096 && path[0] == 0 && fd_ok(dirfd, 0, &st);
+}
+
+// tx_record publishes the record of a call made natively, as call nr
+// with result, and the identity st it observed (NULL: none).
+static void tx_record(struct tx *x, long nr, const char *path, long result, const struct kstat *st) {
+	if (st)
+		tx_publish(x, nr, path, result, st->dev, st->ino, st->mode, st->uid, st->gid, st->size,
+		           &st->times[2], &st->times[4]);
+	else
+		tx_publish(x, nr, path, result, 0, 0, 0, 0, 0, 0, 0, 0);
 }
 
 // tx_done records, in a transaction, a call made natively (x NULL:
@@ -413,11 +486,7 @@ static long tx_done(struct tx *x, const struct regs *r, const char *path, long r
 		return result;
 	if (st && object_changed(x->tree, st->dev, st->ino))
 		return tx_forward(x, r);
-	if (st)
-		tx_publish(x, r->nr, path, result, st->dev, st->ino, st->mode, st->uid, st->gid, st->size,
-		           &st->times[2], &st->times[4]);
-	else
-		tx_publish(x, r->nr, path, result, 0, 0, 0, 0, 0, 0, 0, 0);
+	tx_record(x, r->nr, path, result, st);
 	return result;
 }
 
@@ -429,15 +498,16 @@ static long tx_skip(struct tx *x, const struct regs *r) {
 
 // start decides whether a lookup of (dirfd, path) is made natively and
 // where (see where), and in a transaction reserves the record's slot in *x
-// (tx_begin); *xp is then x, else NULL. In a transaction where() passes
-// only absolute paths (fd_ok refuses every descriptor).
+// (tx_begin, or tx_begin_at relative to a directory descriptor); *xp is
+// then x, else NULL.
 static int start(long dirfd, const char *path, long *at, struct tx *x, struct tx **xp) {
+	struct kstat dir;
 	*xp = 0;
-	if (!where(dirfd, path, at))
+	if (!where(dirfd, path, at, &dir))
 		return 0;
 	if (!agent_config.tree)
 		return 1;
-	if (*at != AT_FDCWD || !tx_begin(path, x))
+	if (*at == AT_FDCWD ? !tx_begin(path, x) : !tx_begin_at(dir.dev, dir.ino, path, x))
 		return 0;
 	*xp = x;
 	return 1;
@@ -519,11 +589,54 @@ static long do_statx(const struct regs *r) {
 		st.mode = b->mode, st.uid = b->uid, st.gid = b->gid, st.size = (long)b->size;
 		st.times[2] = b->mtime.sec, st.times[3] = b->mtime.nsec;
 		st.times[4] = b->ctime.sec, st.times[5] = b->ctime.nsec;
-	} else if (sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW) != 0 ||
+	} else if (sys4(NR_newfstatat, at, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW) != 0 ||
 	           (st.mode & S_IFMT) != (b->mode & S_IFMT)) {
 		return tx_skip(xp, r);
 	}
 	return tx_done(xp, r, path, ret, &st);
+}
+
+// tx_open is a read-only open in a transaction (docs/fastpath.md §4.6):
+// an lstat first, so that only a regular file or a directory is opened
+// (O_PATH: anything; opening a FIFO or a device natively could wait for
+// its other end or act on the device, which the view does its own way),
+// and no symlink the caller follows; then the open with the last
+// component not followed, and an fstat of the new descriptor for the
+// record, which must be the object the lstat found. A regular file's open
+// reads its data, as the view's open records; a directory's or an O_PATH
+// open reads its attributes (the view's openPathLocked and directory
+// opens), so it is recorded as a newfstatat that returned 0. Every other
+// outcome (an error but ENOENT, a race with a rename) is forwarded, for
+// the supervisor to answer with its own checks.
+static long tx_open(const struct regs *r, long at, const char *path, long flags, struct tx *x) {
+	struct kstat st, fst;
+	long ret = sys4(NR_newfstatat, at, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW);
+	if (ret == -ENOENT) {
+		tx_record(x, NR_openat, path, ret, 0); // open(2) is recorded as openat too
+		return ret;
+	}
+	if (ret < 0)
+		return tx_skip(x, r);
+	u32 type = st.mode & S_IFMT;
+	int opath = (flags & O_PATH) != 0;
+	if (type == S_IFLNK ? !(opath && (flags & O_NOFOLLOW))
+	                    : !opath && type != S_IFREG && type != S_IFDIR)
+		return tx_skip(x, r);
+	if ((flags & O_DIRECTORY) && type != S_IFDIR)
+		return tx_skip(x, r);
+	long fd = sys4(NR_openat, at, (long)path, (int)flags | O_NOFOLLOW | O_NOCTTY, 0);
+	if (fd < 0)
+		return tx_skip(x, r);
+	if (sys4(NR_fstat, fd, (long)&fst, 0, 0) != 0 || fst.dev != st.dev || fst.ino != st.ino ||
+	    object_changed(x->tree, fst.dev, fst.ino)) {
+		sys4(NR_close, fd, 0, 0, 0);
+		return tx_forward(x, r);
+	}
+	if (type == S_IFREG && !opath)
+		tx_record(x, NR_openat, path, fd, &fst);
+	else
+		tx_record(x, NR_newfstatat, path, 0, &fst);
+	return fd;
 }
 
 // do_open is open and openat with flags that neither write nor create (the
@@ -535,14 +648,18 @@ static long do_statx(const struct regs *r) {
 // or, for O_PATH (which opens the symlink itself), the new descriptor's
 // type, after closing it.
 //
-// In a transaction opens are forwarded: a native open would update the
-// host's atime, which the view's private mount does not (docs/fastpath.md
-// §4.6), and its record would need the new descriptor's identity.
+// In a transaction (tx_open) only when the tree's mounts update no atime
+// (tx_opens): a native open on the host's own mounts would let the
+// program's reads update the host's atimes, which the view's private
+// mount does not.
 static long do_open(const struct regs *r, long dirfd, const char *path, long flags) {
 	long at;
-	if ((flags & (O_ACCMODE | O_CREAT | O_TRUNC | O_TMPFILE_BIT)) != 0 || agent_config.tree ||
-	    !where(dirfd, path, &at))
+	struct tx x, *xp;
+	if ((flags & (O_ACCMODE | O_CREAT | O_TRUNC | O_TMPFILE_BIT)) != 0 ||
+	    (agent_config.tree && !agent_config.tx_opens) || !start(dirfd, path, &at, &x, &xp))
 		return forward(r);
+	if (xp)
+		return tx_open(r, at, path, flags, xp);
 	int nofollow = (flags & O_NOFOLLOW) != 0;
 	long fd = sys4(NR_openat, at, (long)path, (int)flags | O_NOFOLLOW | O_NOCTTY, 0);
 	if (nofollow)
