@@ -153,6 +153,17 @@ func TestRingMalformed(t *testing.T) {
 		{"identity of nothing", func(r *Record, s *recordLayout) { s.result = -int64(unix.ENOENT) }, "identity"},
 		{"no identity of something", func(r *Record, s *recordLayout) { s.flags = 0 }, "identity"},
 		{"unknown flag", func(r *Record, s *recordLayout) { s.flags |= 8 }, "flags"},
+		{"relative path", func(r *Record, s *recordLayout) { s.flags |= flRelative }, "not one component"},
+		{"relative dot-dot", func(r *Record, s *recordLayout) {
+			s.flags |= flRelative
+			copy(s.path[:], "..\x00")
+			s.pathLen = 2
+		}, "not one component"},
+		{"relative two names", func(r *Record, s *recordLayout) {
+			s.flags |= flRelative
+			copy(s.path[:], "a/b\x00")
+			s.pathLen = 3
+		}, "not one component"},
 		{"bad type", func(r *Record, s *recordLayout) { s.mode = 0o644 }, "attributes"},
 		{"bad nanoseconds", func(r *Record, s *recordLayout) { s.mtimeNsec = 2e9 }, "attributes"},
 	}
@@ -176,6 +187,21 @@ func TestRingMalformed(t *testing.T) {
 			assert.Equal(t, uint64(2), g.Tail(), "and both are consumed")
 		})
 	}
+}
+
+// TestRingRelative: a record of a name relative to a fast directory
+// carries the directory's identity through the ring.
+func TestRingRelative(t *testing.T) {
+	g := newRing(t)
+	rec := statRecord("man1", 1)
+	rec.Relative, rec.DirDev, rec.DirIno = true, 7, 8
+	require.True(t, g.Append(rec))
+	var got []Record
+	_, err := g.Drain(func(r *Record) error { got = append(got, *r); return nil })
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	rec.Position = 0
+	assert.Equal(t, *rec, got[0])
 }
 
 // TestRingCorruptHead: a head the program set far ahead is bounded by one

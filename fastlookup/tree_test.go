@@ -187,3 +187,67 @@ func TestDecide(t *testing.T) {
 	_, ok = tr.Decide("/usr/lib/b")
 	assert.False(t, ok, "disabled")
 }
+
+// TestTreeDirIDs: a fast directory is known by its identity too, with the
+// prefix that hashes a name in it as its path; it stops being one with its
+// path (a change of a subtree above), and an identity found at two paths
+// (a bind mount) is none. The tree keeps the path a record names.
+func TestTreeDirIDs(t *testing.T) {
+	tr := newTree(t)
+	require.True(t, tr.AddFastDir("/", 1, 2))
+	require.True(t, tr.AddFastDir("/usr/share/man", 1, 20))
+	require.True(t, tr.AddFastDir("/usr/lib", 1, 30))
+	for _, c := range []struct {
+		dir  string
+		ino  uint64
+		name string
+	}{{"/", 2, "etc"}, {"/usr/share/man", 20, "man1"}} {
+		prefix, ok := tr.sharedDirID(1, c.ino)
+		require.True(t, ok, c.dir)
+		want := "/" + c.name
+		if c.dir != "/" {
+			want = c.dir + "/" + c.name
+		}
+		assert.Equal(t, PathKey(want), key(hashOn(prefix, c.name)), "the prefix continues into %s", want)
+		p, ok := tr.DirPath(1, c.ino)
+		assert.True(t, ok)
+		assert.Equal(t, c.dir, p)
+	}
+	_, ok := tr.sharedDirID(1, 99)
+	assert.False(t, ok, "no fast directory has that identity")
+
+	_, ok = tr.DecideAt(1, 20, "man1")
+	assert.True(t, ok)
+	for _, name := range []string{"", ".", "..", "a/b"} {
+		_, ok = tr.DecideAt(1, 20, name)
+		assert.False(t, ok, "%q is not one clean name", name)
+	}
+	tr.Change("/usr/share/man/man1", ChangedSubtree)
+	tr.Publish()
+	_, ok = tr.DecideAt(1, 20, "man1")
+	assert.False(t, ok, "a changed name is forwarded")
+	_, ok = tr.DecideAt(1, 20, "man2")
+	assert.True(t, ok, "its neighbours are not")
+	tr.Change("/usr/share/man/man3", ChangedSelf)
+	tr.Publish()
+	_, ok = tr.DecideAt(1, 20, "man3")
+	assert.False(t, ok, "nor is a name whose attributes changed")
+
+	tr.Change("/usr/share", ChangedSubtree)
+	tr.Publish()
+	_, ok = tr.sharedDirID(1, 20)
+	assert.False(t, ok, "gone with its path")
+	p, ok := tr.DirPath(1, 20)
+	assert.True(t, ok, "kept for the records made before")
+	assert.Equal(t, "/usr/share/man", p)
+
+	require.True(t, tr.AddFastDir("/mnt/lib", 1, 30)) // a bind mount of /usr/lib
+	_, ok = tr.sharedDirID(1, 30)
+	assert.False(t, ok, "an identity at two paths is no fast directory by identity")
+	assert.True(t, tr.IsFastDir("/usr/lib"), "by path it still is")
+	p, _ = tr.DirPath(1, 30)
+	assert.Equal(t, "/usr/lib", p)
+	tr.Enable(false)
+	_, ok = tr.DecideAt(1, 2, "etc")
+	assert.False(t, ok, "disabled")
+}

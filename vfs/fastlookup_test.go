@@ -535,3 +535,32 @@ func TestAgentConcurrentWithChanges(t *testing.T) {
 	assert.NoError(t, e.v.Doomed())
 	require.NoError(t, e.v.Validate(nil))
 }
+
+// TestFeedRelative: a record of a name looked up relative to a fast
+// directory's descriptor is fed as the record of the name's path there;
+// one relative to a directory the tree never offered is malformed.
+func TestFeedRelative(t *testing.T) {
+	e := newFastEnv(t, fastTree)
+	_, err := e.v.Stat(e.c, e.c.Cwd, "d/g", 0) // walks d: a fast directory
+	require.NoError(t, err)
+	var dst unix.Stat_t
+	must(unix.Stat(e.abs("d"), &dst))
+	gen, ok := e.tree.DecideAt(dst.Dev, dst.Ino, "f")
+	require.True(t, ok, "d is a fast directory by identity")
+	rec := e.mustAgentStat(e.abs("d/f"))
+	rec.Generation, rec.Path, rec.Relative, rec.DirDev, rec.DirIno = gen, "f", true, dst.Dev, dst.Ino
+	require.NoError(t, e.feed(rec))
+	require.NoError(t, e.v.Doomed())
+	r, ok := e.readOf(e.abs("d/f"))
+	require.True(t, ok, "read as d/f")
+	assert.True(t, r.meta)
+	assert.Equal(t, FileID{Dev: rec.Dev, Ino: rec.Ino}, r.id)
+
+	e2 := newFastEnv(t, fastTree)
+	rec.DirIno++ // no fast directory
+	err = e2.feed(rec)
+	var bad *fastlookup.MalformedError
+	require.ErrorAs(t, err, &bad)
+	assert.Contains(t, bad.Why, "no fast directory")
+	require.Error(t, e2.v.Doomed())
+}

@@ -29,10 +29,14 @@
 //                   instruction (its first bytes, at the fixed address):
 //                   openat(DIR/f, O_WRONLY|O_CREAT) and unlink, an
 //                   openat(DIR, O_RDONLY|O_DIRECTORY) and close, or stat
-//   openloop N PATH open PATH read-only, read a byte and close, N times
+//   openloop N PATH...  for each PATH in turn (one call site): open it
+//                   read-only, read a byte and close, N times
 //   dirloop N DIR   with an O_PATH descriptor of DIR: N times
 //                   openat(dirfd, "file") and close, fstatat(dirfd,
 //                   "file") and fstatat(fd, "", AT_EMPTY_PATH)
+//   dirread N DIR NAME...  with an O_PATH descriptor of DIR, for each
+//                   NAME in turn (one call site): N times openat(dirfd,
+//                   NAME), read its first byte, close
 //   fsdir N DIR     with an O_PATH descriptor of DIR: N times
 //                   fstatat(dirfd, "version") and openat(dirfd, "version")
 //                   (for DIR /proc: forwarded)
@@ -221,18 +225,45 @@ static int agent(long n, const char *what, const char *dir) {
 	return 0;
 }
 
-static int open_loop(long n, const char *path) {
+static int open_loop(long n, int argc, char **argv) {
 	char c;
-	for (long i = 0; i < n; i++) {
-		int fd = open(path, O_RDONLY);
-		if (fd < 0 || read(fd, &c, 1) != 1) {
-			perror(path);
-			return 1;
+	for (int a = 0; a < argc; a++) {
+		const char *path = argv[a];
+		sum = 0;
+		for (long i = 0; i < n; i++) {
+			int fd = open(path, O_RDONLY);
+			if (fd < 0 || read(fd, &c, 1) != 1) {
+				perror(path);
+				return 1;
+			}
+			sum += (unsigned char)c;
+			close(fd);
 		}
-		sum += (unsigned char)c;
-		close(fd);
+		printf("open %s sum=%lu\n", path, sum);
 	}
-	printf("open %s sum=%lu\n", path, sum);
+	return 0;
+}
+
+static int dir_read(long n, const char *dir, int argc, char **names) {
+	int dfd = open(dir, O_PATH | O_DIRECTORY);
+	if (dfd < 0) {
+		perror(dir);
+		return 1;
+	}
+	char c;
+	for (int a = 0; a < argc; a++) {
+		sum = 0;
+		for (long i = 0; i < n; i++) {
+			int fd = openat(dfd, names[a], O_RDONLY);
+			if (fd < 0 || read(fd, &c, 1) != 1) {
+				perror(names[a]);
+				return 1;
+			}
+			sum += (unsigned char)c;
+			close(fd);
+		}
+		printf("dirread %s sum=%lu\n", names[a], sum);
+	}
 	return 0;
 }
 
@@ -484,9 +515,11 @@ int main(int argc, char **argv) {
 		return 1;
 	}
 	if (strcmp(mode, "openloop") == 0)
-		return open_loop(n, argv[3]);
+		return open_loop(n, argc - 3, argv + 3);
 	if (strcmp(mode, "fsdir") == 0)
 		return fs_dir(n, argv[3]);
+	if (strcmp(mode, "dirread") == 0 && argc >= 5)
+		return dir_read(n, argv[3], argc - 4, argv + 4);
 	if (strcmp(mode, "dirloop") == 0)
 		return dir_loop(n, argv[3]);
 	if (strcmp(mode, "openmix") == 0)
