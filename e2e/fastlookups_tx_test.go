@@ -124,14 +124,16 @@ func TestFastLookupsTxHostChange(t *testing.T) {
 		{"chmod", "chmod 0600 b", "b", "its mode or owner was changed by another process after it was read"},
 		{"removed", "rm b", "b", "removed by another process after it was read"},
 		{"created", "echo surprise > missing", "missing", "created by another process after the transaction found it absent"},
+		{"created directory", "mkdir gone", "gone", "created by another process after the transaction found it absent"},
 	}
 	work := t.TempDir()
-	reads := fmt.Sprintf("%s paths 50 %s %s %s > /dev/null", bin, filepath.Join(dir, "file"),
-		filepath.Join(work, "b"), filepath.Join(work, "missing"))
+	reads := fmt.Sprintf("%s paths 50 %s %s %s %s > /dev/null", bin, filepath.Join(dir, "file"),
+		filepath.Join(work, "b"), filepath.Join(work, "missing"), filepath.Join(work, "gone", "x"))
 	reset := func() {
 		require.NoError(t, os.RemoveAll(filepath.Join(work, "b")))
 		require.NoError(t, os.WriteFile(filepath.Join(work, "b"), []byte("b\n"), 0o644))
 		require.NoError(t, os.RemoveAll(filepath.Join(work, "missing")))
+		require.NoError(t, os.RemoveAll(filepath.Join(work, "gone")))
 	}
 	reset()
 	c := command{Argv: []string{"sh", "-c", reads}, Dir: work}
@@ -215,12 +217,13 @@ func TestFastLookupsInProgram(t *testing.T) {
 	assert.Equal(t, "x\n", readString(t, f), "aborted")
 }
 
-// TestFastLookupsTxOpens: read-only opens by path and lookups of a name
-// relative to a directory descriptor run natively in a transaction: of
-// 5,000 open+read+close of a file, and of 3,000 rounds of openat(dirfd,
-// "file"), fstatat(dirfd, "file") and fstatat(fd, "", AT_EMPTY_PATH) (the
-// last forwarded in a transaction: a descriptor may stand for an object
-// the view staged), few reach the supervisor; every run prints what the
+// TestFastLookupsTxOpens: read-only opens by path, lookups of a name
+// relative to a directory descriptor and of a descriptor itself, paths
+// with "." and "..", and paths through a directory that does not exist run
+// natively in a transaction: of 5,000 open+read+close of a file, of 3,000
+// rounds of openat(dirfd, "file"), fstatat(dirfd, "file") and
+// fstatat(fd, "", AT_EMPTY_PATH), of 5,000 fstats, and of 3,000 stats of
+// each such path, few reach the supervisor; every run prints what the
 // native one does.
 func TestFastLookupsTxOpens(t *testing.T) {
 	dir, bin := fastFixture(t)
@@ -230,7 +233,11 @@ func TestFastLookupsTxOpens(t *testing.T) {
 	}{
 		{[]string{bin, "openloop", "5000", filepath.Join(dir, "file")}, 5000, 500},
 		{[]string{bin, "dirread", "5000", dir, "file"}, 5000, 500},
-		{[]string{bin, "dirloop", "3000", dir}, 3 * 3000, 3000 + 300},
+		{[]string{bin, "dirloop", "3000", dir}, 3 * 3000, 300},
+		{[]string{bin, "fstatloop", "5000", filepath.Join(dir, "file")}, 5000, 500},
+		// Not filepath.Join, which would clean them.
+		{[]string{bin, "paths", "3000", dir + "/sub/../file", dir + "/sub/./../sub/.", dir + "/nothere/x",
+			dir + "/sub/../nothere/x"}, 4 * 3000, 1200},
 	} {
 		t.Run(tt.argv[1], func(t *testing.T) {
 			c := command{Argv: tt.argv, Dir: dir}
@@ -341,4 +348,29 @@ func TestFastLookupsTxOpenHostChange(t *testing.T) {
 		assert.Contains(t, stderr[1], "conflict on "+b, reads)
 		assert.Equal(t, stderr[0], stderr[1], reads)
 	}
+}
+
+// TestFastLookupsTxOwnObjects: a descriptor of an object the transaction
+// staged (a file it wrote) is looked up by the view, not natively — the
+// agent forwards the fstat — and a path through a directory that did not
+// exist is found once the transaction made it: each run prints what it
+// prints without the option.
+func TestFastLookupsTxOwnObjects(t *testing.T) {
+	dir, bin := fastFixture(t)
+	script := fmt.Sprintf(`%[1]s fstatloop 200 %[2]s/file && echo more >> %[2]s/file && %[1]s fstatloop 200 %[2]s/file &&
+%[1]s paths 100 %[2]s/new/x %[2]s/sub/../new/x && mkdir %[2]s/new && echo x > %[2]s/new/x && %[1]s paths 100 %[2]s/new/x %[2]s/sub/../new/x`, bin, dir)
+	var got [2]result
+	var stats [2]map[string]int
+	for i, opts := range [][]string{{"--on-exit=abort"}, append([]string{"--on-exit=abort"}, fastLookups...)} {
+		got[i], stats[i] = runStats(t, transaction, command{Argv: []string{"sh", "-c", script}, Dir: dir, TxArgs: opts})
+		require.Equal(t, 0, got[i].Status, got[i].Stderr)
+	}
+	assert.Equal(t, got[0].Stdout, got[1].Stdout)
+	assert.Contains(t, got[1].Stdout, "fstat "+dir+"/file size=7 nlink=1 same=1\n")
+	assert.Contains(t, got[1].Stdout, dir+"/sub/../new/x ret=0 errno=0 size=2 mode=100644\n")
+	// The staged file's 200 fstats and the 200 stats of new/x after it
+	// was made are served; the unchanged file's and the absent ones' not.
+	assert.GreaterOrEqual(t, stats[1]["trapped_calls.newfstatat"], 400)
+	assert.Less(t, stats[1]["trapped_calls.newfstatat"], 600)
+	assert.NoDirExists(t, filepath.Join(dir, "new"), "aborted")
 }

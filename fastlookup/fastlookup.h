@@ -24,7 +24,9 @@
  *      the descriptor's identity (fstat) must be a fast directory's in
  *      dirids, and the path made of that entry's prefix and the name must
  *      have no entry in the changed set; the record then carries
- *      FL_RELATIVE, the directory's identity and the name alone;
+ *      FL_RELATIVE, the directory's identity and the name alone. A lookup
+ *      of a descriptor itself (AT_EMPTY_PATH) needs only step 5's check,
+ *      and its record carries FL_DESCRIPTOR;
  *   3. reserve a slot: h = head; if h - tail >= FL_RING_N forward; else
  *      CAS head from h to h+1 (retry from the load on failure);
  *   4. make the call natively (last component never followed);
@@ -43,7 +45,7 @@
 #define FL_LAYOUT_VERSION 2
 
 #define FL_CHANGED_N  16384 /* changed-set slots (a power of two) */
-#define FL_OBJECTS_N  4096  /* changed-object slots (a power of two) */
+#define FL_OBJECTS_N  16384 /* changed-object slots (a power of two) */
 #define FL_FASTDIRS_N 16384 /* fast-directory slots (a power of two) */
 #define FL_RING_N     1024  /* ring slots (a power of two) */
 #define FL_PATH_MAX   256   /* longest path a record holds, with its NUL */
@@ -61,6 +63,8 @@
 /* Record flags. */
 #define FL_OBSERVED 1
 #define FL_RELATIVE 2 /* path is one name in the directory dir_dev, dir_ino */
+#define FL_DESCRIPTOR 4 /* a lookup of a descriptor itself (AT_EMPTY_PATH), the
+                           object observed; path is what /proc/self/fd shows */
 
 /* A published slot that carries no record (the agent forwarded the call
  * after reserving it). */
@@ -93,7 +97,8 @@ struct fl_tree {
 	uint64_t generation;
 	uint8_t pad[48];
 	struct fl_changed changed[FL_CHANGED_N];
-	uint64_t objects[FL_OBJECTS_N]; /* fl_object_key of changed host objects */
+	uint64_t objects[FL_OBJECTS_N]; /* fl_object_key of changed host objects,
+	                                   and of the view's own (staged) ones */
 	struct fl_fastdir fastdirs[FL_FASTDIRS_N];
 	struct fl_dirid dirids[FL_FASTDIRS_N];
 };

@@ -12,7 +12,7 @@ const LayoutVersion = 2
 // with its NUL.
 const (
 	ChangedN  = 16384
-	ObjectsN  = 4096
+	ObjectsN  = 16384
 	FastDirsN = 16384
 	RingN     = 1024
 	PathMax   = 256
@@ -45,10 +45,12 @@ const (
 // NrNone is the call number of a published slot that carries no record.
 const NrNone = -1
 
-// Record flags: flObserved is FL_OBSERVED, flRelative FL_RELATIVE.
+// Record flags: flObserved is FL_OBSERVED, flRelative FL_RELATIVE,
+// flDescriptor FL_DESCRIPTOR.
 const (
-	flObserved = 1
-	flRelative = 2
+	flObserved   = 1
+	flRelative   = 2
+	flDescriptor = 4
 )
 
 // maxLoad is the share of a table's slots that may be used (probing stays

@@ -39,7 +39,7 @@ func TestLayoutMatchesC(t *testing.T) {
 		{"FL_RING_N", RingN}, {"FL_PATH_MAX", PathMax},
 		{"FL_KEY_EMPTY", KeyEmpty}, {"FL_KEY_REMOVED", KeyRemoved},
 		{"FL_CHANGED_SELF", uint64(ChangedSelf)}, {"FL_CHANGED_SUBTREE", uint64(ChangedSubtree)},
-		{"(uint64_t)(int64_t)FL_NR_NONE", nrNone()}, {"FL_OBSERVED", flObserved}, {"FL_RELATIVE", flRelative},
+		{"(uint64_t)(int64_t)FL_NR_NONE", nrNone()}, {"FL_OBSERVED", flObserved}, {"FL_RELATIVE", flRelative}, {"FL_DESCRIPTOR", flDescriptor},
 		{"sizeof(struct fl_tree)", uint64(unsafe.Sizeof(tr))},
 		{"offsetof(struct fl_tree, version)", uint64(unsafe.Offsetof(tr.version))},
 		{"offsetof(struct fl_tree, enabled)", uint64(unsafe.Offsetof(tr.enabled))},

@@ -40,7 +40,11 @@ type Record struct {
 	Path           string
 	Relative       bool
 	DirDev, DirIno uint64
-	Result         int64
+	// Descriptor: a lookup of a descriptor itself (AT_EMPTY_PATH) that
+	// observed the object Dev, Ino; Path is what /proc/self/fd showed for
+	// the descriptor then.
+	Descriptor bool
+	Result     int64
 	// Observed: the call found the object, whose identity and attributes
 	// follow.
 	Observed bool
@@ -190,16 +194,21 @@ func decode(pos uint64, s *recordLayout) (Record, error) {
 		return bad("NUL inside the path")
 	}
 	path := string(raw)
-	relative := s.flags&flRelative != 0
+	relative, descriptor := s.flags&flRelative != 0, s.flags&flDescriptor != 0
 	switch {
+	case relative && descriptor:
+		return bad("flags %#x", s.flags)
 	case relative && !cleanName(path):
 		return bad("name %q is not one component", path)
 	case !relative && !cleanAbsolute(path):
 		return bad("path %q is not absolute and clean", path)
 	}
 	observed := s.flags&flObserved != 0
-	if s.flags&^(flObserved|flRelative) != 0 {
+	if s.flags&^(flObserved|flRelative|flDescriptor) != 0 {
 		return bad("flags %#x", s.flags)
+	}
+	if descriptor && (!observed || s.result != 0 || (nr != unix.SYS_NEWFSTATAT && nr != unix.SYS_STATX)) {
+		return bad("descriptor record of %s returning %d", Calls[nr], s.result)
 	}
 	res := s.result
 	switch {
@@ -218,6 +227,7 @@ func decode(pos uint64, s *recordLayout) (Record, error) {
 	if relative {
 		rec.Relative, rec.DirDev, rec.DirIno = true, s.dirDev, s.dirIno
 	}
+	rec.Descriptor = descriptor
 	if observed {
 		if !validType(s.mode) || s.mtimeNsec < 0 || s.mtimeNsec >= 1e9 || s.ctimeNsec < 0 || s.ctimeNsec >= 1e9 || s.size < 0 {
 			return bad("attributes (mode %#o)", s.mode)

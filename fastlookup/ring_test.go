@@ -159,6 +159,9 @@ func TestRingMalformed(t *testing.T) {
 			copy(s.path[:], "..\x00")
 			s.pathLen = 2
 		}, "not one component"},
+		{"descriptor without identity", func(r *Record, s *recordLayout) { s.flags = flDescriptor }, "descriptor record"},
+		{"descriptor of an open", func(r *Record, s *recordLayout) { s.flags |= flDescriptor; s.nr = unix.SYS_OPENAT; s.result = 3 }, "descriptor record"},
+		{"descriptor and relative", func(r *Record, s *recordLayout) { s.flags |= flDescriptor | flRelative }, "flags"},
 		{"relative two names", func(r *Record, s *recordLayout) {
 			s.flags |= flRelative
 			copy(s.path[:], "a/b\x00")
@@ -202,6 +205,21 @@ func TestRingRelative(t *testing.T) {
 	require.Len(t, got, 1)
 	rec.Position = 0
 	assert.Equal(t, *rec, got[0])
+}
+
+// TestRingDescriptor: a record of a lookup of a descriptor itself keeps
+// its flag through the ring.
+func TestRingDescriptor(t *testing.T) {
+	g := newRing(t)
+	rec := statRecord("/var/tmp/f", 1)
+	rec.Descriptor = true
+	require.True(t, g.Append(rec))
+	var got []Record
+	_, err := g.Drain(func(r *Record) error { got = append(got, *r); return nil })
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.True(t, got[0].Descriptor)
+	assert.False(t, got[0].Relative)
 }
 
 // TestRingCorruptHead: a head the program set far ahead is bounded by one

@@ -38,6 +38,9 @@ func (g *Ring) Publish(pos uint64, rec *Record) {
 	if rec.Relative {
 		s.flags |= flRelative
 	}
+	if rec.Descriptor {
+		s.flags |= flDescriptor
+	}
 	s.dirDev, s.dirIno = rec.DirDev, rec.DirIno
 	s.dev, s.ino, s.mode, s.uid, s.gid, s.size = rec.Dev, rec.Ino, rec.Mode, rec.UID, rec.GID, rec.Size
 	s.mtimeSec, s.mtimeNsec, s.ctimeSec, s.ctimeNsec = rec.Mtime.Sec, rec.Mtime.Nsec, rec.Ctime.Sec, rec.Ctime.Nsec

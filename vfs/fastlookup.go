@@ -78,6 +78,20 @@ func (v *Tx) fastNodeLocked(n *Node, dirKind fastlookup.Kind) {
 	v.publishLocked()
 }
 
+// fastOwnObjectLocked publishes an object of the view's own (a staged
+// copy, a path token, an O_TMPFILE file), before the program can hold a
+// descriptor of it: the view answers a lookup of such a descriptor with
+// the object it stands for, so the agent must forward it.
+//
+// Preconditions: v.mu held.
+func (v *Tx) fastOwnObjectLocked(id FileID) {
+	if v.fast == nil {
+		return
+	}
+	v.fast.ChangeObject(id.Dev, id.Ino)
+	v.publishLocked()
+}
+
 // dirPathsLocked are the absolute paths directory d has: in the view, and
 // on the host if it was found elsewhere (a directory the transaction
 // renamed).
@@ -184,6 +198,9 @@ func (v *Tx) feedLocked(rec *fastlookup.Record) error {
 		return &fastlookup.MalformedError{Position: rec.Position,
 			Why: fmt.Sprintf("generation %d not published yet", rec.Generation)}
 	}
+	if rec.Descriptor {
+		return v.feedDescriptorLocked(rec)
+	}
 	if rec.Relative {
 		// A name looked up relative to a descriptor of a fast directory:
 		// the record of the name's path there.
@@ -238,6 +255,45 @@ func (v *Tx) feedLocked(rec *fastlookup.Record) error {
 	if g := recordGranules(rec.Nr); g != 0 {
 		v.recordReadLocked(n, &st, g)
 	}
+	return nil
+}
+
+// feedDescriptorLocked adds the record of a lookup of a descriptor itself
+// (fstat, as glibc makes it: newfstatat(fd, "", AT_EMPTY_PATH)) to the
+// read set, as the view would have served it (HandleOf, nodeOfFDLocked):
+// the object by its identity if the view knows it, else by the path the
+// kernel kept for the descriptor, if that still names the object; else
+// the host would have answered, with nothing to record. An object the
+// transaction changed (or one of the view's own) at or before the record's
+// generation was the agent's to forward: doomed; after it, the lookup read
+// the host before the change, which the change's own record of the
+// original covers.
+//
+// Preconditions: v.mu held; v.fast set.
+func (v *Tx) feedDescriptorLocked(rec *fastlookup.Record) error {
+	if at, ok := v.fast.ObjectChangedAt(rec.Dev, rec.Ino); ok {
+		if at <= rec.Generation {
+			return v.fastDoom(rec.Path, "a fast lookup read a descriptor of an object the transaction changed")
+		}
+		return nil
+	}
+	id := FileID{Dev: rec.Dev, Ino: rec.Ino}
+	n := v.nodes[id]
+	if n == nil {
+		r, err := v.walkLocked(&Caller{Cred: rootCred}, v.root, rec.Path, false, &walkState{})
+		if v.doomed != nil || err != nil || r.pass || r.node == nil || r.node.host != id {
+			return nil
+		}
+		n = r.node
+	}
+	if n.host != id || n.staged != "" || n.anon || n.typ != rec.Mode&unix.S_IFMT {
+		return nil // not a host original the view serves as it is
+	}
+	st := observedStat(rec)
+	if n.hostPath != "" && !v.sameFirstReadLocked(n.hostPath, &st, n.isDir()) {
+		return v.fastDoom(n.hostPath, "")
+	}
+	v.recordReadLocked(n, &st, readMeta)
 	return nil
 }
 

@@ -564,3 +564,36 @@ func TestFeedRelative(t *testing.T) {
 	assert.Contains(t, bad.Why, "no fast directory")
 	require.Error(t, e2.v.Doomed())
 }
+
+// TestFeedDescriptor: the record of a fstat of a descriptor is read as the
+// view would serve it: the object it knows by that identity, or by the
+// descriptor's path when it knows none; a descriptor of an object the
+// transaction changed, recorded after the change, dooms it.
+func TestFeedDescriptor(t *testing.T) {
+	e := newFastEnv(t, fastTree)
+	_, err := e.v.Stat(e.c, e.c.Cwd, "d", 0) // walks d, not d/f
+	require.NoError(t, err)
+	rec := e.mustAgentStat(e.abs("d/f"))
+	rec.Descriptor = true
+	require.NoError(t, e.feed(rec))
+	require.NoError(t, e.v.Doomed())
+	r, ok := e.readOf(e.abs("d/f"))
+	require.True(t, ok, "found by the descriptor's path")
+	assert.True(t, r.meta)
+
+	other := e.mustAgentStat(e.abs("d/g"))
+	other.Descriptor, other.Path = true, e.abs("d/f") // a path that names another object
+	require.NoError(t, e.feed(other))
+	_, ok = e.readOf(e.abs("d/g"))
+	assert.False(t, ok, "nothing known of it: the host would have answered")
+	require.NoError(t, e.v.Doomed())
+
+	fd, err := e.v.Open(e.c, e.c.Cwd, "d/f", OpenHow{Flags: unix.O_WRONLY | unix.O_APPEND})
+	require.NoError(t, err) // staged: the object changed
+	unix.Close(fd)
+	late := rec
+	late.Generation = e.tree.Generation()
+	require.NoError(t, e.feed(late))
+	require.Error(t, e.v.Doomed())
+	assert.Contains(t, e.v.Doomed().Error(), "a fast lookup read a descriptor of an object the transaction changed")
+}

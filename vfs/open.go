@@ -574,6 +574,7 @@ func (v *Tx) pathTokenLocked(n *Node) (int, error) {
 		}
 		n.token = name
 		v.nodes[idOf(&st)] = n
+		v.fastOwnObjectLocked(idOf(&st))
 	}
 	return unix.Openat(v.home.fd, n.token, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 }
@@ -666,6 +667,7 @@ func (v *Tx) openTmpfileLocked(c *Caller, t target, how OpenHow) (int, error) {
 	}
 	n := &Node{typ: unix.S_IFREG, hostFd: -1, anon: true, anonFd: afd, tmpDir: dir, stagedID: idOf(&st), area: a, replayIno: st.Ino}
 	v.nodes[n.stagedID] = n
+	v.fastOwnObjectLocked(n.stagedID)
 	return fd, nil
 }
 

@@ -38,6 +38,7 @@ func (v *Tx) registerStagedAsLocked(n *Node, a *area, name string, st *unix.Stat
 	v.fastNodeLocked(n, fastlookup.ChangedSubtree)
 	n.staged, n.stagedID, n.area = name, idOf(st), a
 	v.nodes[n.stagedID] = n
+	v.fastOwnObjectLocked(n.stagedID)
 	v.gen++
 }
 

@@ -34,6 +34,9 @@
 //   dirloop N DIR   with an O_PATH descriptor of DIR: N times
 //                   openat(dirfd, "file") and close, fstatat(dirfd,
 //                   "file") and fstatat(fd, "", AT_EMPTY_PATH)
+//   fstatloop N PATH  open PATH read-only, then N times fstat the
+//                   descriptor (glibc: newfstatat(fd, "", AT_EMPTY_PATH))
+//                   and print its size and inode, and whether they stayed
 //   dirread N DIR NAME...  with an O_PATH descriptor of DIR, for each
 //                   NAME in turn (one call site): N times openat(dirfd,
 //                   NAME), read its first byte, close
@@ -241,6 +244,27 @@ static int open_loop(long n, int argc, char **argv) {
 		}
 		printf("open %s sum=%lu\n", path, sum);
 	}
+	return 0;
+}
+
+static int fstat_loop(long n, const char *path) {
+	int fd = open(path, O_RDONLY);
+	if (fd < 0) {
+		perror(path);
+		return 1;
+	}
+	struct stat first, st;
+	int same = 1;
+	for (long i = 0; i < n; i++) {
+		if (fstat(fd, &st) != 0) {
+			perror("fstat");
+			return 1;
+		}
+		if (i == 0)
+			first = st;
+		same = same && st.st_ino == first.st_ino && st.st_size == first.st_size;
+	}
+	printf("fstat %s size=%ld nlink=%lu same=%d\n", path, (long)st.st_size, (unsigned long)st.st_nlink, same);
 	return 0;
 }
 
@@ -518,6 +542,8 @@ int main(int argc, char **argv) {
 		return open_loop(n, argc - 3, argv + 3);
 	if (strcmp(mode, "fsdir") == 0)
 		return fs_dir(n, argv[3]);
+	if (strcmp(mode, "fstatloop") == 0)
+		return fstat_loop(n, argv[3]);
 	if (strcmp(mode, "dirread") == 0 && argc >= 5)
 		return dir_read(n, argv[3], argc - 4, argv + 4);
 	if (strcmp(mode, "dirloop") == 0)

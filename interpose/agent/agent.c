@@ -193,6 +193,18 @@ static int clean(const char *path, int start) {
 	         (comp == 2 && path[i - 1] == '.' && path[i - 2] == '.'));
 }
 
+// clean_dots is clean for an absolute path that may have "." and ".."
+// components (tx_begin follows them only in fast directories): no empty
+// one, no trailing slash.
+static int clean_dots(const char *path) {
+	int i;
+	for (i = 1; path[i]; i++) {
+		if (i >= PATH_MAX - 1 || (path[i] == '/' && path[i - 1] == '/'))
+			return 0;
+	}
+	return path[i - 1] != '/';
+}
+
 // enabled reports whether the agent is configured and enabled.
 static int enabled(void) {
 	const struct agent_config *cfg = &agent_config;
@@ -209,7 +221,7 @@ static int fast_path(const char *path) {
 	const struct agent_config *cfg = &agent_config;
 	if (!enabled())
 		return 0;
-	if ((u64)path < 4096 || path[0] != '/' || !clean(path, 1))
+	if ((u64)path < 4096 || path[0] != '/' || !(cfg->tree ? clean_dots(path) : clean(path, 1)))
 		return 0;
 	const char *p = cfg->prefixes;
 	while (*p && p < cfg->prefixes + sizeof(cfg->prefixes)) {
@@ -231,9 +243,16 @@ struct tx {
 	const struct fl_tree *tree;
 	u64 gen, pos;
 	// rel: the path is one name in the fast directory (dir_dev, dir_ino),
-	// a descriptor's (tx_begin_at).
-	int rel;
+	// a descriptor's (tx_begin_at); desc: the lookup is of a descriptor
+	// itself, the path what /proc/self/fd shows for it (tx_begin_fd).
+	int rel, desc, dots;
 	u64 dir_dev, dir_ino;
+	// rpath is the record's path: the call's, or buf (a path with "." or
+	// ".." made lexical, the path of an absent ancestor, a descriptor's
+	// path), or the name of a relative lookup; orig the call's own path,
+	// and dots says it had "." or "..".
+	const char *rpath, *orig;
+	char buf[FL_PATH_MAX];
 };
 
 static u64 load_acquire(const volatile u64 *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
@@ -296,7 +315,7 @@ static int tx_enabled(struct tx *x) {
 	const struct agent_config *cfg = &agent_config;
 	x->tree = cfg->tree;
 	x->ring = cfg->ring;
-	x->rel = 0;
+	x->rel = 0, x->desc = 0, x->dots = 0;
 	x->gen = load_acquire(&x->tree->generation);
 	return __atomic_load_n(&x->tree->enabled, __ATOMIC_ACQUIRE) != 0;
 }
@@ -333,39 +352,123 @@ static int tx_begin_at(u64 dev, u64 ino, const char *name, struct tx *x) {
 	}
 	if (changed_kind(x->tree, fl_key(h)) != 0 || !tx_reserve(x))
 		return 0;
-	x->rel = 1, x->dir_dev = dev, x->dir_ino = ino;
+	x->rel = 1, x->dir_dev = dev, x->dir_ino = ino, x->rpath = name;
 	return 1;
 }
+
+// tx_begin_fd is tx_begin for a lookup of descriptor fd itself
+// (AT_EMPTY_PATH): the record's path, what /proc/self/fd shows for the
+// descriptor (the supervisor finds an object it does not know by it, as
+// it does for a descriptor it is asked about), is read into path, which
+// must be absolute and clean and fit a record (a pipe's, a socket's or an
+// anonymous inode's is not: forwarded); then a ring slot is reserved.
+// Whether the object is one the transaction changed is step 5's check, on
+// the identity the call observes. 0: forward.
+static int tx_begin_fd(long fd, struct tx *x) {
+	char *path = x->buf;
+	if (!tx_enabled(x) || (int)fd < 0)
+		return 0;
+	char link[32] = "/proc/self/fd/";
+	char digits[12];
+	int n = 0, i = 14;
+	for (u32 v = (u32)fd; n == 0 || v; v /= 10)
+		digits[n++] = (char)('0' + v % 10);
+	while (n)
+		link[i++] = digits[--n];
+	link[i] = 0;
+	long len = sys4(NR_readlink, (long)link, (long)path, FL_PATH_MAX - 1, 0);
+	if (len <= 0 || len >= FL_PATH_MAX - 1)
+		return 0;
+	path[len] = 0;
+	if (path[0] != '/' || !clean(path, 1) || !tx_reserve(x))
+		return 0;
+	x->desc = 1, x->rpath = path;
+	return 1;
+}
+
+// TX_DEPTH bounds the components of a path tx_begin follows.
+#define TX_DEPTH 64
 
 // tx_begin is steps 1 to 3 of the protocol for a path fast_path accepted:
 // the fast path is enabled, no proper prefix of the path is a changed
 // subtree and the path itself is not changed at all, its directory is a
-// fast directory, and a ring slot is reserved. 0: forward.
+// fast directory, and a ring slot is reserved. 1: the call is made
+// natively; 0: forward.
+//
+// A ".." is followed lexically (into x->buf, the record's path) when the
+// directory it leaves is a fast directory: one the view walked, reached
+// without a symlink, so that the kernel's resolution of the call's own
+// path, which the native call makes (and whose permission checks it
+// does), ends where the lexical one does. A path whose directory is no
+// fast directory, but whose deepest fast ancestor D lacks the next
+// component C (a search path through a directory that does not exist:
+// cc1's /usr/local/include/bits, locale lookups), returns 2 with the
+// record's path D/C: the caller answers ENOENT if an lstat of D/C
+// natively finds nothing there (tx_absent).
 static int tx_begin(const char *path, struct tx *x) {
 	if (!tx_enabled(x))
 		return 0;
-	u64 h = FL_FNV_OFFSET, parent = 0;
-	int i;
-	for (i = 0; path[i]; i++) {
-		if (i >= FL_PATH_MAX - 1)
-			return 0; // no room in a record
-		if (path[i] == '/') {
-			// The prefix before this '/', or "/" itself.
-			u64 key = i == 0 ? fl_key(fl_fnv_step(h, '/')) : fl_key(h);
-			if (changed_kind(x->tree, key) == FL_CHANGED_SUBTREE)
+	char *out = x->buf;
+	u64 h[TX_DEPTH + 1];
+	int len[TX_DEPTH + 1], d = 0, dots = 0;
+	h[0] = fl_fnv_step(FL_FNV_OFFSET, '/'), len[0] = 1, out[0] = '/';
+	for (const char *p = path + 1; *p;) {
+		int n = 0;
+		while (p[n] && p[n] != '/')
+			n++;
+		if (n == 2 && p[0] == '.' && p[1] == '.') {
+			if (!p[2])
+				return 0; // ends in "..": forwarded
+			if (d > 0) {
+				if (!fast_dir(x->tree, fl_key(h[d])))
+					return 0;
+				d--;
+			}
+			dots = 1;
+		} else if (n == 1 && p[0] == '.') {
+			// A directory itself: a fast one, or forwarded (ENOTDIR).
+			if (d > 0 && !fast_dir(x->tree, fl_key(h[d])))
 				return 0;
-			parent = key;
+			dots = 1;
+		} else {
+			if (changed_kind(x->tree, fl_key(h[d])) == FL_CHANGED_SUBTREE)
+				return 0;
+			int o = len[d] + (d > 0) + n;
+			if (d >= TX_DEPTH || o >= FL_PATH_MAX - 1)
+				return 0; // no room in a record
+			u64 k = h[d];
+			o = len[d];
+			if (d > 0)
+				k = fl_fnv_step(k, '/'), out[o++] = '/';
+			for (int i = 0; i < n; i++)
+				k = fl_fnv_step(k, (unsigned char)p[i]), out[o++] = p[i];
+			d++, h[d] = k, len[d] = o;
 		}
-		h = fl_fnv_step(h, (unsigned char)path[i]);
+		p += n;
+		if (*p == '/')
+			p++;
 	}
-	if (i <= 1 || changed_kind(x->tree, fl_key(h)) != 0 || !fast_dir(x->tree, parent))
+	if (d == 0 || changed_kind(x->tree, fl_key(h[d])) != 0)
 		return 0;
-	return tx_reserve(x);
+	out[len[d]] = 0;
+	x->rpath = dots ? out : path;
+	x->orig = path, x->dots = dots;
+	if (fast_dir(x->tree, fl_key(h[d - 1])))
+		return tx_reserve(x);
+	for (int k = d - 2; k >= 0; k--) {
+		if (fast_dir(x->tree, fl_key(h[k]))) {
+			out[len[k + 1]] = 0; // D/C
+			x->rpath = out;
+			return tx_reserve(x) ? 2 : 0;
+		}
+	}
+	return 0;
 }
+
 
 // tx_publish fills the reserved slot and publishes it (step 6); nr
 // FL_NR_NONE publishes an empty slot.
-static void tx_publish(struct tx *x, long nr, const char *path, long result, u64 dev, u64 ino,
+static void tx_publish(struct tx *x, long nr, long result, u64 dev, u64 ino,
                        u32 mode, u32 uid, u32 gid, long size, const long *mtime, const long *ctime) {
 	struct fl_record *s = &x->ring->slots[x->pos & (FL_RING_N - 1)];
 	s->generation = x->gen;
@@ -373,6 +476,7 @@ static void tx_publish(struct tx *x, long nr, const char *path, long result, u64
 	s->result = result;
 	s->flags = 0;
 	if (nr != FL_NR_NONE) {
+		const char *path = x->rpath;
 		u32 n = 0;
 		while (path[n] && n < FL_PATH_MAX - 1) {
 			s->path[n] = path[n];
@@ -384,6 +488,8 @@ static void tx_publish(struct tx *x, long nr, const char *path, long result, u64
 			s->flags = FL_RELATIVE;
 			s->dir_dev = x->dir_dev, s->dir_ino = x->dir_ino;
 		}
+		if (x->desc)
+			s->flags = FL_DESCRIPTOR;
 		if (mtime) {
 			s->flags |= FL_OBSERVED;
 			s->dev = dev, s->ino = ino, s->mode = mode, s->uid = uid, s->gid = gid, s->size = size;
@@ -398,7 +504,7 @@ static void tx_publish(struct tx *x, long nr, const char *path, long result, u64
 // (step 5: a thread never waits in a forwarded call holding an unpublished
 // slot).
 static long tx_forward(struct tx *x, const struct regs *r) {
-	tx_publish(x, FL_NR_NONE, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+	tx_publish(x, FL_NR_NONE, 0, 0, 0, 0, 0, 0, 0, 0, 0);
 	return forward(r);
 }
 
@@ -422,12 +528,13 @@ static int is_link(u32 mode) { return (mode & S_IFMT) == S_IFLNK; }
 // system mounted in a forwarded subtree (whose lookups the supervisor may
 // emulate) or is one of the path tokens it hands out for O_PATH opens (a
 // pipe standing for another object): fd must be a directory, or for
-// AT_EMPTY_PATH (dir 0) anything but a FIFO. In a transaction only a
-// directory (tx_begin_at then requires a fast directory's identity): a
-// descriptor itself may stand for an object the view staged.
+// AT_EMPTY_PATH (dir 0) anything but a FIFO. In a transaction
+// tx_begin_at then requires a fast directory's identity, and a lookup of
+// the descriptor itself forwards an object the view stands for with one
+// of its own (a staged copy, a path token: the changed objects).
 static int fd_ok(long fd, int dir, struct kstat *st) {
 	const struct agent_config *cfg = &agent_config;
-	if (!enabled() || (cfg->tree && !dir) || (int)fd < 0 || cfg->ndevs > sizeof(cfg->devs) / sizeof(cfg->devs[0]))
+	if (!enabled() || (int)fd < 0 || cfg->ndevs > sizeof(cfg->devs) / sizeof(cfg->devs[0]))
 		return 0;
 	if (sys4(NR_fstat, (int)fd, (long)st, 0, 0) != 0)
 		return 0;
@@ -467,26 +574,25 @@ static int empty_path(long dirfd, const char *path, int flags) {
 }
 
 // tx_record publishes the record of a call made natively, as call nr
-// with result, and the identity st it observed (NULL: none).
-static void tx_record(struct tx *x, long nr, const char *path, long result, const struct kstat *st) {
+// with result, of x->rpath, and the identity st it observed (NULL: none).
+static void tx_record(struct tx *x, long nr, long result, const struct kstat *st) {
 	if (st)
-		tx_publish(x, nr, path, result, st->dev, st->ino, st->mode, st->uid, st->gid, st->size,
+		tx_publish(x, nr, result, st->dev, st->ino, st->mode, st->uid, st->gid, st->size,
 		           &st->times[2], &st->times[4]);
 	else
-		tx_publish(x, nr, path, result, 0, 0, 0, 0, 0, 0, 0, 0);
+		tx_publish(x, nr, result, 0, 0, 0, 0, 0, 0, 0, 0);
 }
 
 // tx_done records, in a transaction, a call made natively (x NULL:
 // --passthrough, nothing to record) with the identity st it observed
 // (NULL: none), unless that object is one the transaction changed (step
 // 5): then the call is forwarded. It returns what the caller gets.
-static long tx_done(struct tx *x, const struct regs *r, const char *path, long result,
-                    const struct kstat *st) {
+static long tx_done(struct tx *x, const struct regs *r, long result, const struct kstat *st) {
 	if (!x)
 		return result;
 	if (st && object_changed(x->tree, st->dev, st->ino))
 		return tx_forward(x, r);
-	tx_record(x, r->nr, path, result, st);
+	tx_record(x, r->nr, result, st);
 	return result;
 }
 
@@ -496,10 +602,27 @@ static long tx_skip(struct tx *x, const struct regs *r) {
 	return x ? tx_forward(x, r) : forward(r);
 }
 
+// tx_absent answers a call tx_begin returned 2 for: ENOENT, recorded as
+// the call's with x->rpath (D/C), if an lstat of D/C natively finds
+// nothing; else the call is forwarded.
+static long tx_absent(struct tx *x, const struct regs *r) {
+	struct kstat st;
+	if (sys4(NR_newfstatat, AT_FDCWD, (long)x->rpath, (long)&st, AT_SYMLINK_NOFOLLOW) != -ENOENT)
+		return tx_forward(x, r);
+	// With "..": the call's own path too, whose walk checks search
+	// permission on the directories it leaves.
+	if (x->dots &&
+	    sys4(NR_newfstatat, AT_FDCWD, (long)x->orig, (long)&st, AT_SYMLINK_NOFOLLOW) != -ENOENT)
+		return tx_forward(x, r);
+	tx_record(x, r->nr == NR_open ? NR_openat : r->nr, -ENOENT, 0);
+	return -ENOENT;
+}
+
 // start decides whether a lookup of (dirfd, path) is made natively and
 // where (see where), and in a transaction reserves the record's slot in *x
 // (tx_begin, or tx_begin_at relative to a directory descriptor); *xp is
-// then x, else NULL.
+// then x, else NULL. It returns 0 to forward, 1 to make the call, 2 when
+// tx_absent answers it.
 static int start(long dirfd, const char *path, long *at, struct tx *x, struct tx **xp) {
 	struct kstat dir;
 	*xp = 0;
@@ -507,10 +630,10 @@ static int start(long dirfd, const char *path, long *at, struct tx *x, struct tx
 		return 0;
 	if (!agent_config.tree)
 		return 1;
-	if (*at == AT_FDCWD ? !tx_begin(path, x) : !tx_begin_at(dir.dev, dir.ino, path, x))
-		return 0;
-	*xp = x;
-	return 1;
+	int ok = *at == AT_FDCWD ? tx_begin(path, x) : tx_begin_at(dir.dev, dir.ino, path, x);
+	if (ok)
+		*xp = x;
+	return ok;
 }
 
 // do_newfstatat is newfstatat(dirfd, path, buf, flags) made with the last
@@ -524,19 +647,32 @@ static long do_newfstatat(const struct regs *r) {
 	struct tx x, *xp;
 	if ((flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH)) != 0)
 		return forward(r);
-	if (empty_path(r->a1, path, flags))
-		return sys4(NR_newfstatat, (int)r->a1, (long)path, r->a3, flags);
-	if (!start(r->a1, path, &at, &x, &xp))
+	if (empty_path(r->a1, path, flags)) {
+		if (!agent_config.tree)
+			return sys4(NR_newfstatat, (int)r->a1, (long)path, r->a3, flags);
+		if (!tx_begin_fd(r->a1, &x))
+			return forward(r);
+		long ret = sys4(NR_newfstatat, (int)r->a1, (long)path, r->a3, flags);
+		if (ret != 0)
+			return tx_skip(&x, r);
+		struct kstat st = *(const struct kstat *)r->a3;
+		return tx_done(&x, r, 0, &st);
+	}
+	switch (start(r->a1, path, &at, &x, &xp)) {
+	case 0:
 		return forward(r);
+	case 2:
+		return tx_absent(xp, r);
+	}
 	long ret = sys4(NR_newfstatat, at, (long)path, r->a3, flags | AT_SYMLINK_NOFOLLOW);
 	if (ret != 0)
-		return tx_done(xp, r, path, ret, 0);
+		return tx_done(xp, r, ret, 0);
 	// The caller's buffer, read back: what it got (a thread of its own
 	// that changes it meanwhile only misstates its own record).
 	struct kstat st = *(const struct kstat *)r->a3;
 	if (!(flags & AT_SYMLINK_NOFOLLOW) && is_link(st.mode))
 		return tx_skip(xp, r);
-	return tx_done(xp, r, path, ret, &st);
+	return tx_done(xp, r, ret, &st);
 }
 
 // statx's fields (linux/stat.h struct statx) and the ones a record needs.
@@ -569,14 +705,21 @@ static long do_statx(const struct regs *r) {
 	if ((flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE | AT_EMPTY_PATH)) != 0 ||
 	    (mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE)) != 0 || !(mask & STATX_TYPE))
 		return forward(r);
-	if (empty_path(r->a1, path, flags))
+	if (empty_path(r->a1, path, flags)) {
+		if (agent_config.tree)
+			return forward(r); // in a transaction, only newfstatat's (glibc's fstat)
 		return agent_syscall6(NR_statx, (int)r->a1, (long)path, flags, (long)mask, r->a5, 0);
-	if (!start(r->a1, path, &at, &x, &xp))
+	}
+	switch (start(r->a1, path, &at, &x, &xp)) {
+	case 0:
 		return forward(r);
+	case 2:
+		return tx_absent(xp, r);
+	}
 	long ret = agent_syscall6(NR_statx, at, (long)path, flags | AT_SYMLINK_NOFOLLOW,
 	                          (long)mask, r->a5, 0);
 	if (ret != 0)
-		return tx_done(xp, r, path, ret, 0);
+		return tx_done(xp, r, ret, 0);
 	const struct kstatx *b = (const struct kstatx *)r->a5;
 	u32 got = b->mask;
 	if (!(got & STATX_TYPE) || (!(flags & AT_SYMLINK_NOFOLLOW) && is_link(b->mode)))
@@ -593,7 +736,7 @@ static long do_statx(const struct regs *r) {
 	           (st.mode & S_IFMT) != (b->mode & S_IFMT)) {
 		return tx_skip(xp, r);
 	}
-	return tx_done(xp, r, path, ret, &st);
+	return tx_done(xp, r, ret, &st);
 }
 
 // tx_open is a read-only open in a transaction (docs/fastpath.md §4.6):
@@ -612,7 +755,7 @@ static long tx_open(const struct regs *r, long at, const char *path, long flags,
 	struct kstat st, fst;
 	long ret = sys4(NR_newfstatat, at, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW);
 	if (ret == -ENOENT) {
-		tx_record(x, NR_openat, path, ret, 0); // open(2) is recorded as openat too
+		tx_record(x, NR_openat, ret, 0); // open(2) is recorded as openat too
 		return ret;
 	}
 	if (ret < 0)
@@ -633,9 +776,9 @@ static long tx_open(const struct regs *r, long at, const char *path, long flags,
 		return tx_forward(x, r);
 	}
 	if (type == S_IFREG && !opath)
-		tx_record(x, NR_openat, path, fd, &fst);
+		tx_record(x, NR_openat, fd, &fst);
 	else
-		tx_record(x, NR_newfstatat, path, 0, &fst);
+		tx_record(x, NR_newfstatat, 0, &fst);
 	return fd;
 }
 
@@ -656,8 +799,14 @@ static long do_open(const struct regs *r, long dirfd, const char *path, long fla
 	long at;
 	struct tx x, *xp;
 	if ((flags & (O_ACCMODE | O_CREAT | O_TRUNC | O_TMPFILE_BIT)) != 0 ||
-	    (agent_config.tree && !agent_config.tx_opens) || !start(dirfd, path, &at, &x, &xp))
+	    (agent_config.tree && !agent_config.tx_opens))
 		return forward(r);
+	switch (start(dirfd, path, &at, &x, &xp)) {
+	case 0:
+		return forward(r);
+	case 2:
+		return tx_absent(xp, r);
+	}
 	if (xp)
 		return tx_open(r, at, path, flags, xp);
 	int nofollow = (flags & O_NOFOLLOW) != 0;
@@ -682,15 +831,21 @@ static long do_open(const struct regs *r, long dirfd, const char *path, long fla
 static long do_readlink(const struct regs *r, const char *path, long size) {
 	struct tx x, *xp;
 	long at;
-	if ((int)size <= 0 || !start(AT_FDCWD, path, &at, &x, &xp))
+	if ((int)size <= 0)
 		return forward(r);
+	switch (start(AT_FDCWD, path, &at, &x, &xp)) {
+	case 0:
+		return forward(r);
+	case 2:
+		return tx_absent(xp, r);
+	}
 	struct kstat st;
 	long ret = sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW);
 	if (ret < 0)
-		return tx_done(xp, r, path, ret, 0);
+		return tx_done(xp, r, ret, 0);
 	if (is_link(st.mode))
 		return tx_skip(xp, r);
-	return tx_done(xp, r, path, -EINVAL, &st);
+	return tx_done(xp, r, -EINVAL, &st);
 }
 
 // do_access is access, faccessat and faccessat2: made as faccessat2 with
@@ -702,9 +857,14 @@ static long do_readlink(const struct regs *r, const char *path, long size) {
 static long do_access(const struct regs *r, const char *path, long mode, long flags) {
 	struct tx x, *xp;
 	long at;
-	if ((flags & ~(long)(AT_EACCESS | AT_SYMLINK_NOFOLLOW)) != 0 || (mode & ~7l) != 0 ||
-	    !start(AT_FDCWD, path, &at, &x, &xp))
+	if ((flags & ~(long)(AT_EACCESS | AT_SYMLINK_NOFOLLOW)) != 0 || (mode & ~7l) != 0)
 		return forward(r);
+	switch (start(AT_FDCWD, path, &at, &x, &xp)) {
+	case 0:
+		return forward(r);
+	case 2:
+		return tx_absent(xp, r);
+	}
 	struct kstat st;
 	if (xp || !(flags & AT_SYMLINK_NOFOLLOW)) {
 		long ret = sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW);
@@ -713,14 +873,14 @@ static long do_access(const struct regs *r, const char *path, long mode, long fl
 		if (ret < 0) {
 			ret = sys4(NR_faccessat2, AT_FDCWD, (long)path, mode, flags | AT_SYMLINK_NOFOLLOW);
 			if (ret == -ENOENT || ret == -ENOTDIR)
-				return tx_done(xp, r, path, ret, 0);
+				return tx_done(xp, r, ret, 0);
 			return tx_skip(xp, r);
 		}
 	}
 	long ret = sys4(NR_faccessat2, AT_FDCWD, (long)path, mode, flags | AT_SYMLINK_NOFOLLOW);
 	if (ret == -ENOSYS)
 		return tx_skip(xp, r);
-	return tx_done(xp, r, path, ret, ret == 0 ? &st : 0);
+	return tx_done(xp, r, ret, ret == 0 ? &st : 0);
 }
 
 // agent_dispatch decides one rewritten call. A number it does not know is
