@@ -374,3 +374,17 @@ func TestFastLookupsTxOwnObjects(t *testing.T) {
 	assert.Less(t, stats[1]["trapped_calls.newfstatat"], 600)
 	assert.NoDirExists(t, filepath.Join(dir, "new"), "aborted")
 }
+
+// TestFastLookupsTxOutputFile: the command's output is a host file txexec
+// inherited, written straight through (outside the transaction); a fstat
+// of it that the agent makes natively (cat and cp make one of their
+// output) reads nothing the transaction must validate, so the writes
+// after it do not abort the transaction, as without the option.
+func TestFastLookupsTxOutputFile(t *testing.T) {
+	dir, _ := fastFixture(t)
+	for _, opts := range []string{"", "--fast-lookups"} {
+		out := filepath.Join(t.TempDir(), "out")
+		nativeRun(t, dir, fmt.Sprintf(`%s %s -- sh -c 'for i in 1 2 3 4 5; do cat file; done; echo done' > %s 2>&1`, txexecBin, opts, out))
+		assert.Equal(t, "x\nx\nx\nx\nx\ndone\n", readString(t, out), opts)
+	}
+}

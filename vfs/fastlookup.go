@@ -277,19 +277,11 @@ func (v *Tx) feedDescriptorLocked(rec *fastlookup.Record) error {
 		}
 		return nil
 	}
-	id := FileID{Dev: rec.Dev, Ino: rec.Ino}
-	n := v.nodes[id]
-	if n == nil {
-		r, err := v.walkLocked(&Caller{Cred: rootCred}, v.root, rec.Path, false, &walkState{})
-		if v.doomed != nil || err != nil || r.pass || r.node == nil || r.node.host != id {
-			return nil
-		}
-		n = r.node
-	}
-	if n.host != id || n.staged != "" || n.anon || n.typ != rec.Mode&unix.S_IFMT {
-		return nil // not a host original the view serves as it is
-	}
 	st := observedStat(rec)
+	n := v.nodeOfObjectLocked(&st, func() string { return rec.Path })
+	if v.doomed != nil || n == nil || !n.isHostObject(&st) || n.staged != "" || n.anon {
+		return nil // the host would have answered; or not a host original as it is
+	}
 	if n.hostPath != "" && !v.sameFirstReadLocked(n.hostPath, &st, n.isDir()) {
 		return v.fastDoom(n.hostPath, "")
 	}

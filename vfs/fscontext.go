@@ -83,6 +83,18 @@ func (v *Tx) HandleOf(c *Caller, fd int) (*Handle, error) {
 //
 // Preconditions: v.mu held.
 func (v *Tx) nodeOfFDLocked(fd int, st *unix.Stat_t) *Node {
+	return v.nodeOfObjectLocked(st, func() string {
+		p, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+		return p
+	})
+}
+
+// nodeOfObjectLocked is nodeOfFDLocked for the object st of a descriptor
+// whose path, as /proc/PID/fd shows it, path returns ("" when unknown):
+// also the feed's, for a descriptor the agent looked up itself.
+//
+// Preconditions: v.mu held.
+func (v *Tx) nodeOfObjectLocked(st *unix.Stat_t, path func() string) *Node {
 	if n := v.nodes[idOf(st)]; n != nil {
 		return n
 	}
@@ -92,8 +104,8 @@ func (v *Tx) nodeOfFDLocked(fd int, st *unix.Stat_t) *Node {
 		// copy would lose those writes at commit.
 		return nil
 	}
-	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
-	if err != nil || !strings.HasPrefix(p, "/") || strings.HasSuffix(p, " (deleted)") {
+	p := path()
+	if !strings.HasPrefix(p, "/") || strings.HasSuffix(p, " (deleted)") {
 		return nil // a pipe, socket or anonymous inode; or unlinked
 	}
 	r, err := v.walkLocked(&Caller{Cred: rootCred}, v.root, p, false, &walkState{})
