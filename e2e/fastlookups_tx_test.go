@@ -388,3 +388,27 @@ func TestFastLookupsTxOutputFile(t *testing.T) {
 		assert.Equal(t, "x\nx\nx\nx\nx\ndone\n", readString(t, out), opts)
 	}
 }
+
+// TestFastLookupsTxRemovedDirectory: a descriptor of a host directory the
+// transaction removed and then changed through the descriptor is looked up
+// by the view (the agent forwards the fstat: its path changed), as without
+// the option.
+func TestFastLookupsTxRemovedDirectory(t *testing.T) {
+	requireTools(t, "python3")
+	dir, _ := fastFixture(t)
+	script := `import os
+d = os.open("sub", os.O_RDONLY)
+for _ in range(50): os.stat(d)
+os.rmdir("sub")
+os.fchmod(d, 0o700)
+os.utime(d, (5, 6))
+st = os.stat(d)
+print(oct(st.st_mode & 0o777), st.st_mtime, st.st_nlink)`
+	var got [2]result
+	for i, opts := range [][]string{{"--on-exit=abort"}, append([]string{"--on-exit=abort"}, fastLookups...)} {
+		got[i] = run(t, transaction, command{Argv: []string{"python3", "-c", script}, Dir: dir, TxArgs: opts})
+		require.Equal(t, 0, got[i].Status, got[i].Stderr)
+	}
+	assert.Equal(t, "0o700 6.0 0\n", got[1].Stdout)
+	assert.Equal(t, got[0].Stdout, got[1].Stdout)
+}

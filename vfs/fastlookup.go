@@ -51,11 +51,13 @@ func (v *Tx) fastNodeLocked(n *Node, dirKind fastlookup.Kind) {
 		return
 	}
 	if n.isDir() {
-		if n.parent == nil && n != v.root {
-			return // not in the view yet: its entry is published when made
-		}
-		for _, p := range v.dirPathsLocked(n) {
-			v.fast.Change(p, dirKind)
+		// A directory out of the view (not in it yet: its entry is
+		// published when made; or removed) has no path; its identity
+		// still is published below.
+		if n.parent != nil || n == v.root {
+			for _, p := range v.dirPathsLocked(n) {
+				v.fast.Change(p, dirKind)
+			}
 		}
 	} else {
 		if n.hostPath != "" {

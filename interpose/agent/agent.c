@@ -356,14 +356,34 @@ static int tx_begin_at(u64 dev, u64 ino, const char *name, struct tx *x) {
 	return 1;
 }
 
+// path_changed reports whether the transaction changed clean absolute path
+// or, as a subtree, a path above it: what the view names there, and the
+// attributes it shows of it (a link count, a removed directory's), may
+// differ from the host's.
+static int path_changed(const struct fl_tree *t, const char *path) {
+	u64 h = FL_FNV_OFFSET;
+	int i;
+	for (i = 0; path[i]; i++) {
+		if (path[i] == '/') {
+			u64 key = i == 0 ? fl_key(fl_fnv_step(h, '/')) : fl_key(h);
+			if (changed_kind(t, key) == FL_CHANGED_SUBTREE)
+				return 1;
+		}
+		h = fl_fnv_step(h, (unsigned char)path[i]);
+	}
+	return i > 1 && changed_kind(t, fl_key(h)) != 0;
+}
+
 // tx_begin_fd is tx_begin for a lookup of descriptor fd itself
 // (AT_EMPTY_PATH): the record's path, what /proc/self/fd shows for the
 // descriptor (the supervisor finds an object it does not know by it, as
 // it does for a descriptor it is asked about), is read into path, which
 // must be absolute and clean and fit a record (a pipe's, a socket's or an
-// anonymous inode's is not: forwarded); then a ring slot is reserved.
-// Whether the object is one the transaction changed is step 5's check, on
-// the identity the call observes. 0: forward.
+// anonymous inode's is not: forwarded), and not a path the transaction
+// changed (a directory it removed, whose descriptor the view serves); then
+// a ring slot is reserved. Whether the object is one the transaction
+// changed is step 5's check, on the identity the call observes. 0:
+// forward.
 static int tx_begin_fd(long fd, struct tx *x) {
 	char *path = x->buf;
 	if (!tx_enabled(x) || (int)fd < 0)
@@ -380,7 +400,7 @@ static int tx_begin_fd(long fd, struct tx *x) {
 	if (len <= 0 || len >= FL_PATH_MAX - 1)
 		return 0;
 	path[len] = 0;
-	if (path[0] != '/' || !clean(path, 1) || !tx_reserve(x))
+	if (path[0] != '/' || !clean(path, 1) || path_changed(x->tree, path) || !tx_reserve(x))
 		return 0;
 	x->desc = 1, x->rpath = path;
 	return 1;
