@@ -121,14 +121,18 @@ func trampoline(nr uint32, entry, ret uint64) []byte {
 // soleThread reports whether thread tid is its process's only thread and
 // no other process runs in its address space.
 func (l *listener) soleThread(tid int) bool {
-	st, err := procfs.Status(tid)
-	if err != nil {
-		return false
+	created := l.tr.threads.Load() // before /proc: a later thread forces a new look
+	if !l.tr.soleSince(tid, created) {
+		st, err := procfs.Status(tid)
+		if err != nil {
+			return false
+		}
+		tgid, err1 := st.Int("Tgid")
+		n, err2 := st.Int("Threads")
+		if err1 != nil || err2 != nil || tgid != tid || n != 1 {
+			return false
+		}
+		l.tr.noteSole(tid, created)
 	}
-	tgid, err1 := st.Int("Tgid")
-	n, err2 := st.Int("Threads")
-	if err1 != nil || err2 != nil || tgid != tid || n != 1 {
-		return false
-	}
-	return !l.tr.sharesVM(tgid)
+	return !l.tr.sharesVM(tid)
 }

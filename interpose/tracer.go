@@ -96,6 +96,13 @@ type tracer struct {
 	// rewriter reading /proc for every lookup they make.
 	// +checklocks:mu
 	noRewrite map[int]bool
+	// sole holds the threads the rewriter found to be their process's
+	// only one, with the count of threads created (threads) then: while
+	// no thread has been created since, it still is — a new thread of
+	// the process could only come from its clone, whose event the tracer
+	// counts before the caller goes on — and /proc need not be read again.
+	// +checklocks:mu
+	sole map[int]uint64
 
 	// cmd is the command's pid; onStop is called when it enters a
 	// group-stop (after it has been left stopped with PTRACE_LISTEN).
@@ -133,7 +140,7 @@ type tracer struct {
 func newTracer(events ProcessEvents, logf func(string, ...any)) *tracer {
 	return &tracer{
 		events: events, logf: logf,
-		live: map[int]bool{}, known: map[int]bool{}, held: map[int]bool{}, sharedVM: map[int]bool{}, noRewrite: map[int]bool{},
+		live: map[int]bool{}, known: map[int]bool{}, held: map[int]bool{}, sharedVM: map[int]bool{}, noRewrite: map[int]bool{}, sole: map[int]uint64{},
 		expect: map[int]FileID{}, execPath: map[int]string{}, cleanup: map[int]func(){}, freshRing: map[int]bool{},
 	}
 }
@@ -224,6 +231,7 @@ func (t *tracer) gone(tid int) {
 	delete(t.live, tid)
 	delete(t.sharedVM, tid)
 	delete(t.noRewrite, tid)
+	delete(t.sole, tid)
 	t.mu.Unlock()
 	delete(t.known, tid)
 	delete(t.held, tid)
@@ -539,6 +547,22 @@ func (t *tracer) markUnrewritable(tid int) {
 	if t.live[tid] {
 		t.noRewrite[tid] = true
 	}
+}
+
+// soleSince reports whether the rewriter found thread tid to be its
+// process's only thread when created threads had been made, the count
+// now; noteSole records that it found so.
+func (t *tracer) soleSince(tid int, created uint64) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.sole[tid]
+	return ok && at == created
+}
+
+func (t *tracer) noteSole(tid int, created uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.sole[tid] = created
 }
 
 // sharesVM reports whether another process may run in the address space of
