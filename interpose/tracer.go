@@ -297,7 +297,8 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 			// exited: if it has no other thread, nothing else runs in
 			// the address space meanwhile. Any other sharer runs beside
 			// the child.
-			vforkAlone := flags&unix.CLONE_VFORK != 0 && threadCount(tid) == 1
+			vforkAlone := flags&unix.CLONE_VFORK != 0 &&
+				(t.soleSince(tid, t.threads.Load()) || threadCount(tid) == 1)
 			t.mu.Lock()
 			if !vforkAlone {
 				t.sharedVM[child] = true
