@@ -178,7 +178,7 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 	if f.Allowed != nil && !f.Allowed(tid) {
 		return 0, true
 	}
-	if goImage(tid) {
+	if t.goImage(tid) {
 		return 0, true
 	}
 	in, ok := t.newInjector(tid)
@@ -305,6 +305,37 @@ func (t *tracer) runInjected(tid int) (ret uint64, pending unix.Signal, ok bool)
 		ptrace(unix.PTRACE_CONT, tid, 0, uintptr(deliver))
 	}
 }
+
+// goImage is the package's goImage, remembered for each version of an
+// executable (its identity, size and ctime, which any change to it moves):
+// reading the ELF section headers of every image costs more than the rest
+// of a lookup. Only the tracer's thread calls it.
+func (t *tracer) goImage(tid int) bool {
+	var st unix.Stat_t
+	if unix.Stat(fmt.Sprintf("/proc/%d/exe", tid), &st) != nil {
+		return true // unknown: no agent
+	}
+	key := exeVersion{id: FileID{Dev: st.Dev, Ino: st.Ino}, size: st.Size, ctime: st.Ctim}
+	if isGo, ok := t.goImages[key]; ok {
+		return isGo
+	}
+	isGo := goImage(tid)
+	if len(t.goImages) >= maxGoImages {
+		clear(t.goImages)
+	}
+	t.goImages[key] = isGo
+	return isGo
+}
+
+// exeVersion is a version of an executable file, for tracer.goImage.
+type exeVersion struct {
+	id    FileID
+	size  int64
+	ctime unix.Timespec
+}
+
+// maxGoImages bounds tracer.goImages.
+const maxGoImages = 4096
 
 // goImage reports whether the executable of tid is a Go program.
 func goImage(tid int) bool {

@@ -103,6 +103,9 @@ type tracer struct {
 	// counts before the caller goes on — and /proc need not be read again.
 	// +checklocks:mu
 	sole map[int]uint64
+	// goImages remembers which executables are Go programs (goImage);
+	// the tracer's thread alone uses it.
+	goImages map[exeVersion]bool
 
 	// cmd is the command's pid; onStop is called when it enters a
 	// group-stop (after it has been left stopped with PTRACE_LISTEN).
@@ -141,7 +144,8 @@ func newTracer(events ProcessEvents, logf func(string, ...any)) *tracer {
 	return &tracer{
 		events: events, logf: logf,
 		live: map[int]bool{}, known: map[int]bool{}, held: map[int]bool{}, sharedVM: map[int]bool{}, noRewrite: map[int]bool{}, sole: map[int]uint64{},
-		expect: map[int]FileID{}, execPath: map[int]string{}, cleanup: map[int]func(){}, freshRing: map[int]bool{},
+		goImages: map[exeVersion]bool{},
+		expect:   map[int]FileID{}, execPath: map[int]string{}, cleanup: map[int]func(){}, freshRing: map[int]bool{},
 	}
 }
 
@@ -349,6 +353,10 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 		delete(t.sharedVM, tid) // a new address space of its own
 		delete(t.noRewrite, tid)
 		delete(t.noRewrite, former)
+		delete(t.sole, former)
+		// The kernel ended every other thread of the process before this
+		// stop: the image starts with one.
+		t.sole[tid] = t.threads.Load()
 		t.mu.Unlock()
 		t.events.Execed(tid, former)
 		var sig unix.Signal
