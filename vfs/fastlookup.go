@@ -189,7 +189,8 @@ func (v *Tx) FeedFastLookupsReleasing(g *fastlookup.Ring) (int, error) {
 //   - a record relative to a fast directory's descriptor is one of the
 //     name's path in that directory, whose path the tree kept;
 //   - any other: the view walks the path (its nodes for fast directories
-//     are cached) and records each entry on the way; if it names another
+//     are cached, and the directory of the last records: feedWalkLocked)
+//     and records each entry on the way; if it names another
 //     object there than the one observed, or none, the host changed
 //     between the call and now: doomed at once (hostChanged), as
 //     validation would find at commit.
@@ -225,8 +226,7 @@ func (v *Tx) feedLocked(rec *fastlookup.Record) error {
 	if changed {
 		return v.observedBeforeChangeLocked(rec)
 	}
-	c := &Caller{Cred: rootCred}
-	r, err := v.walkLocked(c, v.root, rec.Path, false /* followFinal */, &walkState{})
+	r, err := v.feedWalkLocked(rec.Path)
 	switch {
 	case v.doomed != nil:
 		return nil // the walk found the host changed (hostChanged)

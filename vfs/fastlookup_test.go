@@ -29,6 +29,13 @@ func newFastEnv(t *testing.T, build func(dir string)) *fastEnv {
 	if build != nil {
 		build(dir)
 	}
+	return newFastEnvOver(t, dir)
+}
+
+// newFastEnvOver is newFastEnv over an existing host tree dir (two views
+// of the same tree).
+func newFastEnvOver(t *testing.T, dir string) *fastEnv {
+	t.Helper()
 	tree, err := fastlookup.NewTree()
 	require.NoError(t, err)
 	t.Cleanup(tree.Close)

@@ -83,8 +83,14 @@ type Tx struct {
 	reads   map[string]readRecord
 	// gen counts the changes that can alter a listing of the view: an
 	// entry set or removed, an object staged (its inode number in the
-	// listing changes), an operation journaled.
+	// listing changes), an operation journaled. The feed's cache of
+	// directories (feedwalk.go) holds while it does not move.
 	gen uint64
+	// feedDirs are the directories the parent paths of the agent's
+	// records led to, for the feed's next records there, as found at
+	// gen == feedDirsGen (feedWalkLocked).
+	feedDirs    map[string]*Node
+	feedDirsGen uint64
 	// listed caches the last directory's whole view listing, in cookie
 	// order, as Listing built it at gen == listedGen: a reader takes it a
 	// buffer at a time (tens of getdents calls for a large directory), and
