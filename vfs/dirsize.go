@@ -23,6 +23,15 @@ import (
 // the transaction's changes added to the shadow (its growth); only a
 // directory the transaction made, and any directory on tmpfs, whose size
 // counts entries, show the shadow's size.
+//
+// Removing names never grows a directory, so a host directory (not on
+// tmpfs) that has only lost names shows its own size: its shadow is
+// deferred until the view holds a name the host directory does not
+// (dpkg -r's removal of a page from man1 links no 17,848 names, nor
+// unlinks them at commit). The shadow then made goes through the same
+// steps the one made at the first stat would have: the host names read
+// then, the names removed since, in the order they were, then the
+// changes of this stat.
 
 // maxShadowNames bounds a shadow: a larger directory shows the backing
 // object's size, rather than costing a link per name at its first stat.
@@ -52,6 +61,17 @@ type dirShadow struct {
 	// countsEntries: the shadow is on tmpfs, whose directory sizes count
 	// entries, so a host directory there shows the shadow's size too.
 	countsEntries bool
+
+	// deferred: the shadow of a host directory is not made yet, as the
+	// view holds none of its names but host ones. host are the host
+	// names it will start from, as read at the first stat, and hostNames
+	// their set; gone are the host names the view removed since, in the
+	// order the shadow would have unlinked them, goneSet their set.
+	deferred  bool
+	host      []Dirent
+	hostNames map[string]bool
+	gone      []string
+	goneSet   map[string]bool
 }
 
 // noteEntryLocked records that name in directory dir changed.
@@ -81,7 +101,7 @@ func (v *Tx) noteEntryLocked(dir *Node, name string) {
 // dirSizeLocked sets st's size and blocks for directory n, whose other
 // attributes st holds, to what the host file system would show once it
 // held n's entries in the view. It leaves st alone for a directory whose
-// entries did not change.
+// entries did not change, and for a host directory that only lost names.
 //
 // Preconditions: v.mu held; n is a directory.
 func (v *Tx) dirSizeLocked(n *Node, st *unix.Stat_t) {
@@ -92,7 +112,11 @@ func (v *Tx) dirSizeLocked(n *Node, st *unix.Stat_t) {
 	if err := v.syncShadowLocked(n, s); err != nil {
 		s.broken = true
 		s.log, s.logged = nil, nil
+		s.host, s.hostNames, s.gone, s.goneSet = nil, nil, nil, nil
 		return
+	}
+	if s.deferred {
+		return // no growth: only host names removed
 	}
 	var sst unix.Stat_t
 	if unix.Fstat(s.fd, &sst) != nil {
@@ -109,56 +133,40 @@ func (v *Tx) dirSizeLocked(n *Node, st *unix.Stat_t) {
 	}
 }
 
-// syncShadowLocked makes s's shadow directory hold n's names in the view.
+// syncShadowLocked makes s's shadow directory hold n's names in the view,
+// or notes the host names removed while it is deferred.
 //
 // Preconditions: v.mu held.
 func (v *Tx) syncShadowLocked(n *Node, s *dirShadow) error {
-	if s.area == nil {
-		// Only on a mount where the transaction already stages: a stat
-		// never makes a staging area.
-		a := v.areas[v.mountOfLocked(n)]
-		if a == nil {
-			return unix.EXDEV
-		}
-		name := "dirsize-" + v.newStagedNameLocked()
-		if err := unix.Mkdirat(a.fd, name, 0o700); err != nil {
+	if s.area == nil && !s.deferred {
+		if err := v.startShadowLocked(n, s); err != nil {
 			return err
 		}
-		fd, err := unix.Openat(a.fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-		if err != nil {
-			return err
-		}
-		s.area, s.fd, s.names = a, fd, map[string]bool{}
-		if n.hostFd >= 0 && !n.opaque {
-			host := n.hostList
-			if host == nil {
-				// Read without recording it: a stat is no listing.
-				if host, err = readHostDirAll(n.hostFd); err != nil {
-					return err
+	}
+	if s.deferred {
+		if !s.gainedLocked(n) {
+			for _, name := range s.log {
+				if n.entries[name] == nil && s.hostNames[name] && !s.goneSet[name] {
+					s.gone = append(s.gone, name)
+					s.goneSet[name] = true
 				}
 			}
-			if len(host) > maxShadowNames {
-				return unix.EFBIG
-			}
-			// All of them, changed or not: the changes, all in
-			// s.log, are replayed on top, after base is taken.
-			for _, e := range host {
-				if e.Name != "." && e.Name != ".." {
-					if err := v.shadowAddLocked(s, e.Name); err != nil {
-						return err
-					}
-				}
-			}
+			s.log, s.logged = nil, nil
+			return nil
 		}
-		var sst unix.Stat_t
-		var sfs unix.Statfs_t
-		if err := unix.Fstat(s.fd, &sst); err != nil {
+		// The steps the shadow made at the first stat would have gone
+		// through since.
+		if err := v.makeShadowLocked(n, s, s.host); err != nil {
 			return err
 		}
-		if err := unix.Fstatfs(s.fd, &sfs); err != nil {
-			return err
+		for _, name := range s.gone {
+			if err := unix.Unlinkat(s.fd, name, 0); err != nil {
+				return err
+			}
+			delete(s.names, name)
 		}
-		s.base, s.countsEntries = sst.Size, sfs.Type == unix.TMPFS_MAGIC
+		s.deferred = false
+		s.host, s.hostNames, s.gone, s.goneSet = nil, nil, nil, nil
 	}
 	for _, name := range s.log {
 		switch inView := n.entries[name] != nil; {
@@ -175,6 +183,99 @@ func (v *Tx) syncShadowLocked(n *Node, s *dirShadow) error {
 	}
 	// New ones, not cleared: clearing a map costs its capacity.
 	s.log, s.logged = nil, nil
+	return nil
+}
+
+// startShadowLocked begins s's shadow at n's first stat: deferred for a
+// host directory not on tmpfs, with the host names read now; otherwise
+// made at once.
+//
+// Preconditions: v.mu held; s neither made nor deferred.
+func (v *Tx) startShadowLocked(n *Node, s *dirShadow) error {
+	// Only on a mount where the transaction already stages: a stat never
+	// makes a staging area.
+	if v.areas[v.mountOfLocked(n)] == nil {
+		return unix.EXDEV
+	}
+	if n.hostFd < 0 || n.opaque {
+		return v.makeShadowLocked(n, s, nil)
+	}
+	host := n.hostList
+	if host == nil {
+		// Read without recording it: a stat is no listing.
+		var err error
+		if host, err = readHostDirAll(n.hostFd); err != nil {
+			return err
+		}
+	}
+	if len(host) > maxShadowNames {
+		return unix.EFBIG
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(n.hostFd, &sfs); err != nil {
+		return err
+	}
+	if n.host == (FileID{}) || sfs.Type == unix.TMPFS_MAGIC {
+		return v.makeShadowLocked(n, s, host)
+	}
+	s.deferred, s.host = true, host
+	s.hostNames = make(map[string]bool, len(host))
+	for _, e := range host {
+		s.hostNames[e.Name] = true
+	}
+	s.goneSet = map[string]bool{}
+	return nil
+}
+
+// gainedLocked reports whether a name changed since the last sync of
+// deferred shadow s is in the view and no host name the shadow would
+// hold: one the host directory does not have, or had and the view
+// removed.
+//
+// Preconditions: v.mu held; s deferred.
+func (s *dirShadow) gainedLocked(n *Node) bool {
+	for _, name := range s.log {
+		if n.entries[name] != nil && (!s.hostNames[name] || s.goneSet[name]) {
+			return true
+		}
+	}
+	return false
+}
+
+// makeShadowLocked makes s's shadow directory in the staging area of n's
+// mount, holding the host names host (in their order, "." and ".."
+// left out), and takes its base size.
+//
+// Preconditions: v.mu held; n's mount has a staging area.
+func (v *Tx) makeShadowLocked(n *Node, s *dirShadow, host []Dirent) error {
+	a := v.areas[v.mountOfLocked(n)]
+	name := "dirsize-" + v.newStagedNameLocked()
+	if err := unix.Mkdirat(a.fd, name, 0o700); err != nil {
+		return err
+	}
+	fd, err := unix.Openat(a.fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	s.area, s.fd, s.names = a, fd, map[string]bool{}
+	// All of them, changed or not: the changes, all in s.log (and
+	// s.gone), are replayed on top, after base is taken.
+	for _, e := range host {
+		if e.Name != "." && e.Name != ".." {
+			if err := v.shadowAddLocked(s, e.Name); err != nil {
+				return err
+			}
+		}
+	}
+	var sst unix.Stat_t
+	var sfs unix.Statfs_t
+	if err := unix.Fstat(s.fd, &sst); err != nil {
+		return err
+	}
+	if err := unix.Fstatfs(s.fd, &sfs); err != nil {
+		return err
+	}
+	s.base, s.countsEntries = sst.Size, sfs.Type == unix.TMPFS_MAGIC
 	return nil
 }
 
