@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -254,4 +255,47 @@ func TestApplyRedoSyncsWhatWasDone(t *testing.T) {
 	require.NoError(t, Apply(ops, ApplyOptions{Durable: true, Skipped: func(int, store.RedoOp, string) { skipped++ }}))
 	assert.Equal(t, 2, skipped)
 	assert.ElementsMatch(t, []string{staging, filepath.Join(host, "d")}, synced())
+}
+
+// TestCommitDropsDirShadows: the shadows that gave changed directories
+// their sizes, which Commit removes in the background, are gone with the
+// rest of the staging area whether the transaction commits or aborts
+// before its commit point, and Commit returns only once they are.
+func TestCommitDropsDirShadows(t *testing.T) {
+	for _, commits := range []bool{true, false} {
+		t.Run(map[bool]string{true: "committed", false: "aborted"}[commits], func(t *testing.T) {
+			f := newDurableFixture(t)
+			var id int64
+			recordSyncs(t, f.s, &id, func(p string) bool { return !commits && strings.Contains(p, "/staging/") })
+			tx := f.change(t)
+			id = tx.ID
+			cwd, err := tx.View.OpenDir(f.host)
+			require.NoError(t, err)
+			c := &vfs.Caller{Tid: os.Getpid(), Tgid: os.Getpid(), Cred: &proc.Cred{CapEff: ^uint64(0)}, Cwd: cwd, Root: cwd}
+			for i := range 200 {
+				fd, err := tx.View.Open(c, cwd, fmt.Sprintf("sub/new-%03d", i), vfs.OpenHow{Flags: unix.O_WRONLY | unix.O_CREAT | unix.O_EXCL, Mode: 0o644})
+				require.NoError(t, err)
+				unix.Close(fd)
+			}
+			_, err = tx.View.Stat(c, cwd, "sub", 0) // its shadow: the host names and 200 more
+			require.NoError(t, err)
+			shadows, err := filepath.Glob(filepath.Join(f.s.StagingDir(id), "dirsize-*"))
+			require.NoError(t, err)
+			require.NotEmpty(t, shadows, "the stat made a shadow")
+
+			err = tx.Commit()
+			rec, _, gerr := f.s.Get(id)
+			require.NoError(t, gerr)
+			if commits {
+				require.NoError(t, err)
+				assert.Equal(t, store.StateApplied, rec.State)
+				assert.FileExists(t, filepath.Join(f.host, "sub", "new-199"))
+			} else {
+				require.ErrorIs(t, err, unix.EIO)
+				assert.Equal(t, store.StateAborted, rec.State)
+				assert.NoFileExists(t, filepath.Join(f.host, "sub", "new-199"))
+			}
+			assert.NoDirExists(t, f.s.StagingDir(id))
+		})
+	}
 }

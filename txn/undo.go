@@ -470,7 +470,7 @@ func (m *Manager) commitUndo(id, seq int64, after []PathState, changed []Changed
 		}
 		return Preflight(p.Ops)
 	}
-	return m.commit(t.ID, p, p, validate, true, m.abort)
+	return m.commit(t.ID, p, p, validate, true, m.abort, nil)
 }
 
 func skipped(changed []ChangedPath, p string) bool {

@@ -1,6 +1,8 @@
 package vfs
 
 import (
+	"os"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -44,9 +46,10 @@ type dirShadow struct {
 	// were first changed; logged is its set.
 	log    []string
 	logged map[string]bool
-	// area, fd and names are the shadow directory, once made: an O_PATH
-	// descriptor on it, the names it holds.
+	// area, dir, fd and names are the shadow directory, once made: its
+	// area and name there, an O_PATH descriptor on it, the names it holds.
 	area  *area
+	dir   string
 	fd    int
 	names map[string]bool
 	// target is the empty file the names link to (a new one when it has
@@ -253,11 +256,12 @@ func (v *Tx) makeShadowLocked(n *Node, s *dirShadow, host []Dirent) error {
 	if err := unix.Mkdirat(a.fd, name, 0o700); err != nil {
 		return err
 	}
+	s.area, s.dir = a, name // removed with the rest, even if unfinished
 	fd, err := unix.Openat(a.fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
-	s.area, s.fd, s.names = a, fd, map[string]bool{}
+	s.area, s.dir, s.fd, s.names = a, name, fd, map[string]bool{}
 	// All of them, changed or not: the changes, all in s.log (and
 	// s.gone), are replayed on top, after base is taken.
 	for _, e := range host {
@@ -306,4 +310,39 @@ func (v *Tx) shadowAddLocked(s *dirShadow, name string) error {
 		}
 		return err
 	}
+}
+
+// DropDirShadows removes the shadow directories in the background, and
+// returns a function that waits until they are gone. It is for the end of
+// the transaction, once no process is in the view (Transaction.Commit):
+// the shadows are no part of the journal and serve only stats, and a stat
+// after it shows a changed directory's backing size. What cannot be
+// removed is left to the staging area's removal, which reports it.
+func (v *Tx) DropDirShadows() (wait func()) {
+	v.mu.Lock()
+	var dirs []string
+	for _, s := range v.dirShadows {
+		if s.area != nil && s.dir != "" {
+			dirs = append(dirs, s.area.pathOf(s.dir))
+		}
+		if s.fd >= 0 {
+			unix.Close(s.fd)
+			s.fd = -1
+		}
+		s.broken = true
+		s.log, s.logged, s.names = nil, nil, nil
+		s.host, s.hostNames, s.gone, s.goneSet = nil, nil, nil, nil
+	}
+	v.mu.Unlock()
+	if len(dirs) == 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for _, d := range dirs {
+			os.RemoveAll(d)
+		}
+	}()
+	return func() { <-done }
 }

@@ -206,3 +206,41 @@ func TestDirSizeDeferredShadow(t *testing.T) {
 	stat("after the shadow was made")
 	assert.Equal(t, inView, shadow().names)
 }
+
+// TestDropDirShadows: at the end of the transaction the shadow directories
+// go, in the background, and are gone when the wait returns; the staging
+// area keeps everything else.
+func TestDropDirShadows(t *testing.T) {
+	e := newEnv(t, func(dir string) { require.NoError(t, os.Mkdir(filepath.Join(dir, "d"), 0o755)) })
+	for i := range 100 {
+		e.create(fmt.Sprintf("d/f%03d", i), "x", 0o644)
+	}
+	e.must(e.v.Mkdir(e.c, e.c.Cwd, "new", 0o755), "mkdir")
+	e.create("new/f", "", 0o644)
+	for _, d := range []string{"d", "new"} {
+		_, err := e.v.Stat(e.c, e.c.Cwd, d, 0)
+		require.NoError(t, err)
+	}
+	shadows := func() []string {
+		m, err := filepath.Glob(filepath.Join(e.v.home.path, "dirsize-*"))
+		require.NoError(t, err)
+		var dirs []string
+		for _, p := range m {
+			if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+				dirs = append(dirs, p)
+			}
+		}
+		return dirs
+	}
+	require.Len(t, shadows(), 2)
+	before, err := os.ReadDir(e.v.home.path)
+	require.NoError(t, err)
+
+	wait := e.v.DropDirShadows()
+	wait()
+	assert.Empty(t, shadows())
+	after, err := os.ReadDir(e.v.home.path)
+	require.NoError(t, err)
+	assert.Len(t, after, len(before)-2, "only the shadow directories went")
+	e.v.DropDirShadows()() // nothing left to drop
+}
