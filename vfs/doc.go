@@ -53,7 +53,7 @@
 //     before the call that made it returns and before any host change the
 //     view makes at once (a bound socket, a staging area); each record of
 //     the agent is fed into the read set as observed, or dooms the
-//     transaction (fastlookup.go).
+//     transaction (fastlookup.go; its walks: feedwalk.go).
 //
 // Lock order: Tx.mu is the only lock, held for every operation and
 // released before anything that may block (opening a FIFO, a passthrough
