@@ -2,6 +2,7 @@ package syscalls
 
 import (
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -14,10 +15,15 @@ import (
 // tree, made when interpose maps one into a new image or a forked child,
 // and drained into the view's read set before the supervisor serves any
 // notified call of the tree, when a process exits (its holes released),
-// and when the tree has ended, before validation.
+// and when the tree has ended, before validation — and in between by a
+// goroutine of its own (Background), so that most records are fed while
+// the program runs, not while it waits for a call to be served.
 type FastRings struct {
 	View *vfs.Tx
 	Tree *fastlookup.Tree
+
+	// stop ends Background's goroutine; done is closed when it has.
+	stop, done chan struct{}
 
 	mu sync.Mutex
 	// byProc is the ring each process maps (a vfork child its parent's
@@ -104,20 +110,70 @@ func (f *FastRings) dropLocked(tgid int) {
 // notified call of the tree is served, so that a record is in the read
 // set before anything the program did after it reaches the supervisor.
 // A ring the agent found full reaches here with the call it forwarded.
-func (f *FastRings) Drain() {
+// It reports whether any ring held records.
+func (f *FastRings) Drain() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	fed := false
 	for g := range f.users {
 		if g.Pending() {
 			f.View.FeedFastLookups(g)
+			fed = true
 		}
 	}
+	return fed
 }
+
+// Background drains the rings in a goroutine of its own until Finish: a
+// record then reaches the read set while the program goes on natively
+// (on the other CPU), rather than in the drain before the next call the
+// supervisor serves, which the program waits for. That drain stays: it
+// feeds what is left, in order, as before. The goroutine looks every
+// backgroundBusy while it finds records, backing off to backgroundIdle
+// when it finds none. A record fed after a change the transaction made
+// since the call is a read of the host before the change: its generation
+// says so (docs/fastpath.md §4.7), however late the feed.
+func (f *FastRings) Background() {
+	f.stop, f.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(f.done)
+		wait := backgroundBusy
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		for {
+			select {
+			case <-f.stop:
+				return
+			case <-t.C:
+			}
+			if f.Drain() {
+				wait = backgroundBusy
+			} else {
+				wait = min(2*wait, backgroundIdle)
+			}
+			t.Reset(wait)
+		}
+	}()
+}
+
+// How often Background looks at the rings: while they hold records (a
+// ring of 1,024 fills in a few milliseconds of a program that makes
+// nothing but lookups, and a full ring forwards its calls), and at most
+// when they hold none.
+const (
+	backgroundBusy = 500 * time.Microsecond
+	backgroundIdle = 8 * time.Millisecond
+)
 
 // Finish turns the fast path off for the whole tree and drains every ring
 // left: the commit's validation must see every record, and its
 // write-through changes the host the agent reads.
 func (f *FastRings) Finish() {
+	if f.stop != nil {
+		close(f.stop)
+		<-f.done
+		f.stop = nil
+	}
 	f.Tree.Enable(false)
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -2,14 +2,19 @@ package syscalls
 
 import (
 	"encoding/binary"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 	"gvisor.dev/gvisor/pkg/bpf"
 
+	"txexec/fastlookup"
 	"txexec/interpose"
+	"txexec/vfs"
 )
 
 // TestFilterFastLookups runs the table's filter with the fast-lookup
@@ -91,4 +96,43 @@ func TestFilterFastLookups(t *testing.T) {
 			assert.Equal(t, uint32(unix.SECCOMP_RET_USER_NOTIF), got, "nr %d flags %#x from the forward page", call.nr, tc.flags)
 		}
 	}
+}
+
+// TestFastRingsBackground: with Background running, a record reaches the
+// read set without any call being served (no Drain from a handler), and
+// Finish stops the goroutine; the read set then holds what the record
+// observed (an absence another process's creation conflicts with).
+func TestFastRingsBackground(t *testing.T) {
+	host, err := vfs.NewHost()
+	require.NoError(t, err)
+	tree, err := fastlookup.NewTree()
+	require.NoError(t, err)
+	defer tree.Close()
+	tree.Enable(true)
+	v, err := vfs.NewTx(host, t.TempDir(), vfs.TxOptions{FastLookups: tree})
+	require.NoError(t, err)
+	defer v.Close()
+	dir := t.TempDir()
+	f := NewFastRings(v, tree)
+	_, err = f.Ring(1234)
+	require.NoError(t, err)
+	f.mu.Lock()
+	g := f.byProc[1234]
+	f.mu.Unlock()
+	f.Background()
+	absent := filepath.Join(dir, "absent")
+	require.True(t, g.Append(&fastlookup.Record{Generation: tree.Generation(), Nr: unix.SYS_NEWFSTATAT,
+		Path: absent, Result: -int64(unix.ENOENT)}))
+	pending := func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return g.Pending()
+	}
+	require.Eventually(t, func() bool { return !pending() }, 30*time.Second, time.Millisecond, "fed in the background")
+	f.Finish()
+	require.NoError(t, v.Validate(nil))
+	require.NoError(t, os.WriteFile(absent, nil, 0o644))
+	var conflict *vfs.ConflictError
+	require.ErrorAs(t, v.Validate(nil), &conflict)
+	assert.Equal(t, absent, conflict.Path)
 }

@@ -666,6 +666,7 @@ func txFastLookups(k *syscalls.Kernel, t *txn.Transaction, excludes []string) (f
 		NativeOpens: t.View.NoatimeIsolation(),
 	}
 	t.FastLookups.Enable(true)
+	rings.Background()
 	end = func() {
 		rings.Finish()
 		unix.Close(treeFD)
