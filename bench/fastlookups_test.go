@@ -1,31 +1,42 @@
 package bench
 
 import (
+	"os"
 	"testing"
 )
 
 // BenchmarkFastLookups times the lookups the fast path takes
-// (--fast-lookups, docs/fastpath.md; steps 1 and 2, under --passthrough
-// only: the lookups by path, a read-only open, and statat's fstatat
-// relative to a directory descriptor) in the per-call fixture: natively,
-// under `txexec --passthrough --` and under `txexec --passthrough
-// --fast-lookups --`, in one run. The fixture's first
-// call of each site is served (and its site rewritten) among the warm-up
-// calls, so the timed calls are the agent's. Not part of make bench (its
-// report has no place for it yet):
+// (--fast-lookups, docs/fastpath.md; steps 1 and 2: the lookups by path, a
+// read-only open, and statat's fstatat relative to a directory descriptor)
+// in the per-call fixture: natively, under `txexec --passthrough --`,
+// under `txexec --passthrough --fast-lookups --` and in a transaction with
+// the option, `txexec --fast-lookups --` (with BaseEnv, the base build's
+// too: tx-fast-base), in one run. The fixture's first call of each site is
+// served (and its site rewritten) among the warm-up calls, so the timed
+// calls are the agent's. Not part of make bench (its report has no place
+// for it yet):
 //
 //	go test ./bench -run '^$' -bench FastLookups -benchtime 2000x
 func BenchmarkFastLookups(b *testing.B) {
 	bin := BuildPercall(b)
 	for _, op := range []string{"stat", "statx", "access", "open", "statat"} {
 		b.Run(op, func(b *testing.B) {
-			for _, m := range []mode{
+			ms := []mode{
 				{name: "native", prefix: func(testing.TB) []string { return nil }},
 				{name: "passthrough", prefix: func(tb testing.TB) []string { return []string{txexecBinary(tb), "--passthrough", "--"} }},
 				{name: "passthrough-fast", prefix: func(tb testing.TB) []string {
 					return []string{txexecBinary(tb), "--passthrough", "--fast-lookups", "--"}
 				}},
-			} {
+				{name: "tx-fast", prefix: func(tb testing.TB) []string {
+					return []string{txexecBinary(tb), "--fast-lookups", "--"}
+				}},
+			}
+			if base := os.Getenv(BaseEnv); base != "" {
+				ms = append(ms, mode{name: "tx-fast-base", prefix: func(testing.TB) []string {
+					return []string{base, "--fast-lookups", "--"}
+				}})
+			}
+			for _, m := range ms {
 				b.Run(m.name, func(b *testing.B) {
 					ns := runFixture(b, m, bin, op, calls(op, b.N))
 					b.ReportMetric(ns, "ns/op")
