@@ -144,16 +144,19 @@ func BenchmarkFastLookupFeed(b *testing.B) {
 	for i := 0; i < len(pages); i += 64 {
 		feed(pages[i : i+64])
 	}
-	b.Run("stat-shared-parent", func(b *testing.B) {
+	// loop appends the i-th record of each iteration and feeds the ring
+	// every batch records.
+	loop := func(b *testing.B, rec func(i int) *fastlookup.Record, batch int) {
 		i := 0
 		for b.Loop() {
-			if !ring.Append(&pages[i%len(pages)]) {
+			if !ring.Append(rec(i)) {
 				b.Fatal("ring full")
 			}
-			if i++; i%64 == 0 {
-				if _, err := v.FeedFastLookups(ring); err != nil {
-					b.Fatal(err)
-				}
+			if i++; i%batch != 0 {
+				continue
+			}
+			if _, err := v.FeedFastLookups(ring); err != nil {
+				b.Fatal(err)
 			}
 		}
 		if _, err := v.FeedFastLookups(ring); err != nil {
@@ -162,27 +165,13 @@ func BenchmarkFastLookupFeed(b *testing.B) {
 		if err := v.Doomed(); err != nil {
 			b.Fatal(err)
 		}
+	}
+	b.Run("stat-shared-parent", func(b *testing.B) {
+		loop(b, func(i int) *fastlookup.Record { return &pages[i%len(pages)] }, 64)
 	})
 	for _, f := range feeds {
 		b.Run(f.name, func(b *testing.B) {
-			i := 0
-			for b.Loop() {
-				if !ring.Append(&f.rec) {
-					b.Fatal("ring full")
-				}
-				if i++; i%f.batch != 0 {
-					continue
-				}
-				if _, err := v.FeedFastLookups(ring); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if _, err := v.FeedFastLookups(ring); err != nil {
-				b.Fatal(err)
-			}
-			if err := v.Doomed(); err != nil {
-				b.Fatal(err)
-			}
+			loop(b, func(int) *fastlookup.Record { return &f.rec }, f.batch)
 		})
 	}
 }
