@@ -233,8 +233,9 @@ var Options = []Option{
 			"to a directory descriptor or of a descriptor (AT_EMPTY_PATH), natively, from call sites the supervisor " +
 			"rewrites while it serves their first call (docs/fastpath.md); paths relative to the working directory, " +
 			"symlinks to follow, paths under /proc, /sys and /dev, opens for writing, Go programs and multi-threaded " +
-			"processes stay on the supervisor. In a transaction only stat, statx, access and readlink of absolute paths " +
-			"are made natively, not of paths the transaction changed nor in directories it has not walked, and every " +
+			"processes stay on the supervisor. In a transaction the same calls, also with . and .. in the path, are made " +
+			"natively only where the view has walked and the transaction changed nothing, opens only in a mount namespace " +
+			"of the tree's own whose mounts update no atime (so /proc/self/mountinfo shows noatime), and every " +
 			"call made natively is added to the read set. Not with --deterministic, --in-program or --trace. " +
 			"The agent shows in /proc/self/maps, and its O_PATH opens are real ones; " +
 			"docs/semantics.md lists the other differences.",
