@@ -251,10 +251,11 @@ func (v *Tx) feedLocked(rec *fastlookup.Record) error {
 		return v.fastDoom(rec.Path, "")
 	}
 	st := observedStat(rec)
-	if !v.sameFirstReadLocked(n.hostPath, &st, n.isDir()) {
+	g := recordGranules(rec.Nr)
+	if !v.sameFirstReadLocked(n.hostPath, &st, n.isDir(), g) {
 		return v.fastDoom(rec.Path, "")
 	}
-	if g := recordGranules(rec.Nr); g != 0 {
+	if g != 0 {
 		v.recordReadLocked(n, &st, g)
 	}
 	return nil
@@ -284,10 +285,17 @@ func (v *Tx) feedDescriptorLocked(rec *fastlookup.Record) error {
 	if v.doomed != nil || n == nil || !n.isHostObject(&st) || n.staged != "" || n.anon {
 		return nil // the host would have answered; or not a host original as it is
 	}
-	if n.hostPath != "" && !v.sameFirstReadLocked(n.hostPath, &st, n.isDir()) {
+	// The agent takes only descriptors open for reading or writing (an
+	// O_PATH one's stat it forwards): their stat is part of reading the
+	// file through them (statGranules).
+	g := readMeta
+	if n.typ == unix.S_IFREG {
+		g = readData
+	}
+	if n.hostPath != "" && !v.sameFirstReadLocked(n.hostPath, &st, n.isDir(), g) {
 		return v.fastDoom(n.hostPath, "")
 	}
-	v.recordReadLocked(n, &st, readMeta)
+	v.recordReadLocked(n, &st, g)
 	return nil
 }
 
@@ -317,13 +325,13 @@ func (v *Tx) observedBeforeChangeLocked(rec *fastlookup.Record) error {
 	}
 	st := observedStat(rec)
 	dir := rec.Mode&unix.S_IFMT == unix.S_IFDIR
-	if !v.sameFirstReadLocked(rec.Path, &st, dir) {
+	g := recordGranules(rec.Nr)
+	if !v.sameFirstReadLocked(rec.Path, &st, dir, g) {
 		return v.fastDoom(rec.Path, "")
 	}
 	if !had {
 		r = readRecord{exists: true, id: FileID{Dev: rec.Dev, Ino: rec.Ino}, typ: rec.Mode & unix.S_IFMT}
 	}
-	g := recordGranules(rec.Nr)
 	if g != 0 && !r.data && !r.meta {
 		r.mode, r.uid, r.gid = st.Mode, st.Uid, st.Gid
 		if !dir {
@@ -336,20 +344,26 @@ func (v *Tx) observedBeforeChangeLocked(rec *fastlookup.Record) error {
 	return nil
 }
 
-// sameFirstReadLocked reports whether the attributes st a call observed
-// are those the read set already holds for path from an earlier read of
-// the object's granules (true if it holds none).
+// sameFirstReadLocked reports whether the attributes st a call that reads
+// granules g observed agree with those the read set already holds for path
+// from an earlier read of the object's granules (true if it holds none),
+// as validation would compare them: with the attributes read on either
+// side, all of them; with the data alone on both, what validates the data
+// (size and mtime, and a ctime that moved only with the mode or owner: a
+// chmod does not change what a reader of the data read). A call that
+// reads neither (readlink's EINVAL) compares nothing.
 //
 // Preconditions: v.mu held.
-func (v *Tx) sameFirstReadLocked(path string, st *unix.Stat_t, dir bool) bool {
+func (v *Tx) sameFirstReadLocked(path string, st *unix.Stat_t, dir bool, g granules) bool {
 	r, ok := v.reads[path]
-	if !ok || !r.data && !r.meta {
+	if !ok || !r.data && !r.meta || g == 0 {
 		return true
 	}
-	if r.mode != st.Mode || r.uid != st.Uid || r.gid != st.Gid {
-		return false
+	sameOwner := r.mode == st.Mode && r.uid == st.Uid && r.gid == st.Gid
+	if r.meta || g&readMeta != 0 {
+		return sameOwner && (dir || r.size == st.Size && r.mtime == st.Mtim && r.ctime == st.Ctim)
 	}
-	return dir || r.size == st.Size && r.mtime == st.Mtim && r.ctime == st.Ctim
+	return dir || r.size == st.Size && r.mtime == st.Mtim && (r.ctime == st.Ctim || !sameOwner)
 }
 
 // fastDoom dooms the transaction for a record of path; why empty: the host

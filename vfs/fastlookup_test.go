@@ -586,8 +586,26 @@ func TestFeedDescriptor(t *testing.T) {
 	require.NoError(t, e.v.Doomed())
 	r, ok := e.readOf(e.abs("d/f"))
 	require.True(t, ok, "found by the descriptor's path")
-	assert.True(t, r.meta)
+	assert.True(t, r.data, "the stat of an open descriptor reads the data (statGranules)")
+	assert.False(t, r.meta)
 
+	// A chmod by another process changes nothing a reader of the data
+	// read: a later fstat that sees it dooms nothing; a stat of the path,
+	// which reads the attributes, does.
+	must(os.Chmod(e.abs("d/f"), 0o600))
+	again := e.mustAgentStat(e.abs("d/f"))
+	again.Descriptor = true
+	require.NoError(t, e.feed(again))
+	require.NoError(t, e.v.Doomed(), "a chmod is no change of the data")
+	require.NoError(t, e.v.Validate(nil))
+	byPath := e.mustAgentStat(e.abs("d/f"))
+	require.NoError(t, e.feed(byPath))
+	require.Error(t, e.v.Doomed(), "the attributes read now are not those of the first read")
+	must(os.Chmod(e.abs("d/f"), 0o644))
+
+	e = newFastEnv(t, fastTree)
+	_, err = e.v.Stat(e.c, e.c.Cwd, "d", 0)
+	require.NoError(t, err)
 	other := e.mustAgentStat(e.abs("d/g"))
 	other.Descriptor, other.Path = true, e.abs("d/f") // a path that names another object
 	require.NoError(t, e.feed(other))
@@ -595,11 +613,12 @@ func TestFeedDescriptor(t *testing.T) {
 	assert.False(t, ok, "nothing known of it: the host would have answered")
 	require.NoError(t, e.v.Doomed())
 
+	late := e.mustAgentStat(e.abs("d/f"))
+	late.Descriptor = true
 	fd, err := e.v.Open(e.c, e.c.Cwd, "d/f", OpenHow{Flags: unix.O_WRONLY | unix.O_APPEND})
 	require.NoError(t, err) // staged: the object changed
 	unix.Close(fd)
-	late := rec
-	late.Generation = e.tree.Generation()
+	late.Generation = e.tree.Generation() // as if made after the change
 	require.NoError(t, e.feed(late))
 	require.Error(t, e.v.Doomed())
 	assert.Contains(t, e.v.Doomed().Error(), "a fast lookup read a descriptor of an object the transaction changed")

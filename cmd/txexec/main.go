@@ -334,7 +334,7 @@ func runCommand(o *cli.Run, cmd command, hooks *benchHooks) (int, error) {
 		var endFast func()
 		if t.FastLookups != nil {
 			defer t.FastLookups.Close()
-			a.fast, endFast, err = txFastLookups(k, t, o.Excludes)
+			a.fast, endFast, err = txFastLookups(k, t, o.Excludes, cmd.program != nil)
 			if err != nil {
 				done()
 				t.Abort(err.Error())
@@ -648,7 +648,13 @@ func fastLookups(k *syscalls.Kernel) *interpose.FastLookups {
 // end turns the fast path off and drains what is left, once the tree of
 // processes is gone. The tree itself stays mapped until the attempt's end
 // (the view publishes into it until then).
-func txFastLookups(k *syscalls.Kernel, t *txn.Transaction, excludes []string) (f *interpose.FastLookups, end func(), err error) {
+//
+// wrapped says the command is a wrapped set-ID program that the stub
+// executes from a descriptor txexec opened: a file reached through a mount
+// of another mount namespace than the caller's is executed without its
+// set-ID bits and file capabilities (mnt_may_suid), so such a tree gets no
+// namespace of its own, and no native opens.
+func txFastLookups(k *syscalls.Kernel, t *txn.Transaction, excludes []string, wrapped bool) (f *interpose.FastLookups, end func(), err error) {
 	treeFD, err := t.FastLookups.ReadOnlyFD()
 	if err != nil {
 		return nil, nil, fmt.Errorf("fast lookups: %w", err)
@@ -663,7 +669,7 @@ func txFastLookups(k *syscalls.Kernel, t *txn.Transaction, excludes []string) (f
 		// Read-only opens natively only where the view's own reads
 		// leave no atime either (its private noatime mount), which
 		// also says txexec may make the tree's mount namespace.
-		NativeOpens: t.View.NoatimeIsolation(),
+		NativeOpens: t.View.NoatimeIsolation() && !wrapped,
 	}
 	t.FastLookups.Enable(true)
 	rings.Background()

@@ -50,6 +50,8 @@ typedef unsigned short u16;
 #define NR_openat 257
 #define NR_fstat 5
 #define NR_close 3
+#define NR_fcntl 72
+#define F_GETFL 3
 
 #define AT_FDCWD (-100)
 #define AT_SYMLINK_NOFOLLOW 0x100
@@ -671,7 +673,11 @@ static long do_newfstatat(const struct regs *r) {
 	if (empty_path(r->a1, path, flags)) {
 		if (!agent_config.tree)
 			return sys4(NR_newfstatat, (int)r->a1, (long)path, r->a3, flags);
-		if (!tx_begin_fd(r->a1, &x))
+		// An O_PATH descriptor's stat reads the object's attributes, an
+		// open one's its data (the view's statGranules): the feed takes
+		// every descriptor record for an open one's.
+		long fl = sys4(NR_fcntl, (int)r->a1, F_GETFL, 0, 0);
+		if (fl < 0 || (fl & O_PATH) || !tx_begin_fd(r->a1, &x))
 			return forward(r);
 		long ret = sys4(NR_newfstatat, (int)r->a1, (long)path, r->a3, flags);
 		if (ret != 0)
