@@ -409,3 +409,24 @@ print(oct(st.st_mode & 0o777), st.st_mtime, st.st_nlink)`
 	assert.Equal(t, "0o700 6.0 0\n", got[1].Stdout)
 	assert.Equal(t, got[0].Stdout, got[1].Stdout)
 }
+
+// TestFastLookupsTxDataReadChmod: a transaction that only read a file's
+// data (cat, whose fstat of the file the agent makes) commits over a chmod
+// and a chown by another process, as without the option: the fstat of an
+// open descriptor reads the data, not the attributes.
+func TestFastLookupsTxDataReadChmod(t *testing.T) {
+	for _, other := range []string{"chmod 0600 f", "chown 1:1 f"} {
+		for _, opts := range [][]string{nil, fastLookups} {
+			s := newTxState(t)
+			work := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(work, "f"), []byte("file\n"), 0o644))
+			require.NoError(t, os.Chtimes(filepath.Join(work, "f"), time.Unix(1e9, 0), time.Unix(1e9, 0)))
+			h := s.startHeld(t, work, "cat f f f > /dev/null; echo ready; read x; echo done > out", opts...)
+			h.ready(t)
+			nativeRun(t, work, other)
+			r := h.finish(t)
+			assert.Equal(t, 0, r.status, "%s %v: %s", other, opts, r.stderr)
+			assert.FileExists(t, filepath.Join(work, "out"))
+		}
+	}
+}
