@@ -86,12 +86,3 @@ func TestFastLookupsSharedConfig(t *testing.T) {
 		assert.Error(t, (&FastLookups{Base: DefaultAgentBase, Shared: bad}).check(), "%+v", bad)
 	}
 }
-
-// TestTrampoline: the trampoline's bytes, as the design lays them out.
-func TestTrampoline(t *testing.T) {
-	b := trampoline(262, 0x7ff02000, 0x7f0011223344)
-	assert.Len(t, b, 45)
-	assert.LessOrEqual(t, len(b), trampolineSize)
-	assert.Equal(t, []byte{0x48, 0x8d, 0x64, 0x24, 0x80, 0xb8, 6, 1, 0, 0}, b[:10])
-	assert.Equal(t, []byte{0x44, 0x33, 0x22, 0x11, 0x00, 0x7f, 0, 0}, b[37:])
-}

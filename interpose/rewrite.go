@@ -1,9 +1,13 @@
 package interpose
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"os"
+	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -31,12 +35,36 @@ import (
 // trampolines, their slots and the rewritten site are written through
 // /proc/PID/mem; which slots are taken is read from the process itself, so
 // that what fork copies and exec drops needs no bookkeeping here.
+//
+// Every site rewritten is remembered by the file it is in (its version:
+// identity, size, ctime) and its offset there (knownSites). The first
+// rewrite in a mapping of that file in another image also rewrites every
+// other site known in it, if its bytes are still the pattern for its
+// number: a site that trapped once in a version of a file is an
+// instruction boundary in every mapping of that version, and the process
+// is as quiet as for the site it traps at. So a program's libraries cost
+// about one round trip each rather than one per site (about 20 a process
+// in the C build).
 
 // siteLen is the length of "mov $nr,%eax; syscall".
 const siteLen = 7
 
-// rewriteSite rewrites the call site of c if it can; any failure leaves
-// the site as it was (its calls stay on the slow path).
+// keepFreeTrampolines is how many trampolines a batch of known sites
+// leaves free, for the sites of the image's other files.
+const keepFreeTrampolines = trampolineN / 4
+
+// site is a call site to rewrite: the address after its syscall
+// instruction, the call's number, and what the rewrite covers of it (the
+// siteLen bytes before that address).
+type site struct {
+	ip     uint64
+	nr     uint32
+	replay []byte // the instruction before the syscall, if not "mov $nr,%eax"
+}
+
+// rewriteSite rewrites the call site of c if it can, with the sites known
+// in the same file; any failure leaves the sites as they were (their calls
+// stay on the slow path).
 func (l *listener) rewriteSite(c *Call) {
 	base := uint64(l.fast.Base)
 	ip := c.IP
@@ -50,11 +78,8 @@ func (l *listener) rewriteSite(c *Call) {
 	// they are not the call's arguments (the call may still be answered
 	// with CONTINUE).
 	m := Memory{Tid: c.Tid}
-	var site [siteLen]byte
-	if m.Read(uintptr(ip-siteLen), site[:]) != nil {
-		return
-	}
-	if site[0] != 0xb8 || binary.LittleEndian.Uint32(site[1:5]) != uint32(c.Nr) || site[5] != 0x0f || site[6] != 0x05 {
+	replay, ok := readSite(m, ip, uint32(c.Nr))
+	if !ok {
 		return // not glibc's pattern
 	}
 	var magic [8]byte
@@ -69,21 +94,31 @@ func (l *listener) rewriteSite(c *Call) {
 	if m.Read(uintptr(base+slotsOff), slots) != nil {
 		return
 	}
-	i := 0
-	for i < trampolineN && binary.LittleEndian.Uint64(slots[8*i:]) != 0 {
-		i++
+	// Slots are taken in order and never given back within an image:
+	// the free ones are the tail.
+	free := 0
+	for free < trampolineN && binary.LittleEndian.Uint64(slots[8*free:]) != 0 {
+		free++
 	}
-	if i == trampolineN {
+	if free == trampolineN {
 		return // every trampoline taken
 	}
-	tramp := base + trampolinesOff + uint64(i)*trampolineSize
-	slot := base + slotsOff + uint64(i)*8
-	code := trampoline(uint32(c.Nr), base+agentEntryOff, ip)
-	var slotVal [8]byte
-	binary.LittleEndian.PutUint64(slotVal[:], tramp)
-	jmp := []byte{0xff, 0x24, 0x25, 0, 0, 0, 0}
-	binary.LittleEndian.PutUint32(jmp[3:], uint32(slot))
+	sites := []site{{ip, uint32(c.Nr), replay}}
+	file, fileOK := mappedFile(c.Tid, ip-siteLen)
+	if fileOK {
+		if room := trampolineN - free - 1 - keepFreeTrampolines; room > 0 {
+			sites = append(sites, l.known.quietSites(m, file, ip, room)...)
+		}
+	}
 
+	n := len(sites)
+	tramps := make([]byte, n*trampolineSize)
+	slotVals := make([]byte, n*8)
+	first := base + trampolinesOff + uint64(free)*trampolineSize
+	for i, s := range sites {
+		copy(tramps[i*trampolineSize:], trampoline(s, base+agentEntryOff))
+		binary.LittleEndian.PutUint64(slotVals[8*i:], first+uint64(i)*trampolineSize)
+	}
 	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", c.Tid), os.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return
@@ -93,29 +128,131 @@ func (l *listener) rewriteSite(c *Call) {
 	if c.Valid() != nil {
 		return
 	}
-	if _, err := mem.WriteAt(code, int64(tramp)); err != nil {
+	if _, err := mem.WriteAt(tramps, int64(first)); err != nil {
 		return
 	}
-	if _, err := mem.WriteAt(slotVal[:], int64(slot)); err != nil {
+	if _, err := mem.WriteAt(slotVals, int64(base+slotsOff+uint64(free)*8)); err != nil {
 		return
 	}
-	if _, err := mem.WriteAt(jmp, int64(ip-siteLen)); err != nil {
-		l.cfg.Logf("txexec: pid %d: rewrite the call site at %#x: %v", c.Tid, ip-siteLen, err)
+	for i, s := range sites {
+		jmp := []byte{0xff, 0x24, 0x25, 0, 0, 0, 0}
+		binary.LittleEndian.PutUint32(jmp[3:], uint32(base+slotsOff+uint64(free+i)*8))
+		if _, err := mem.WriteAt(jmp, int64(s.ip-siteLen)); err != nil {
+			l.cfg.Logf("txexec: pid %d: rewrite the call site at %#x: %v", c.Tid, s.ip-siteLen, err)
+			continue
+		}
+		l.rewrites.Add(1)
 	}
-	l.rewrites.Add(1)
+	if fileOK {
+		l.known.add(file.version, file.offsetOf(ip), sites[0])
+	}
 }
 
-// trampoline is the code of one site's trampoline.
-func trampoline(nr uint32, entry, ret uint64) []byte {
-	b := []byte{0x48, 0x8d, 0x64, 0x24, 0x80} // lea -0x80(%rsp),%rsp
-	b = append(b, 0xb8)                       // mov $nr,%eax
-	b = binary.LittleEndian.AppendUint32(b, nr)
+// siteSpan is how much code before a site's end readSite looks at: the
+// longest pattern, "mov $nr,%eax; mov %r,%r; mov $imm,%r; syscall".
+const siteSpan = 15
+
+// readSite reads the code before ip, the end of a syscall instruction of
+// process m that made call nr, and matches it against the two patterns
+// of glibc's inline system calls whose last siteLen bytes a site's jump
+// may cover:
+//
+//	b8 <nr>  0f 05                              mov $nr,%eax; syscall
+//	b8 <nr>  4x 89 /r  b? <imm32>  0f 05        mov $nr,%eax; mov %r,%r; mov $imm,%r32; syscall
+//
+// The second is open(2) as glibc makes it (ld.so's and libc's
+// __open_nocancel: openat(AT_FDCWD, ...)); the jump covers its
+// "mov $imm,%r32" (returned as replay, which the trampoline runs first) and
+// the syscall. The mov before the jump stays in place: any path into the
+// covered bytes' start reaches the trampoline, which checks the number in
+// eax (trampoline).
+func readSite(m Memory, ip uint64, nr uint32) (replay []byte, ok bool) {
+	if ip < siteSpan {
+		return nil, false
+	}
+	var code [siteSpan]byte
+	if m.Read(uintptr(ip-siteSpan), code[:]) != nil {
+		// The start of a mapping may be near: the short pattern only.
+		if m.Read(uintptr(ip-siteLen), code[siteSpan-siteLen:]) != nil {
+			return nil, false
+		}
+	}
+	return matchSite(code, nr)
+}
+
+// matchSite matches code, the siteSpan bytes before a site's end, for
+// readSite.
+func matchSite(code [siteSpan]byte, nr uint32) (replay []byte, ok bool) {
+	movNr := func(b []byte) bool { return b[0] == 0xb8 && binary.LittleEndian.Uint32(b[1:5]) == nr }
+	if code[siteSpan-2] != 0x0f || code[siteSpan-1] != 0x05 {
+		return nil, false
+	}
+	if movNr(code[siteSpan-siteLen:]) {
+		return nil, true
+	}
+	// mov %r,%r (89 /r, register to register, with REX.W and R or B),
+	// whose destination is not rax (the number) or rsp; then a mov of an
+	// immediate to a 32-bit register other than eax and esp (b9..bf).
+	rex, modrm, imm := code[5], code[7], code[8]
+	dest := modrm&7 | (rex&1)<<3
+	if movNr(code[:]) && rex&0xfa == 0x48 && code[6] == 0x89 && modrm&0xc0 == 0xc0 && dest != 0 && dest != 4 &&
+		imm >= 0xb9 && imm <= 0xbf && imm != 0xbc {
+		return append([]byte(nil), code[8:13]...), true
+	}
+	return nil, false
+}
+
+// isSitePattern reports whether code, the siteLen bytes a rewritten site
+// covers, are still what readSite found there: s's "mov $nr,%eax" or its
+// replayed instruction, then the syscall.
+func isSitePattern(code []byte, s site) bool {
+	if len(code) != siteLen || code[5] != 0x0f || code[6] != 0x05 {
+		return false
+	}
+	if s.replay != nil {
+		return string(code[:5]) == string(s.replay)
+	}
+	return code[0] == 0xb8 && binary.LittleEndian.Uint32(code[1:5]) == s.nr
+}
+
+// trampoline is the code of site s's trampoline, entry the agent's.
+// For a site whose covered bytes are not its "mov $nr,%eax", it runs the
+// covered instruction, then calls the agent only if eax holds the site's
+// number and makes any other call itself, as the site would have: then
+// the agent serves exactly the calls the site made with that number, on
+// whatever path it was reached.
+//
+//	<replay>                 the covered instruction
+//	cmp $nr,%eax
+//	jne 1f
+//	lea -0x80(%rsp),%rsp ... the call of the agent, as for the short pattern
+//	jmp 2f
+//	1: syscall
+//	2: jmp *0(%rip)           back after the site
+//	.quad ip
+func trampoline(s site, entry uint64) []byte {
+	var b []byte
+	if s.replay != nil {
+		b = append(b, s.replay...)
+		b = append(b, 0x3d) // cmp $nr,%eax
+		b = binary.LittleEndian.AppendUint32(b, s.nr)
+		b = append(b, 0x75, 5+10+3+8+2) // jne 1f
+	}
+	b = append(b, 0x48, 0x8d, 0x64, 0x24, 0x80) // lea -0x80(%rsp),%rsp
+	if s.replay == nil {
+		b = append(b, 0xb8) // mov $nr,%eax
+		b = binary.LittleEndian.AppendUint32(b, s.nr)
+	}
 	b = append(b, 0x49, 0xbb) // movabs $entry,%r11
 	b = binary.LittleEndian.AppendUint64(b, entry)
 	b = append(b, 0x41, 0xff, 0xd3)                               // call *%r11
 	b = append(b, 0x48, 0x8d, 0xa4, 0x24, 0x80, 0x00, 0x00, 0x00) // lea 0x80(%rsp),%rsp
-	b = append(b, 0xff, 0x25, 0x00, 0x00, 0x00, 0x00)             // jmp *0(%rip)
-	return binary.LittleEndian.AppendUint64(b, ret)
+	if s.replay != nil {
+		b = append(b, 0xeb, 2)    // jmp 2f
+		b = append(b, 0x0f, 0x05) // 1: syscall
+	}
+	b = append(b, 0xff, 0x25, 0x00, 0x00, 0x00, 0x00) // 2: jmp *0(%rip)
+	return binary.LittleEndian.AppendUint64(b, s.ip)
 }
 
 // soleThread reports whether thread tid is its process's only thread and
@@ -135,4 +272,134 @@ func (l *listener) soleThread(tid int) bool {
 		l.tr.noteSole(tid, created)
 	}
 	return !l.tr.sharesVM(tid)
+}
+
+// mapping is the executable mapping of a file that holds a call site.
+type mapping struct {
+	start, end uint64 // its addresses
+	pgoff      uint64 // the file offset mapped at start
+	version    exeVersion
+}
+
+// offsetOf is the file offset of address a of the mapping.
+func (m mapping) offsetOf(a uint64) uint64 { return a - m.start + m.pgoff }
+
+// mappedFile finds the executable file mapping of process tid that holds
+// address a, and the version of its file (through map_files, which names
+// the mapped file itself, whatever its path has become since); false for
+// anything else (anonymous memory, a mapping that is not executable).
+func mappedFile(tid int, a uint64) (mapping, bool) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", tid))
+	if err != nil {
+		return mapping{}, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// start-end perms offset dev inode path
+		fields := bytes.Fields(sc.Bytes())
+		if len(fields) < 6 {
+			continue
+		}
+		rng := bytes.SplitN(fields[0], []byte("-"), 2)
+		if len(rng) != 2 {
+			continue
+		}
+		start, err1 := strconv.ParseUint(string(rng[0]), 16, 64)
+		end, err2 := strconv.ParseUint(string(rng[1]), 16, 64)
+		if err1 != nil || err2 != nil || a < start || a >= end {
+			continue
+		}
+		pgoff, err := strconv.ParseUint(string(fields[2]), 16, 64)
+		if err != nil || len(fields[1]) < 3 || fields[1][2] != 'x' || string(fields[4]) == "0" {
+			return mapping{}, false
+		}
+		var st unix.Stat_t
+		if unix.Stat(fmt.Sprintf("/proc/%d/map_files/%s", tid, fields[0]), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			return mapping{}, false
+		}
+		return mapping{start: start, end: end, pgoff: pgoff,
+			version: exeVersion{id: FileID{Dev: st.Dev, Ino: st.Ino}, size: st.Size, ctime: st.Ctim}}, true
+	}
+	return mapping{}, false
+}
+
+// knownSites remembers the call sites rewritten in each version of a file:
+// their offsets in it and their numbers.
+type knownSites struct {
+	mu sync.Mutex
+	// +checklocks:mu
+	files map[exeVersion]map[uint64]knownSite
+}
+
+// knownSite is a site known at an offset of a file.
+type knownSite struct {
+	nr     uint32
+	replay string
+}
+
+// maxKnownFiles and maxKnownSites bound knownSites.
+const (
+	maxKnownFiles = 1024
+	maxKnownSites = trampolineN
+)
+
+// add remembers site s at offset off of file v.
+func (k *knownSites) add(v exeVersion, off uint64, s site) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.files == nil || len(k.files) >= maxKnownFiles {
+		k.files = map[exeVersion]map[uint64]knownSite{}
+	}
+	sites := k.files[v]
+	if sites == nil {
+		sites = map[uint64]knownSite{}
+		k.files[v] = sites
+	}
+	if len(sites) < maxKnownSites {
+		sites[off] = knownSite{s.nr, string(s.replay)}
+	}
+}
+
+// quietSites returns up to max sites known in m's file, other than the one
+// returning at ip, that lie in m and whose bytes in the process are the
+// pattern for their number (not rewritten yet, and the same code).
+func (k *knownSites) quietSites(mem Memory, m mapping, ip uint64, max int) []site {
+	k.mu.Lock()
+	var cand []site
+	for off, ks := range k.files[m.version] {
+		if off < m.pgoff+siteLen || off-m.pgoff > m.end-m.start {
+			continue
+		}
+		a := m.start + off - m.pgoff
+		if a != ip {
+			s := site{ip: a, nr: ks.nr}
+			if ks.replay != "" {
+				s.replay = []byte(ks.replay)
+			}
+			cand = append(cand, s)
+		}
+	}
+	k.mu.Unlock()
+	if len(cand) == 0 {
+		return nil
+	}
+	// One read for every candidate's bytes.
+	buf := make([]byte, len(cand)*siteLen)
+	local := []unix.Iovec{{Base: &buf[0], Len: uint64(len(buf))}}
+	remote := make([]unix.RemoteIovec, len(cand))
+	for i, s := range cand {
+		remote[i] = unix.RemoteIovec{Base: uintptr(s.ip - siteLen), Len: siteLen}
+	}
+	n, _ := unix.ProcessVMReadv(mem.Tid, local, remote, 0)
+	var out []site
+	for i, s := range cand {
+		if (i+1)*siteLen > n || len(out) == max {
+			break
+		}
+		if isSitePattern(buf[i*siteLen:(i+1)*siteLen], s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }

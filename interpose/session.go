@@ -436,10 +436,11 @@ type listener struct {
 	// below 512; others, such as the in-program API's, are not counted).
 	servedNr [512]atomic.Uint64
 	// fast is Config.FastLookups; rewrites counts the call sites
-	// rewritten; tr is the session's tracer, which knows the processes
-	// (rewrite.go).
+	// rewritten; known are the sites rewritten so far, by file; tr is the
+	// session's tracer, which knows the processes (rewrite.go).
 	fast     *FastLookups
 	rewrites atomic.Uint64
+	known    knownSites
 	tr       *tracer
 	total    atomic.Int32
 	// standbyN counts the workers waiting for the receiving position;
