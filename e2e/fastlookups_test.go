@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -109,6 +110,35 @@ func TestFastLookupsOpenLoop(t *testing.T) {
 	}
 	c := command{Argv: []string{bin, "openloop", strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir}
 	assert.GreaterOrEqual(t, statsOf(t, passthrough, c)["trapped_calls"], n)
+}
+
+// TestFastLookupsOpenNocancel: glibc's own opens (opendir's
+// __open_nocancel, as ld.so's of libraries) have a longer site pattern
+// (docs/fastpath.md §4.4); they too run without the supervisor after the
+// site's first call.
+func TestFastLookupsOpenNocancel(t *testing.T) {
+	dir, bin := fastFixture(t)
+	const n = 5000
+	c := command{Argv: []string{bin, "opendirloop", strconv.Itoa(n), dir}, Dir: dir}
+	assert.Less(t, fastRun(t, c), n/10)
+	assert.GreaterOrEqual(t, statsOf(t, passthrough, c)["trapped_calls"], n)
+}
+
+// TestFastLookupsKnownSites: the sites rewritten in one process are
+// rewritten in the next one's libc with its first rewrite: 40 processes
+// that each stat, access and readlink a file once trap hardly more calls
+// than 40 that only stat it (without, each would trap two more).
+func TestFastLookupsKnownSites(t *testing.T) {
+	dir, bin := fastFixture(t)
+	const procs = 40
+	loop := func(mode string) command {
+		script := fmt.Sprintf(`i=0; while [ $i -lt %d ]; do %s %s 1 %s || exit 1; i=$((i+1)); done`,
+			procs, bin, mode, filepath.Join(dir, "file"))
+		return command{Argv: []string{"sh", "-c", script}, Dir: dir}
+	}
+	one, three := fastRun(t, loop("site")), fastRun(t, loop("sites"))
+	t.Logf("trapped calls: %d with one site a process, %d with three", one, three)
+	assert.Less(t, three-one, procs/2)
 }
 
 // TestFastLookupsByDescriptor: openat and fstatat relative to an O_PATH

@@ -34,7 +34,13 @@
 //   dirloop N DIR   with an O_PATH descriptor of DIR: N times
 //                   openat(dirfd, "file") and close, fstatat(dirfd,
 //                   "file") and fstatat(fd, "", AT_EMPTY_PATH)
-//   fstatloop N PATH  open PATH read-only, then N times fstat the
+//   opendirloop N DIR  opendir and closedir DIR N times (glibc's
+//                   __open_nocancel: its openat site is "mov $nr,%eax;
+//                   mov %rsi,%rdx; mov $AT_FDCWD,%edi; syscall")
+//   sites N PATH    N times: stat, access and readlink of PATH, each from
+//                   its own call site of glibc
+//   site N PATH     N times: stat of PATH
+//   fstatloop N PATH  open PATH read-only read-only, then N times fstat the
 //                   descriptor (glibc: newfstatat(fd, "", AT_EMPTY_PATH))
 //                   and print its size and inode, and whether they stayed
 //   dirread N DIR NAME...  with an O_PATH descriptor of DIR, for each
@@ -50,6 +56,7 @@
 //                   writing; then a descriptor opened natively used in
 //                   calls the supervisor serves (fchdir, getdents64)
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -445,6 +452,34 @@ static int open_mix(long n, const char *dir) {
 	return 0;
 }
 
+static int opendir_loop(long n, const char *dir) {
+	long ok = 0;
+	for (long i = 0; i < n; i++) {
+		DIR *d = opendir(dir);
+		if (d) {
+			ok++;
+			closedir(d);
+		}
+	}
+	printf("opendir %ld of %ld\n", ok, n);
+	return 0;
+}
+
+static int sites(long n, const char *path, int all) {
+	long stats = 0, accesses = 0, links = 0;
+	char buf[256];
+	for (long i = 0; i < n; i++) {
+		struct stat st;
+		stats += stat(path, &st) == 0;
+		if (all) {
+			accesses += access(path, R_OK) == 0;
+			links += readlink(path, buf, sizeof buf) >= 0;
+		}
+	}
+	printf("stat %ld access %ld readlink %ld\n", stats, accesses, links);
+	return 0;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 4) {
 		fprintf(stderr, "usage: fastlookups MODE N ARG...\n");
@@ -538,6 +573,10 @@ int main(int argc, char **argv) {
 		perror("execl");
 		return 1;
 	}
+	if (strcmp(mode, "opendirloop") == 0)
+		return opendir_loop(n, argv[3]);
+	if (strcmp(mode, "sites") == 0 || strcmp(mode, "site") == 0)
+		return sites(n, argv[3], strcmp(mode, "sites") == 0);
 	if (strcmp(mode, "openloop") == 0)
 		return open_loop(n, argc - 3, argv + 3);
 	if (strcmp(mode, "fsdir") == 0)
