@@ -66,6 +66,7 @@ func fastAsNative(t *testing.T, c command, n, atMost int) {
 	}
 	assert.GreaterOrEqual(t, slowStats["trapped_calls"], n)
 	assert.Less(t, fastStats["trapped_calls"], atMost)
+	t.Logf("trapped calls: %d without the option, %d with it", slowStats["trapped_calls"], fastStats["trapped_calls"])
 }
 
 // TestFastLookupsTxOwnChanges: a path the transaction changed is answered
@@ -133,15 +134,19 @@ func TestFastLookupsTxHostChange(t *testing.T) {
 		{"removed", "rm b", "b", "removed by another process after it was read"},
 		{"created", "echo surprise > missing", "missing", "created by another process after the transaction found it absent"},
 		{"created directory", "mkdir gone", "gone", "created by another process after the transaction found it absent"},
+		{"created directory, looked up as dir/.", "mkdir dot", "dot", "created by another process after the transaction found it absent"},
+		{"created directory, looked up as dir/", "mkdir slash", "slash", "created by another process after the transaction found it absent"},
 	}
 	work := t.TempDir()
-	reads := fmt.Sprintf("%s paths 50 %s %s %s %s > /dev/null", bin, filepath.Join(dir, "file"),
-		filepath.Join(work, "b"), filepath.Join(work, "missing"), filepath.Join(work, "gone", "x"))
+	reads := fmt.Sprintf("%s paths 50 %s %s %s %s %s %s > /dev/null", bin, filepath.Join(dir, "file"),
+		filepath.Join(work, "b"), filepath.Join(work, "missing"), filepath.Join(work, "gone", "x"),
+		filepath.Join(work, "dot")+"/.", filepath.Join(work, "slash")+"/")
 	reset := func() {
 		require.NoError(t, os.RemoveAll(filepath.Join(work, "b")))
 		require.NoError(t, os.WriteFile(filepath.Join(work, "b"), []byte("b\n"), 0o644))
-		require.NoError(t, os.RemoveAll(filepath.Join(work, "missing")))
-		require.NoError(t, os.RemoveAll(filepath.Join(work, "gone")))
+		for _, name := range []string{"missing", "gone", "dot", "slash"} {
+			require.NoError(t, os.RemoveAll(filepath.Join(work, name)))
+		}
 	}
 	reset()
 	c := command{Argv: []string{"sh", "-c", reads}, Dir: work}
@@ -167,6 +172,23 @@ func TestFastLookupsTxHostChange(t *testing.T) {
 			assert.Equal(t, stderr[0], stderr[1])
 		})
 	}
+}
+
+// TestFastLookupsTxDirPaths: paths that name a directory, with "/." or a
+// trailing slash, answer as natively in a transaction: those of a missing
+// directory without the supervisor (ENOENT), those of a file (ENOTDIR) or
+// of a symlink to a directory (followed) through it.
+func TestFastLookupsTxDirPaths(t *testing.T) {
+	dir, bin := fastFixture(t)
+	require.NoError(t, os.Symlink("sub", filepath.Join(dir, "dlink")))
+	const n = 50
+	argv := []string{bin, "paths", strconv.Itoa(n)}
+	for _, p := range []string{"missing/.", "missing/", "missing/a/.", "sub/.", "sub/", "sub/../sub/.", "file/.", "file/", "dlink/.", "dlink/", "sub/../file/"} {
+		argv = append(argv, dir+"/"+p) // not filepath.Join, which cleans
+	}
+	c := command{Argv: argv, Dir: dir}
+	// 11 paths: the 5 of a file or a symlink forwarded.
+	fastAsNative(t, c, 11*n, 5*n+n)
 }
 
 // TestFastLookupsTxFork: a forked child maps a ring of its own, not its

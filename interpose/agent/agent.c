@@ -197,15 +197,14 @@ static int clean(const char *path, int start) {
 }
 
 // clean_dots is clean for an absolute path that may have "." and ".."
-// components (tx_begin follows them only in fast directories): no empty
-// one, no trailing slash.
+// components and one trailing slash (tx_begin follows them only in fast
+// directories): no empty component.
 static int clean_dots(const char *path) {
-	int i;
-	for (i = 1; path[i]; i++) {
+	for (int i = 1; path[i]; i++) {
 		if (i >= PATH_MAX - 1 || (path[i] == '/' && path[i - 1] == '/'))
 			return 0;
 	}
-	return path[i - 1] != '/';
+	return 1;
 }
 
 // enabled reports whether the agent is configured and enabled.
@@ -427,13 +426,17 @@ static int tx_begin_fd(long fd, struct tx *x) {
 // component C (a search path through a directory that does not exist:
 // cc1's /usr/local/include/bits, locale lookups), returns 2 with the
 // record's path D/C: the caller answers ENOENT if an lstat of D/C
-// natively finds nothing there (tx_absent).
+// natively finds nothing there (tx_absent). A path that ends in "." or a
+// slash names a directory: one that is no fast directory is answered so
+// too if it does not exist (gcc's stat of each directory of its search
+// path, with "/." appended), and forwarded if it does (a symlink the
+// kernel would follow, a file: ENOTDIR).
 static int tx_begin(const char *path, struct tx *x) {
 	if (!tx_enabled(x))
 		return 0;
 	char *out = x->buf;
 	u64 h[TX_DEPTH + 1];
-	int len[TX_DEPTH + 1], d = 0, dots = 0;
+	int len[TX_DEPTH + 1], d = 0, dots = 0, absent = 0;
 	h[0] = fl_fnv_step(FL_FNV_OFFSET, '/'), len[0] = 1, out[0] = '/';
 	for (const char *p = path + 1; *p;) {
 		int n = 0;
@@ -449,9 +452,13 @@ static int tx_begin(const char *path, struct tx *x) {
 			}
 			dots = 1;
 		} else if (n == 1 && p[0] == '.') {
-			// A directory itself: a fast one, or forwarded (ENOTDIR).
-			if (d > 0 && !fast_dir(x->tree, fl_key(h[d])))
-				return 0;
+			// A directory itself: a fast one; as the last component,
+			// one that does not exist (below); else forwarded.
+			if (d > 0 && !fast_dir(x->tree, fl_key(h[d]))) {
+				if (p[1])
+					return 0;
+				absent = 1;
+			}
 			dots = 1;
 		} else {
 			if (changed_kind(x->tree, fl_key(h[d])) == FL_CHANGED_SUBTREE)
@@ -467,18 +474,29 @@ static int tx_begin(const char *path, struct tx *x) {
 				k = fl_fnv_step(k, (unsigned char)p[i]), out[o++] = p[i];
 			d++, h[d] = k, len[d] = o;
 		}
+		int dot = n == 1 && p[0] == '.', dotdot = n == 2 && p[0] == '.' && p[1] == '.';
 		p += n;
-		if (*p == '/')
-			p++;
+		if (*p == '/' && !*++p && !dot) {
+			// A trailing slash: after ".." forwarded, after a name as
+			// "/.".
+			if (dotdot)
+				return 0;
+			if (!fast_dir(x->tree, fl_key(h[d])))
+				absent = 1;
+			dots = 1;
+		}
 	}
 	if (d == 0 || changed_kind(x->tree, fl_key(h[d])) != 0)
 		return 0;
 	out[len[d]] = 0;
 	x->rpath = dots ? out : path;
 	x->orig = path, x->dots = dots;
-	if (fast_dir(x->tree, fl_key(h[d - 1])))
+	if (!absent && fast_dir(x->tree, fl_key(h[d - 1])))
 		return tx_reserve(x);
-	for (int k = d - 2; k >= 0; k--) {
+	// The path's directory is no fast directory, or the path names a
+	// directory that is not one: if a fast ancestor lacks the next
+	// component, ENOENT (tx_absent); else forwarded.
+	for (int k = d - 1 - !absent; k >= 0; k--) {
 		if (fast_dir(x->tree, fl_key(h[k]))) {
 			out[len[k + 1]] = 0; // D/C
 			x->rpath = out;
