@@ -13,6 +13,7 @@ const (
 	replyErrno
 	replyContinue
 	replyFD
+	replyFDs
 )
 
 // Reply is a handler's answer to a Call: a return value, an errno, a
@@ -26,6 +27,9 @@ type Reply struct {
 	// the reply closes it.
 	fd      int
 	cloexec bool
+	// fds are the supervisor descriptors of installFDs; the reply closes
+	// them.
+	fds []int
 }
 
 // Return answers the call with value v.
@@ -43,6 +47,29 @@ func Continue() Reply { return Reply{kind: replyContinue} }
 // to the supervisor's descriptor fd (ADDFD with SEND: atomically installed
 // and returned). The reply takes ownership of fd.
 func InstallFD(fd int, cloexec bool) Reply { return Reply{kind: replyFD, fd: fd, cloexec: cloexec} }
+
+// installFDs answers the call with up to two new descriptors in the caller,
+// referring to the supervisor's descriptors fds, installed in order; the
+// call returns their numbers, 32 bits each, the first in the low half
+// (Call.sendFDs). The reply takes ownership of fds.
+func installFDs(cloexec bool, fds ...int) Reply {
+	if len(fds) == 0 || len(fds) > maxInstalledFDs {
+		panic("interpose: installFDs takes one or two descriptors")
+	}
+	return Reply{kind: replyFDs, fds: fds, cloexec: cloexec}
+}
+
+// maxInstalledFDs is how many descriptor numbers fit in a call's 64-bit
+// return value.
+const maxInstalledFDs = 2
+
+// missingFD stands, in installFDs' value, for a descriptor that could not
+// be installed after an earlier one was: INT_MAX, which no descriptor can
+// be (fs.nr_open is at most INT_MAX rounded down to a multiple of
+// BITS_PER_LONG), so a call given it fails with EBADF; and with the high
+// bit of its half clear, a value that holds it is not negative, not
+// mistaken for an errno by code that must still close the first one.
+const missingFD = 0x7fffffff
 
 // FromError turns a handler error into a reply: a unix.Errno is returned to
 // the caller as is; anything else is an internal error, reported as EIO.
@@ -67,12 +94,15 @@ func (r Reply) Result() (val int64, errno unix.Errno, cont bool) {
 		return 0, 0, true
 	case replyFD:
 		return int64(r.fd), 0, false
+	case replyFDs:
+		return 0, 0, false // the numbers are known once sent
 	}
 	return r.val, 0, false
 }
 
-// IsFD reports whether the reply installs a descriptor.
-func (r Reply) IsFD() bool { return r.kind == replyFD }
+// IsFD reports whether the reply installs a descriptor (or two: the
+// value the caller saw then holds both).
+func (r Reply) IsFD() bool { return r.kind == replyFD || r.kind == replyFDs }
 
 // send delivers the reply for c. It returns the value the caller sees (the
 // installed descriptor number for InstallFD). A failed send means the caller
@@ -81,6 +111,8 @@ func (r Reply) IsFD() bool { return r.kind == replyFD }
 func (c *Call) send(r Reply) (int64, error) {
 	fd := c.listener.fd
 	switch r.kind {
+	case replyFDs:
+		return c.sendFDs(r)
 	case replyFD:
 		defer unix.Close(r.fd)
 		var flags uint32
@@ -107,6 +139,49 @@ func (c *Call) send(r Reply) (int64, error) {
 		return -1, notifSend(fd, &seccompNotifResp{ID: c.ID, Error: -int32(r.errno)})
 	}
 	return r.val, notifSend(fd, &seccompNotifResp{ID: c.ID, Val: r.val})
+}
+
+// sendFDs delivers an installFDs reply: one ADDFD without SEND per
+// descriptor, each waiting for the caller to install it (the call stays
+// pending), then the value. Between them the caller can only be killed, not
+// interrupted: the filter is loaded with WAIT_KILLABLE_RECV (filter.go), so
+// once a worker has received the call no other signal ends its wait
+// (kernel/seccomp.c seccomp_do_user_notification, should_sleep_killable),
+// and no descriptor is installed into a call that is then restarted. If the
+// first cannot be installed the call fails with its errno (ENOENT, the
+// caller gone, is returned as the error); a later one that cannot reads as
+// missingFD.
+func (c *Call) sendFDs(r Reply) (int64, error) {
+	fd := c.listener.fd
+	defer func() {
+		for _, f := range r.fds {
+			unix.Close(f)
+		}
+	}()
+	var flags uint32
+	if r.cloexec {
+		flags = unix.O_CLOEXEC
+	}
+	var val int64
+	for i, src := range r.fds {
+		a := seccompNotifAddfd{ID: c.ID, Srcfd: uint32(src), NewfdFlags: flags}
+		n, err := notifAddfdSend(fd, &a, c.listener.cfg.Profiled)
+		if err != nil {
+			errno, ok := err.(unix.Errno)
+			if !ok || errno == unix.ENOENT {
+				return -1, err
+			}
+			if i == 0 {
+				return -1, notifSend(fd, &seccompNotifResp{ID: c.ID, Error: -int32(errno)})
+			}
+			for j := i; j < len(r.fds); j++ {
+				val |= missingFD << (32 * j)
+			}
+			break
+		}
+		val |= int64(n) << (32 * i)
+	}
+	return val, notifSend(fd, &seccompNotifResp{ID: c.ID, Val: val})
 }
 
 // notifAddfdSend is ADDFD with SECCOMP_ADDFD_FLAG_SEND. It must be made on

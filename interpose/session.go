@@ -555,7 +555,7 @@ func (l *listener) worker() {
 			r = l.handle(c)
 		}
 		var val int64
-		if r.kind == replyFD {
+		if r.IsFD() {
 			val, err = l.sendFD(c, r)
 		} else {
 			val, err = c.send(r)
@@ -575,8 +575,8 @@ func (l *listener) worker() {
 }
 
 // injectedFD answers the openat the tracer injected into a thread to
-// bring in a descriptor of the fast path's shared memory (inject.go
-// mapFD), which no handler sees.
+// bring in the descriptors of the fast path's shared memory (inject.go
+// mapShared), which no handler sees.
 func (l *listener) injectedFD(c *Call) (Reply, bool) {
 	if l.fast == nil || l.fast.Shared == nil || c.Nr != unix.SYS_OPENAT {
 		return Reply{}, false
@@ -584,7 +584,7 @@ func (l *listener) injectedFD(c *Call) (Reply, bool) {
 	return l.fast.takeFD(c)
 }
 
-// sendFD sends a reply that installs a descriptor. ADDFD with SEND returns
+// sendFD sends a reply that installs a descriptor (or two). ADDFD with SEND returns
 // only once the caller has run and taken the descriptor, and the kernel's
 // wake-up that ends that wait is not a sync one, so the wait is sometimes
 // long (the worker woken on the other CPU). It used to hand the receiving
