@@ -17,8 +17,10 @@
 // auxiliary vector (auxv.go: the vDSO hidden, AT_RANDOM replaced); for
 // --fast-lookups (docs/fastpath.md), the agent blob built from agent/ and
 // embedded (fastlookups.go), its injection at every exec stop (inject.go:
-// in a transaction with the memfds it is given, brought in by an injected
-// openat the listener answers with ADDFD, and a new ring at every fork)
+// one code sequence, assembled by injectcode.go, run in one ptrace round
+// trip; in a transaction with the memfds it is given, brought in by an
+// injected openat the listener answers with ADDFD, and a new ring at every
+// fork)
 // and the rewrite of call sites to reach it (rewrite.go).
 //
 // It must not know about transactions, files or the meaning of any system

@@ -120,7 +120,7 @@ type FastLookups struct {
 	Shared *SharedMemory
 
 	// pendingMu guards pending: the descriptors the tracer's injected
-	// openat of a thread is to receive (installFD).
+	// openat of a thread is to receive (takeFD).
 	pendingMu sync.Mutex
 	// +checklocks:pendingMu
 	pending map[int]pendingFD
@@ -156,11 +156,12 @@ type SharedMemory struct {
 	NativeOpens bool
 }
 
-// pendingFD is a descriptor an injected openat of a thread receives: the
-// call must come from ip, the end of the injected code.
+// pendingFD are the descriptors an injected openat of a thread receives
+// (one or two): the call must come from ip, the end of the injected
+// openat's syscall instruction.
 type pendingFD struct {
-	fd int
-	ip uint64
+	fds []int
+	ip  uint64
 }
 
 // sharedSpan is the size of the range below the agent's base that the
@@ -183,22 +184,25 @@ func (f *FastLookups) treeAddr() uint64 {
 }
 
 // expectFD arranges for the injected openat of tid, returning at ip, to
-// receive fd (which the reply then owns).
-func (f *FastLookups) expectFD(tid int, fd int, ip uint64) {
+// receive fds (which the reply then owns), at most maxInstalledFDs.
+func (f *FastLookups) expectFD(tid int, fds []int, ip uint64) {
 	f.pendingMu.Lock()
 	defer f.pendingMu.Unlock()
 	if f.pending == nil {
 		f.pending = map[int]pendingFD{}
 	}
-	f.pending[tid] = pendingFD{fd: fd, ip: ip}
+	f.pending[tid] = pendingFD{fds: fds, ip: ip}
 }
 
-// unexpectFD cancels expectFD, closing the descriptor if no reply took it.
+// unexpectFD cancels expectFD, closing the descriptors if no reply took
+// them.
 func (f *FastLookups) unexpectFD(tid int) {
 	f.pendingMu.Lock()
 	defer f.pendingMu.Unlock()
 	if p, ok := f.pending[tid]; ok {
-		unix.Close(p.fd)
+		for _, fd := range p.fds {
+			unix.Close(fd)
+		}
 		delete(f.pending, tid)
 	}
 }
@@ -215,7 +219,10 @@ func (f *FastLookups) takeFD(c *Call) (Reply, bool) {
 		return Reply{}, false
 	}
 	delete(f.pending, c.Tid)
-	return InstallFD(p.fd, true /* cloexec */), true
+	if len(p.fds) == 1 {
+		return InstallFD(p.fds[0], true /* cloexec */), true
+	}
+	return installFDs(true /* cloexec */, p.fds...), true
 }
 
 // check validates f.

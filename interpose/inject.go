@@ -11,42 +11,143 @@ import (
 
 // The exec stop's injection of the fast-lookup agent (docs/fastpath.md
 // §4.2): the thread stopped at PTRACE_EVENT_EXEC, before the new image's
-// first instruction, is made to run one mmap of the agent's range
-// (MAP_FIXED_NOREPLACE, anonymous, read and execute), through code written
-// over its entry point (injectCode); then its bytes and registers are put
-// back and the agent and its configuration are written into the new
-// mapping through /proc/PID/mem (which writes a private read-only mapping,
-// as PTRACE_POKETEXT does). An image where any step fails runs without the
+// first instruction, is made to run one code sequence written over its
+// entry point (agentCode), in one ptrace round trip: the mmap of the
+// agent's range (MAP_FIXED_NOREPLACE, anonymous, read and execute) and, in
+// a transaction, an openat that the listener answers by installing the
+// tree's and the process's new ring's descriptors (takeFD), their mmaps and
+// their closes. Then its bytes and registers are put back and the agent and
+// its configuration are written into the new mapping through
+// /proc/PID/mem (which writes a private read-only mapping, as
+// PTRACE_POKETEXT does). An image where any step fails runs without the
 // agent: nothing is rewritten in it and every lookup is notified as
 // without the option. A Go image (.go.buildinfo) gets no agent: the few
 // sites of its runtime that have glibc's pattern may run on a goroutine's
-// small stack (§4.3).
+// small stack (§4.3). A forked child gets a ring of its own the same way,
+// at its first stop (ringCode).
 
-// injectCall is "mov $nr,%eax; syscall; int3". The number is in the code,
-// not set in rax: at an exec stop the thread is inside execve, whose return
-// value the kernel stores in rax after the stop.
-func injectCall(nr int) []byte {
-	return []byte{0xb8, byte(nr), byte(nr >> 8), 0, 0, 0x0f, 0x05, 0xcc}
-}
+// notRun is what a result register holds when the code skipped its call
+// (set before the code runs): no address, and negative.
+const notRun = ^uint64(0)
 
-// injectLen is the length of injectCall's code; an injected call's
-// instruction pointer, as seccomp reports it, is its start plus
-// injectSyscallEnd.
+// Where agentCode and ringCode keep their results.
 const (
-	injectLen        = 8
-	injectSyscallEnd = 7
+	agentResult = rbx // the agent's mmap
+	openResult  = rbp // the openat: the descriptors' numbers, or -errno
 )
 
-// injector makes a stopped thread run system calls one at a time, through
-// code written over the bytes at its instruction pointer (an image's entry
-// point at its exec stop, where a forked child resumes at its first stop),
-// and then puts bytes and registers back.
+// fdRegs hold the descriptors the openat brought in, mapResults the
+// results of their mmaps, in the order of mapShared's mappings.
+var (
+	fdRegs     = [maxInstalledFDs]reg{r12, r13}
+	mapResults = [maxInstalledFDs]reg{r14, r15}
+)
+
+// sharedMapping is one memfd the injected code maps shared.
+type sharedMapping struct {
+	addr, size  uint64
+	prot, flags int
+}
+
+// mapShared appends to c an openat that the listener answers by
+// installing one descriptor per mapping (at most maxInstalledFDs); if it
+// succeeded, each mmap in order, each only if the one before mapped where
+// asked; then the close of every descriptor, whatever the mmaps did, so
+// that none stays open in the program. It returns the offset of the
+// openat's end (the instruction pointer seccomp reports for it).
+func (c *injectCode) mapShared(maps []sharedMapping) int {
+	const closeFDs injectLabel = 1
+	atFDCWD := int64(unix.AT_FDCWD)
+	openEnd := c.syscall(unix.SYS_OPENAT, immInt(atFDCWD), imm(0) /* path */, imm(unix.O_RDONLY|unix.O_CLOEXEC), imm(0))
+	c.keep(openResult)
+	c.jumpIfFailed(injectEnd)
+	if len(maps) == 1 {
+		c.mov(fdRegs[0], rax, true)
+	} else {
+		c.keepHalves(fdRegs[0], fdRegs[1])
+	}
+	for i, m := range maps {
+		c.syscall(unix.SYS_MMAP, imm(m.addr), imm(m.size), imm(uint64(m.prot)), imm(uint64(unix.MAP_SHARED|m.flags)), inReg(fdRegs[i]), imm(0))
+		c.keep(mapResults[i])
+		if i < len(maps)-1 {
+			c.jumpUnlessMapped(closeFDs)
+		}
+	}
+	c.label(closeFDs)
+	for i := range maps {
+		c.syscall(unix.SYS_CLOSE, inReg(fdRegs[i]))
+	}
+	return openEnd
+}
+
+// agentCode is the exec stop's code: the agent's mmap (its result in
+// agentResult) and, with shared memory, if the agent mapped, mapShared of
+// the tree and the ring. openEnd is the offset of the openat's end, 0
+// without shared memory.
+func (f *FastLookups) agentCode() (code []byte, openEnd int) {
+	var c injectCode
+	c.syscall(unix.SYS_MMAP, imm(uint64(f.Base)), imm(agentMapSize), imm(unix.PROT_READ|unix.PROT_EXEC),
+		imm(unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE), immInt(-1) /* no descriptor */, imm(0))
+	c.keep(agentResult)
+	if f.Shared != nil {
+		// Without the tree and a ring of its own, the agent of a
+		// transaction's image could neither decide nor record.
+		c.jumpUnlessMapped(injectEnd)
+		openEnd = c.mapShared(f.sharedMappings(unix.MAP_FIXED_NOREPLACE))
+	}
+	return c.finish(), openEnd
+}
+
+// ringCode is a forked child's code: mapShared of a new ring over its copy
+// of its parent's (MAP_FIXED).
+func (f *FastLookups) ringCode() (code []byte, openEnd int) {
+	var c injectCode
+	ring := f.sharedMappings(unix.MAP_FIXED)[1:] // the ring alone
+	openEnd = c.mapShared(ring)
+	return c.finish(), openEnd
+}
+
+// sharedMappings are the tree, read-only, and the ring, read-write, at
+// their addresses; ringFlags says whether the ring may replace a mapping
+// there.
+func (f *FastLookups) sharedMappings(ringFlags int) []sharedMapping {
+	treeSpan, ringSpan := f.Shared.sharedSpan()
+	return []sharedMapping{
+		{addr: f.treeAddr(), size: treeSpan, prot: unix.PROT_READ, flags: unix.MAP_FIXED_NOREPLACE},
+		{addr: f.ringAddr(), size: ringSpan, prot: unix.PROT_READ | unix.PROT_WRITE, flags: ringFlags},
+	}
+}
+
+// regValue is register r's value in regs.
+func regValue(regs *unix.PtraceRegs, r reg) uint64 {
+	switch r {
+	case rbx:
+		return regs.Rbx
+	case rbp:
+		return regs.Rbp
+	case r12:
+		return regs.R12
+	case r13:
+		return regs.R13
+	case r14:
+		return regs.R14
+	case r15:
+		return regs.R15
+	}
+	panic("interpose: not a register injected code keeps results in")
+}
+
+// injector makes a stopped thread run a code sequence (injectCode) written
+// over the bytes at its instruction pointer (an image's entry point at its
+// exec stop, where a forked child resumes at its first stop), and then
+// puts bytes and registers back.
 type injector struct {
 	t     *tracer
 	tid   int
 	mem   *os.File
 	saved unix.PtraceRegs
-	orig  []byte
+	// orig are the bytes the code was written over, nil before.
+	orig []byte
 	// sig is a stop signal that arrived meanwhile, to deliver when the
 	// thread is resumed; dead says the thread exited (its exit is left
 	// for the tracer's loop, t.reaped).
@@ -57,16 +158,12 @@ type injector struct {
 // newInjector prepares the injection into tid; false if its registers or
 // memory cannot be had (then nothing was changed).
 func (t *tracer) newInjector(tid int) (*injector, bool) {
-	in := &injector{t: t, tid: tid, orig: make([]byte, injectLen)}
+	in := &injector{t: t, tid: tid}
 	if err := unix.PtraceGetRegs(tid, &in.saved); err != nil {
 		return nil, false
 	}
 	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", tid), os.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, false
-	}
-	if _, err := mem.ReadAt(in.orig, int64(in.saved.Rip)); err != nil {
-		mem.Close()
 		return nil, false
 	}
 	in.mem = mem
@@ -76,102 +173,89 @@ func (t *tracer) newInjector(tid int) (*injector, bool) {
 // at is the address of the injected code.
 func (in *injector) at() uint64 { return in.saved.Rip }
 
-// call runs system call nr with args in the thread and returns its result;
-// ok is false if it could not be run (nothing more can be, then).
-func (in *injector) call(nr int, args ...uint64) (ret uint64, ok bool) {
-	if in.dead {
-		return 0, false
+// run runs code in the thread, once, and returns the registers at its
+// int3; ok is false if it could not be run to there (if the thread is
+// gone, in.dead says so).
+func (in *injector) run(code []byte) (regs unix.PtraceRegs, ok bool) {
+	orig := make([]byte, len(code))
+	if _, err := in.mem.ReadAt(orig, int64(in.at())); err != nil {
+		return regs, false
 	}
-	if _, err := in.mem.WriteAt(injectCall(nr), int64(in.at())); err != nil {
-		return 0, false
+	in.orig = orig
+	if _, err := in.mem.WriteAt(code, int64(in.at())); err != nil {
+		return regs, false
 	}
-	var a [6]uint64
-	copy(a[:], args)
-	regs := in.saved
+	regs = in.saved
 	regs.Orig_rax = ^uint64(0) // not in a system call: nothing to restart
-	regs.Rdi, regs.Rsi, regs.Rdx, regs.R10, regs.R8, regs.R9 = a[0], a[1], a[2], a[3], a[4], a[5]
+	regs.Rbx, regs.Rbp, regs.R12, regs.R13, regs.R14, regs.R15 = notRun, notRun, notRun, notRun, notRun, notRun
 	if err := unix.PtraceSetRegs(in.tid, &regs); err != nil {
-		return 0, false
+		return regs, false
 	}
-	ret, sig, alive := in.t.runInjected(in.tid)
-	if in.sig == 0 {
-		in.sig = sig
-	}
+	regs, sig, alive, ok := in.t.runInjected(in.tid)
+	in.sig = sig
 	if !alive {
 		in.dead = true
-		return 0, false
 	}
-	return ret, true
+	return regs, ok
 }
 
 // restore puts the thread's bytes and registers back, whatever happened.
 func (in *injector) restore() {
 	if !in.dead {
-		in.mem.WriteAt(in.orig, int64(in.at()))
+		if in.orig != nil {
+			in.mem.WriteAt(in.orig, int64(in.at()))
+		}
 		unix.PtraceSetRegs(in.tid, &in.saved)
 	}
 	in.mem.Close()
 }
 
-// mapFD brings the supervisor's descriptor fd into the thread (an
-// injected openat that the listener answers by installing it: takeFD),
-// maps it shared at addr, and closes it there. It owns fd. It reports
-// whether the mapping is there.
-func (in *injector) mapFD(fd int, addr, size uint64, prot, flags int) bool {
+// sharedFDs returns the descriptors a new image of tgid maps (agentCode):
+// the tree's and a new ring's, the caller's. ringMade says whether Ring
+// made a ring for tgid (which Failed must forget if it is not mapped).
+func (f *FastLookups) sharedFDs(tgid int, logf func(string, ...any)) (fds []int, ringMade bool) {
+	s := f.Shared
+	tree, err := unix.FcntlInt(uintptr(s.TreeFD), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, false
+	}
+	ring, ringMade := f.ringFD(tgid, logf)
+	if ring < 0 {
+		unix.Close(tree)
+		return nil, ringMade
+	}
+	return []int{tree, ring}, true
+}
+
+// ringFD makes a new ring for process tgid and returns a descriptor of it,
+// the caller's, or -1; made says whether Ring made one.
+func (f *FastLookups) ringFD(tgid int, logf func(string, ...any)) (fd int, made bool) {
+	ring, err := f.Shared.Ring(tgid)
+	if err != nil {
+		logf("txexec: pid %d: no fast-lookup ring: %v", tgid, err)
+		return -1, false
+	}
+	fd, err = unix.FcntlInt(uintptr(ring), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return -1, true
+	}
+	return fd, true
+}
+
+// runShared runs code, whose openat ends at openEnd, with fds for the
+// listener to install there (takeFD); the descriptors are closed on the
+// supervisor's side whatever happens.
+func (in *injector) runShared(code []byte, openEnd int, fds []int) (unix.PtraceRegs, bool) {
 	f := in.t.fast
-	f.expectFD(in.tid, fd, in.at()+injectSyscallEnd)
-	atFDCWD := int64(unix.AT_FDCWD)
-	got, ok := in.call(unix.SYS_OPENAT, uint64(atFDCWD), 0 /* path */, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	f.expectFD(in.tid, fds, in.at()+uint64(openEnd))
+	regs, ok := in.run(code)
 	f.unexpectFD(in.tid)
-	if !ok || int64(got) < 0 {
-		return false
-	}
-	m, ok := in.call(unix.SYS_MMAP, addr, size, uint64(prot), uint64(unix.MAP_SHARED|flags), got, 0)
-	in.call(unix.SYS_CLOSE, got)
-	return ok && m == addr
-}
-
-// mapShared maps the transaction's shared memory into the new image of
-// tgid (docs/fastpath.md §4.1): the tree read-only, a new ring of its own
-// read-write. It reports whether both are there.
-func (in *injector) mapShared(tgid int) bool {
-	f := in.t.fast
-	s := f.Shared
-	treeSpan, ringSpan := s.sharedSpan()
-	fd, err := unix.FcntlInt(uintptr(s.TreeFD), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return false
-	}
-	if !in.mapFD(fd, f.treeAddr(), treeSpan, unix.PROT_READ, unix.MAP_FIXED_NOREPLACE) {
-		return false
-	}
-	return in.mapRing(tgid, ringSpan, unix.MAP_FIXED_NOREPLACE)
-}
-
-// mapRing maps a new ring for process tgid at the ring's address; flags
-// says whether it may replace a mapping there (a forked child's copy of
-// its parent's).
-func (in *injector) mapRing(tgid int, span uint64, flags int) bool {
-	f := in.t.fast
-	s := f.Shared
-	ring, err := s.Ring(tgid)
-	if err != nil {
-		in.t.logf("txexec: pid %d: no fast-lookup ring: %v", tgid, err)
-		return false
-	}
-	fd, err := unix.FcntlInt(uintptr(ring), unix.F_DUPFD_CLOEXEC, 0)
-	if err == nil && in.mapFD(fd, f.ringAddr(), span, unix.PROT_READ|unix.PROT_WRITE, flags) {
-		return true
-	}
-	if s.Failed != nil {
-		s.Failed(tgid)
-	}
-	return false
+	return regs, ok
 }
 
 // injectAgent maps the agent into the new image of tid. It returns the
 // signal to deliver when the thread is resumed (a stop signal that arrived
-// while the injected call ran), and false when the thread is gone (its
+// while the injected code ran), and false when the thread is gone (its
 // exit is left for the tracer's loop, t.reaped).
 func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 	f := t.fast
@@ -185,14 +269,23 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 	if !ok {
 		return 0, true
 	}
-	got, ok := in.call(unix.SYS_MMAP, uint64(f.Base), agentMapSize, unix.PROT_READ|unix.PROT_EXEC,
-		unix.MAP_PRIVATE|unix.MAP_ANONYMOUS|unix.MAP_FIXED_NOREPLACE, ^uint64(0) /* no descriptor */, 0)
-	mapped := ok && got == uint64(f.Base)
-	if mapped && f.Shared != nil {
-		// Without the tree and a ring of its own, the agent of a
-		// transaction's image could neither decide nor record: the
-		// image gets no configuration (the slow path).
-		mapped = in.mapShared(tid)
+	code, openEnd := f.agentCode()
+	var regs unix.PtraceRegs
+	mapped := false
+	if f.Shared == nil {
+		regs, ok = in.run(code)
+		mapped = ok && regValue(&regs, agentResult) == uint64(f.Base)
+	} else {
+		fds, ringMade := f.sharedFDs(tid, t.logf)
+		if fds != nil {
+			regs, ok = in.runShared(code, openEnd, fds)
+			maps := f.sharedMappings(unix.MAP_FIXED_NOREPLACE)
+			mapped = ok && regValue(&regs, agentResult) == uint64(f.Base) &&
+				regValue(&regs, mapResults[0]) == maps[0].addr && regValue(&regs, mapResults[1]) == maps[1].addr
+		}
+		if !mapped && ringMade && f.Shared.Failed != nil {
+			f.Shared.Failed(tid)
+		}
 	}
 	in.restore()
 	if in.dead {
@@ -200,7 +293,8 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 	}
 	sig = in.sig
 	if !mapped {
-		return sig, true // taken (EEXIST), or refused: the slow path
+		// Taken (EEXIST), refused, or no descriptors: the slow path.
+		return sig, true
 	}
 	page, err := f.configPage()
 	if err != nil {
@@ -241,24 +335,32 @@ func (t *tracer) replaceRing(child int) (sig unix.Signal, alive bool) {
 		f.DisableAgent(child)
 		return 0, true
 	}
-	_, ringSpan := f.Shared.sharedSpan()
-	ok = in.mapRing(child, ringSpan, unix.MAP_FIXED)
+	mapped := false
+	fd, made := f.ringFD(child, t.logf)
+	if fd >= 0 {
+		code, openEnd := f.ringCode()
+		regs, ok := in.runShared(code, openEnd, []int{fd})
+		mapped = ok && regValue(&regs, mapResults[0]) == f.ringAddr()
+	}
+	if !mapped && made && f.Shared.Failed != nil {
+		f.Shared.Failed(child)
+	}
 	in.restore()
 	if in.dead {
 		return 0, false
 	}
-	if !ok {
+	if !mapped {
 		f.DisableAgent(child)
 	}
 	return in.sig, true
 }
 
 // runInjected resumes tid into the injected code and waits for the int3's
-// SIGTRAP; it returns the call's result and a stop signal that arrived
+// SIGTRAP; it returns the registers there and a stop signal that arrived
 // meanwhile (held back, to be delivered when the thread is resumed for good
-// from the SIGTRAP's signal-delivery-stop). ok is false when the thread
-// exited.
-func (t *tracer) runInjected(tid int) (ret uint64, pending unix.Signal, ok bool) {
+// from the SIGTRAP's signal-delivery-stop). alive is false when the thread
+// exited, ok false when the registers could not be had.
+func (t *tracer) runInjected(tid int) (regs unix.PtraceRegs, pending unix.Signal, alive, ok bool) {
 	ptrace(unix.PTRACE_CONT, tid, 0, 0)
 	for {
 		var ws unix.WaitStatus
@@ -267,22 +369,21 @@ func (t *tracer) runInjected(tid int) (ret uint64, pending unix.Signal, ok bool)
 			continue
 		}
 		if err != nil {
-			return 0, 0, false
+			return regs, 0, false, false
 		}
 		if ws.Exited() || ws.Signaled() {
 			t.reaped = append(t.reaped, reapedExit{tid, ws})
-			return 0, 0, false
+			return regs, 0, false, false
 		}
 		if !ws.Stopped() {
 			continue
 		}
 		sig := ws.StopSignal()
 		if int(uint32(ws)>>16) == 0 && sig == unix.SIGTRAP {
-			var regs unix.PtraceRegs
 			if err := unix.PtraceGetRegs(tid, &regs); err != nil {
-				return 0, pending, true
+				return regs, pending, true, false
 			}
-			return regs.Rax, pending, true
+			return regs, pending, true, true
 		}
 		deliver := 0
 		if int(uint32(ws)>>16) == 0 {
