@@ -146,8 +146,10 @@ type injector struct {
 	tid   int
 	mem   *os.File
 	saved unix.PtraceRegs
-	// orig are the bytes the code was written over, nil before.
-	orig []byte
+	// orig are the bytes the code was written over at origAt, nil
+	// before.
+	orig   []byte
+	origAt uint64
 	// sig is a stop signal that arrived meanwhile, to deliver when the
 	// thread is resumed; dead says the thread exited (its exit is left
 	// for the tracer's loop, t.reaped).
@@ -170,22 +172,37 @@ func (t *tracer) newInjector(tid int) (*injector, bool) {
 	return in, true
 }
 
-// at is the address of the injected code.
-func (in *injector) at() uint64 { return in.saved.Rip }
+// codeAt is where the injector writes code of n bytes (at most a page):
+// at the thread's instruction pointer, or, if the code would run past the
+// end of that page, at the page's start. The page holds the instruction the
+// thread runs next, so it is executable, and all of it lies in one mapping;
+// the next page may be another mapping (a read-only segment) or none, and
+// code running into it would fault, killing the program.
+func codeAt(ip uint64, n int) uint64 {
+	page := uint64(pageSize)
+	if ip%page+uint64(n) > page {
+		return ip &^ (page - 1)
+	}
+	return ip
+}
 
 // run runs code in the thread, once, and returns the registers at its
 // int3; ok is false if it could not be run to there (if the thread is
-// gone, in.dead says so).
-func (in *injector) run(code []byte) (regs unix.PtraceRegs, ok bool) {
-	orig := make([]byte, len(code))
-	if _, err := in.mem.ReadAt(orig, int64(in.at())); err != nil {
+// gone, in.dead says so). at is where it runs, codeAt(saved.Rip).
+func (in *injector) run(code []byte, at uint64) (regs unix.PtraceRegs, ok bool) {
+	if len(code) > int(pageSize) {
 		return regs, false
 	}
-	in.orig = orig
-	if _, err := in.mem.WriteAt(code, int64(in.at())); err != nil {
+	orig := make([]byte, len(code))
+	if _, err := in.mem.ReadAt(orig, int64(at)); err != nil {
+		return regs, false
+	}
+	in.orig, in.origAt = orig, at
+	if _, err := in.mem.WriteAt(code, int64(at)); err != nil {
 		return regs, false
 	}
 	regs = in.saved
+	regs.Rip = at
 	regs.Orig_rax = ^uint64(0) // not in a system call: nothing to restart
 	regs.Rbx, regs.Rbp, regs.R12, regs.R13, regs.R14, regs.R15 = notRun, notRun, notRun, notRun, notRun, notRun
 	if err := unix.PtraceSetRegs(in.tid, &regs); err != nil {
@@ -203,7 +220,7 @@ func (in *injector) run(code []byte) (regs unix.PtraceRegs, ok bool) {
 func (in *injector) restore() {
 	if !in.dead {
 		if in.orig != nil {
-			in.mem.WriteAt(in.orig, int64(in.at()))
+			in.mem.WriteAt(in.orig, int64(in.origAt))
 		}
 		unix.PtraceSetRegs(in.tid, &in.saved)
 	}
@@ -247,8 +264,9 @@ func (f *FastLookups) ringFD(tgid int, logf func(string, ...any)) (fd int, made 
 // supervisor's side whatever happens.
 func (in *injector) runShared(code []byte, openEnd int, fds []int) (unix.PtraceRegs, bool) {
 	f := in.t.fast
-	f.expectFD(in.tid, fds, in.at()+uint64(openEnd))
-	regs, ok := in.run(code)
+	at := codeAt(in.saved.Rip, len(code))
+	f.expectFD(in.tid, fds, at+uint64(openEnd))
+	regs, ok := in.run(code, at)
 	f.unexpectFD(in.tid)
 	return regs, ok
 }
@@ -273,7 +291,7 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 	var regs unix.PtraceRegs
 	mapped := false
 	if f.Shared == nil {
-		regs, ok = in.run(code)
+		regs, ok = in.run(code, codeAt(in.saved.Rip, len(code)))
 		mapped = ok && regValue(&regs, agentResult) == uint64(f.Base)
 	} else {
 		fds, ringMade := f.sharedFDs(tid, t.logf)

@@ -174,20 +174,26 @@ func startAtExec(t *testing.T) *exec.Cmd {
 // what the next needs, and one that did not leaves nothing behind — no
 // mapping, no descriptor, in the image or in the supervisor. Traced with
 // no seccomp listener, the injected openat reaches the kernel with its
-// null path and fails (EFAULT), as a refused one would.
+// null path and fails (EFAULT), as a refused one would. The code runs at
+// the instruction pointer, or at its page's start (where codeAt puts code
+// that would cross into the next page), and the bytes under it are put
+// back.
 func TestInjectedCodeSkips(t *testing.T) {
 	errno := func(e unix.Errno) uint64 { return uint64(-int64(e)) }
 	for _, tc := range []struct {
 		name string
-		// taken says the agent's range is taken in the image.
-		taken     bool
-		agent     func(base uintptr) uint64
-		openat    uint64
-		newAgents int
+		// taken says the agent's range is taken in the image;
+		// pageStart runs the code at the start of the page.
+		taken, pageStart bool
+		agent            func(base uintptr) uint64
+		openat           uint64
+		newAgents        int
 	}{
 		{name: "agent range taken", taken: true,
 			agent: func(uintptr) uint64 { return errno(unix.EEXIST) }, openat: notRun},
 		{name: "openat fails",
+			agent: func(base uintptr) uint64 { return uint64(base) }, openat: errno(unix.EFAULT), newAgents: 1},
+		{name: "openat fails, at the page's start", pageStart: true,
 			agent: func(base uintptr) uint64 { return uint64(base) }, openat: errno(unix.EFAULT), newAgents: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -200,14 +206,25 @@ func TestInjectedCodeSkips(t *testing.T) {
 			if tc.taken {
 				// The page of its first instruction (the dynamic
 				// loader's text).
-				f.Base = uintptr(in.at()) &^ (pageSize - 1)
+				f.Base = uintptr(in.saved.Rip) &^ (pageSize - 1)
 			}
 			tr.fast = f
 			mapsBefore, fdsBefore := readMaps(t, pid), openFDs(t, pid)
 			code, _ := f.agentCode()
-			regs, ok := in.run(code)
+			at := codeAt(in.saved.Rip, len(code))
+			if tc.pageStart {
+				at = in.saved.Rip &^ uint64(pageSize-1)
+				require.NotEqual(t, in.saved.Rip, at)
+			}
+			text := make([]byte, len(code))
+			require.NoError(t, Memory{Tid: pid}.Read(uintptr(at), text))
+			regs, ok := in.run(code, at)
 			in.restore()
 			require.True(t, ok)
+			textAfter := make([]byte, len(code))
+			require.NoError(t, Memory{Tid: pid}.Read(uintptr(at), textAfter))
+			assert.Equal(t, text, textAfter, "the bytes put back")
+			assert.Equal(t, at+uint64(len(code)), regs.Rip, "stopped after the int3")
 			assert.Equal(t, tc.agent(f.Base), regValue(&regs, agentResult), "the agent's mmap")
 			assert.Equal(t, tc.openat, regValue(&regs, openResult), "the openat")
 			for i, r := range mapResults {
@@ -224,6 +241,24 @@ func TestInjectedCodeSkips(t *testing.T) {
 			require.NoError(t, unix.PtraceGetRegs(pid, &after))
 			assert.Equal(t, in.saved, after, "the registers put back")
 		})
+	}
+}
+
+// TestInjectCodeAt: the code goes at the instruction pointer, or at the
+// start of its page when it would run past the page's end.
+func TestInjectCodeAt(t *testing.T) {
+	for _, tc := range []struct {
+		ip   uint64
+		n    int
+		want uint64
+	}{
+		{0x401000, 200, 0x401000},
+		{0x401e38, 200, 0x401e38},
+		{0x401f38, 200, 0x401f38}, // ends at the page's end
+		{0x401f39, 200, 0x401000},
+		{0x401ffe, 200, 0x401000},
+	} {
+		assert.Equal(t, tc.want, codeAt(tc.ip, tc.n), "%#x + %d", tc.ip, tc.n)
 	}
 }
 
