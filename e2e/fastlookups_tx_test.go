@@ -50,6 +50,22 @@ func TestFastLookupsTxLoop(t *testing.T) {
 	fastAsNative(t, c, n, n/10)
 }
 
+// TestFastLookupsTxRepeats: a process that stats one file 10,000 times
+// publishes its record once (docs/fastpath.md §4.7): a repeat at the same
+// generation tells the read set nothing; the stats still answer as
+// natively.
+func TestFastLookupsTxRepeats(t *testing.T) {
+	dir, bin := fastFixture(t)
+	const n = 10000
+	c := command{Argv: []string{bin, "loop", strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir, TxArgs: fastLookups}
+	nat := run(t, native, c)
+	r, stats := runStats(t, transaction, c)
+	require.Equal(t, 0, r.Status, r.Stderr)
+	assert.Equal(t, nat.Stdout, r.Stdout)
+	assert.Less(t, stats["trapped_calls"], n/10, "the stats ran natively")
+	assert.Less(t, stats["fast_records"], 100)
+}
+
 // fastAsNative runs c natively and in a transaction without and with the
 // option: both print what the native run prints, at least n calls reach
 // the supervisor without the option, and fewer than atMost with it.

@@ -33,7 +33,10 @@
  *   5. if the observed identity is in the changed objects, publish the
  *      slot with nr = FL_NR_NONE, then forward (a thread never waits in a
  *      forwarded call holding an unpublished slot);
- *   6. fill the slot, then release-store slot->seq = h + 1.
+ *   6. fill the slot, then release-store slot->seq = h + 1; a record that
+ *      repeats one the process published before (its fingerprint is in
+ *      seen) is published empty instead, as it would tell the supervisor
+ *      nothing new.
  * The supervisor reads published slots only; anything in a ring is
  * untrusted input to it.
  */
@@ -42,12 +45,13 @@
 
 #include <stdint.h>
 
-#define FL_LAYOUT_VERSION 2
+#define FL_LAYOUT_VERSION 3
 
 #define FL_CHANGED_N  16384 /* changed-set slots (a power of two) */
 #define FL_OBJECTS_N  16384 /* changed-object slots (a power of two) */
 #define FL_FASTDIRS_N 16384 /* fast-directory slots (a power of two) */
 #define FL_RING_N     1024  /* ring slots (a power of two) */
+#define FL_SEEN_N     512   /* a ring's fingerprints of records (a power of two) */
 #define FL_PATH_MAX   256   /* longest path a record holds, with its NUL */
 
 /* Slots are probed linearly from key & (N - 1).
@@ -128,6 +132,12 @@ struct fl_ring {
 	uint64_t tail; /* consumed slots (the supervisor's) */
 	uint8_t pad1[56];
 	struct fl_record slots[FL_RING_N];
+	/* The agent's own: fingerprints of the records it published (every
+	 * field but seq), by fingerprint & (FL_SEEN_N - 1). A record whose
+	 * fingerprint is there repeats one published before, at the same
+	 * generation: its slot is published empty. The supervisor never
+	 * reads it. */
+	uint64_t seen[FL_SEEN_N];
 };
 
 /* FNV-1a, 64 bits. */

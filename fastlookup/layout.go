@@ -6,7 +6,7 @@ import "unsafe"
 // structures below must match it byte for byte (TestLayoutMatchesC).
 
 // LayoutVersion is FL_LAYOUT_VERSION.
-const LayoutVersion = 2
+const LayoutVersion = 3
 
 // Table sizes (slots, powers of two) and the longest path a record holds,
 // with its NUL.
@@ -15,6 +15,7 @@ const (
 	ObjectsN  = 16384
 	FastDirsN = 16384
 	RingN     = 1024
+	SeenN     = 512
 	PathMax   = 256
 )
 
@@ -114,6 +115,7 @@ type ringLayout struct {
 	tail  uint64
 	_     [56]byte
 	slots [RingN]recordLayout
+	seen  [SeenN]uint64 // the agent's own: never read here
 }
 
 // FNV-1a, 64 bits.

@@ -36,7 +36,7 @@ func TestLayoutMatchesC(t *testing.T) {
 	}{
 		{"FL_LAYOUT_VERSION", LayoutVersion},
 		{"FL_CHANGED_N", ChangedN}, {"FL_OBJECTS_N", ObjectsN}, {"FL_FASTDIRS_N", FastDirsN},
-		{"FL_RING_N", RingN}, {"FL_PATH_MAX", PathMax},
+		{"FL_RING_N", RingN}, {"FL_SEEN_N", SeenN}, {"FL_PATH_MAX", PathMax},
 		{"FL_KEY_EMPTY", KeyEmpty}, {"FL_KEY_REMOVED", KeyRemoved},
 		{"FL_CHANGED_SELF", uint64(ChangedSelf)}, {"FL_CHANGED_SUBTREE", uint64(ChangedSubtree)},
 		{"(uint64_t)(int64_t)FL_NR_NONE", nrNone()}, {"FL_OBSERVED", flObserved}, {"FL_RELATIVE", flRelative}, {"FL_DESCRIPTOR", flDescriptor},
@@ -78,6 +78,7 @@ func TestLayoutMatchesC(t *testing.T) {
 		{"offsetof(struct fl_record, dir_ino)", uint64(unsafe.Offsetof(rec.dirIno))},
 		{"offsetof(struct fl_record, path)", uint64(unsafe.Offsetof(rec.path))},
 		{"sizeof(struct fl_ring)", uint64(unsafe.Sizeof(ring))},
+		{"offsetof(struct fl_ring, seen)", uint64(unsafe.Offsetof(ring.seen))},
 		{"offsetof(struct fl_ring, head)", uint64(unsafe.Offsetof(ring.head))},
 		{"offsetof(struct fl_ring, tail)", uint64(unsafe.Offsetof(ring.tail))},
 		{"offsetof(struct fl_ring, slots)", uint64(unsafe.Offsetof(ring.slots))},

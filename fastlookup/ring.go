@@ -79,6 +79,15 @@ type Ring struct {
 	done map[uint64]bool
 }
 
+// recordsFed counts the records every ring of this process has passed to
+// a feed (RecordsFed).
+var recordsFed atomic.Uint64
+
+// RecordsFed is the number of records the rings of this process have fed
+// so far, all transactions together: for a benchmark's statistics
+// (TXEXEC_STATS).
+func RecordsFed() uint64 { return recordsFed.Load() }
+
 // NewRing makes a process's ring, empty.
 func NewRing() (*Ring, error) {
 	mem, err := newShared("txexec-fastlookup-ring", int(unsafe.Sizeof(ringLayout{})), false)
@@ -135,6 +144,7 @@ func (g *Ring) Drain(feed func(*Record) error) (int, error) {
 		rec, err := decode(pos, &local)
 		if err == nil {
 			n++
+			recordsFed.Add(1)
 			err = feed(&rec)
 		}
 		if err != nil && first == nil {

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"txexec/fastlookup"
 	"txexec/internal/procfs"
 	"txexec/interpose"
 	"txexec/syscalls"
@@ -45,6 +46,10 @@ import (
 //	forks=N           new processes: fork, vfork, clone without CLONE_THREAD
 //	                  (PTRACE_EVENT_FORK, _VFORK, _CLONE)
 //	threads=N         new threads (clone with CLONE_THREAD)
+//	fast_records=N    calls the fast-lookup agent made natively whose
+//	                  records the supervisor fed into the read set (a
+//	                  repeat of a record its process published at the same
+//	                  generation is not published: docs/fastpath.md)
 //	commit_ns=N       time of the commit: validation, records, write-through
 //	                  and its syncs (0 with --passthrough, or an abort);
 //	                  execs to commit_ns are over all --retry attempts too
@@ -176,9 +181,10 @@ func (h *benchHooks) finish() {
 	hwm, err := vmHWM("/proc/self/status")
 	if err == nil {
 		s := fmt.Sprintf("vmhwm_bytes=%d\nstaging_bytes=%d\nstaging_files=%d\ntrapped_calls=%d\n"+
-			"%sexecs=%d\nforks=%d\nthreads=%d\ncommit_ns=%d\n",
+			"%sexecs=%d\nforks=%d\nthreads=%d\nfast_records=%d\ncommit_ns=%d\n",
 			hwm, h.stagingBytes, h.stagingFiles, trappedCalls.Load(), trappedByCall(),
-			treeEvents.execs.Load(), treeEvents.forks.Load(), treeEvents.threads.Load(), h.commit.Nanoseconds())
+			treeEvents.execs.Load(), treeEvents.forks.Load(), treeEvents.threads.Load(), fastlookup.RecordsFed(),
+			h.commit.Nanoseconds())
 		err = os.WriteFile(h.statsPath, []byte(s), 0o644)
 	}
 	if err != nil {

@@ -507,8 +507,18 @@ static int tx_begin(const char *path, struct tx *x) {
 }
 
 
+// fp_step folds v into a record's fingerprint.
+static u64 fp_step(u64 h, u64 v) {
+	for (int i = 0; i < 8; i++, v >>= 8)
+		h = fl_fnv_step(h, (unsigned char)v);
+	return h;
+}
+
 // tx_publish fills the reserved slot and publishes it (step 6); nr
-// FL_NR_NONE publishes an empty slot.
+// FL_NR_NONE publishes an empty slot. A record whose every field repeats
+// one this process published before (its fingerprint is in ring->seen) is
+// published empty: at the same generation the supervisor would learn
+// nothing from it (cc1's realpath makes two in three of its calls again).
 static void tx_publish(struct tx *x, long nr, long result, u64 dev, u64 ino,
                        u32 mode, u32 uid, u32 gid, long size, const long *mtime, const long *ctime) {
 	struct fl_record *s = &x->ring->slots[x->pos & (FL_RING_N - 1)];
@@ -518,9 +528,11 @@ static void tx_publish(struct tx *x, long nr, long result, u64 dev, u64 ino,
 	s->flags = 0;
 	if (nr != FL_NR_NONE) {
 		const char *path = x->rpath;
+		u64 fp = FL_FNV_OFFSET;
 		u32 n = 0;
 		while (path[n] && n < FL_PATH_MAX - 1) {
 			s->path[n] = path[n];
+			fp = fl_fnv_step(fp, (unsigned char)path[n]);
 			n++;
 		}
 		s->path[n] = 0;
@@ -528,6 +540,7 @@ static void tx_publish(struct tx *x, long nr, long result, u64 dev, u64 ino,
 		if (x->rel) {
 			s->flags = FL_RELATIVE;
 			s->dir_dev = x->dir_dev, s->dir_ino = x->dir_ino;
+			fp = fp_step(fp_step(fp, x->dir_dev), x->dir_ino);
 		}
 		if (x->desc)
 			s->flags = FL_DESCRIPTOR;
@@ -536,7 +549,17 @@ static void tx_publish(struct tx *x, long nr, long result, u64 dev, u64 ino,
 			s->dev = dev, s->ino = ino, s->mode = mode, s->uid = uid, s->gid = gid, s->size = size;
 			s->mtime_sec = mtime[0], s->mtime_nsec = mtime[1];
 			s->ctime_sec = ctime[0], s->ctime_nsec = ctime[1];
+			fp = fp_step(fp_step(fp_step(fp, dev), ino), (u64)mode << 32 | uid);
+			fp = fp_step(fp_step(fp_step(fp, gid), (u64)size), (u64)mtime[0]);
+			fp = fp_step(fp_step(fp_step(fp, (u64)mtime[1]), (u64)ctime[0]), (u64)ctime[1]);
 		}
+		fp = fp_step(fp_step(fp_step(fp_step(fp, x->gen), (u64)nr), (u64)result), s->flags);
+		fp = fl_key(fp);
+		u64 *seen = &x->ring->seen[fp & (FL_SEEN_N - 1)];
+		if (__atomic_load_n(seen, __ATOMIC_RELAXED) == fp)
+			s->nr = FL_NR_NONE, s->flags = 0;
+		else
+			__atomic_store_n(seen, fp, __ATOMIC_RELAXED);
 	}
 	__atomic_store_n(&s->seq, x->pos + 1, __ATOMIC_RELEASE);
 }
