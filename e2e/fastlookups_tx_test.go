@@ -333,6 +333,45 @@ func TestFastLookupsTxAtime(t *testing.T) {
 	assert.False(t, atime().Equal(old), "a native read updates the atime")
 }
 
+// TestFastLookupsTxReadlink: a symlink's target is read natively in a
+// transaction, as natively, without updating its atime; one replaced by
+// another process after the transaction read it aborts the transaction as
+// without the option.
+func TestFastLookupsTxReadlink(t *testing.T) {
+	dir, bin := fastFixture(t)
+	link := filepath.Join(dir, "link")
+	const n = 2000
+	c := command{Argv: []string{bin, "readlinkloop", strconv.Itoa(n), link}, Dir: dir}
+	fastAsNative(t, c, n, n/10)
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	ts := []unix.Timespec{unix.NsecToTimespec(old.UnixNano()), {Nsec: unix.UTIME_OMIT}}
+	require.NoError(t, unix.UtimesNanoAt(unix.AT_FDCWD, link, ts, unix.AT_SYMLINK_NOFOLLOW))
+	c.TxArgs = fastLookups
+	r := run(t, transaction, c)
+	require.Equal(t, 0, r.Status, r.Stderr)
+	var st unix.Stat_t
+	require.NoError(t, unix.Lstat(link, &st))
+	assert.Equal(t, old.Unix(), st.Atim.Sec, "the symlink's atime")
+
+	work := t.TempDir()
+	require.NoError(t, os.Symlink("a", filepath.Join(work, "l")))
+	var stderr [2]string
+	for i, opts := range [][]string{nil, fastLookups} {
+		s := newTxState(t)
+		h := s.startHeld(t, work, fmt.Sprintf("%s readlinkloop 50 l; echo ready; read x; echo done > out", bin), opts...)
+		require.Equal(t, "readlink l ret=1 errno=0 target=a", h.out.next(t), "stderr so far: %s", h.errb.String())
+		h.ready(t)
+		nativeRun(t, work, "ln -sfn b l")
+		r := h.finish(t)
+		assert.Equal(t, 75, r.status, "%v: %s", opts, r.stderr)
+		stderr[i] = r.stderr
+		assert.NoFileExists(t, filepath.Join(work, "out"))
+		nativeRun(t, work, "ln -sfn a l")
+	}
+	assert.Contains(t, stderr[1], "conflict on "+filepath.Join(work, "l"))
+	assert.Equal(t, stderr[0], stderr[1])
+}
+
 // TestFastLookupsTxOpensSeeChanges: a file the transaction wrote is read,
 // by path and relative to a descriptor of its directory, with the
 // transaction's content (the agent forwards it), and an unchanged one

@@ -128,6 +128,21 @@ func TestRingFull(t *testing.T) {
 	assert.True(t, g.Append(statRecord("/y", 1)))
 }
 
+// TestRingReadlink: a symlink's target read natively decodes with its
+// length as the result.
+func TestRingReadlink(t *testing.T) {
+	g := newRing(t)
+	want := statRecord("/usr/bin/cc", 7)
+	want.Nr, want.Mode, want.Size, want.Result = unix.SYS_READLINK, unix.S_IFLNK|0o777, 20, 20
+	require.True(t, g.Append(want))
+	var got []Record
+	_, err := g.Drain(func(r *Record) error { got = append(got, *r); return nil })
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, int64(20), got[0].Result)
+	assert.Equal(t, uint32(unix.S_IFLNK|0o777), got[0].Mode)
+}
+
 func TestRingMalformed(t *testing.T) {
 	ok := statRecord("/ok", 1)
 	cases := []struct {
@@ -149,7 +164,13 @@ func TestRingMalformed(t *testing.T) {
 		{"empty", func(r *Record, s *recordLayout) { s.pathLen = 0 }, "path length"},
 		{"result out of range", func(r *Record, s *recordLayout) { s.result = -5000 }, "result"},
 		{"stat returning a number", func(r *Record, s *recordLayout) { s.result = 3 }, "result"},
-		{"native readlink", func(r *Record, s *recordLayout) { s.nr = unix.SYS_READLINK; s.result = 4 }, "result"},
+		{"readlink of no symlink", func(r *Record, s *recordLayout) { s.nr = unix.SYS_READLINK; s.result = 4 }, "result"},
+		{"readlink past the size", func(r *Record, s *recordLayout) {
+			s.nr, s.mode, s.size, s.result = unix.SYS_READLINK, unix.S_IFLNK|0o777, 3, 4
+		}, "result"},
+		{"readlink without identity", func(r *Record, s *recordLayout) {
+			s.nr, s.mode, s.size, s.result, s.flags = unix.SYS_READLINK, unix.S_IFLNK|0o777, 4, 4, 0
+		}, "result"},
 		{"identity of nothing", func(r *Record, s *recordLayout) { s.result = -int64(unix.ENOENT) }, "identity"},
 		{"no identity of something", func(r *Record, s *recordLayout) { s.flags = 0 }, "identity"},
 		{"unknown flag", func(r *Record, s *recordLayout) { s.flags |= 8 }, "flags"},

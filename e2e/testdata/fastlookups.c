@@ -40,6 +40,8 @@
 //   sites N PATH    N times: stat, access and readlink of PATH, each from
 //                   its own call site of glibc
 //   site N PATH     N times: stat of PATH
+//   readlinkloop N PATH  readlink PATH N times (one call site), printing
+//                   what the last returned
 //   fstatloop N PATH  open PATH read-only read-only, then N times fstat the
 //                   descriptor (glibc: newfstatat(fd, "", AT_EMPTY_PATH))
 //                   and print its size and inode, and whether they stayed
@@ -465,6 +467,19 @@ static int opendir_loop(long n, const char *dir) {
 	return 0;
 }
 
+static int readlink_loop(long n, const char *path) {
+	char buf[256];
+	long got = -1;
+	int err = 0;
+	for (long i = 0; i < n; i++) {
+		got = readlink(path, buf, sizeof buf - 1);
+		err = got < 0 ? errno : 0;
+	}
+	buf[got < 0 ? 0 : got] = 0;
+	printf("readlink %s ret=%ld errno=%d target=%s\n", path, got, err, buf);
+	return 0;
+}
+
 static int sites(long n, const char *path, int all) {
 	long stats = 0, accesses = 0, links = 0;
 	char buf[256];
@@ -575,6 +590,8 @@ int main(int argc, char **argv) {
 	}
 	if (strcmp(mode, "opendirloop") == 0)
 		return opendir_loop(n, argv[3]);
+	if (strcmp(mode, "readlinkloop") == 0)
+		return readlink_loop(n, argv[3]);
 	if (strcmp(mode, "sites") == 0 || strcmp(mode, "site") == 0)
 		return sites(n, argv[3], strcmp(mode, "sites") == 0);
 	if (strcmp(mode, "openloop") == 0)

@@ -894,9 +894,13 @@ static long do_open(const struct regs *r, long dirfd, const char *path, long fla
 }
 
 // do_readlink is readlink and readlinkat as an lstat: EINVAL for a
-// non-symlink, the lstat's error for a path that does not resolve, and a
-// symlink forwarded (reading it natively would update its atime).
-static long do_readlink(const struct regs *r, const char *path, long size) {
+// non-symlink, the lstat's error for a path that does not resolve. A
+// symlink is read natively only in a transaction whose tree updates no
+// atime (tx_opens: reading it would update its atime otherwise), between
+// two lstats that must find the same symlink (one put there meanwhile has
+// another inode or ctime: a symlink is never changed in place); else it is
+// forwarded.
+static long do_readlink(const struct regs *r, const char *path, char *buf, long size) {
 	struct tx x, *xp;
 	long at;
 	if ((int)size <= 0)
@@ -907,13 +911,19 @@ static long do_readlink(const struct regs *r, const char *path, long size) {
 	case 2:
 		return tx_absent(xp, r);
 	}
-	struct kstat st;
+	struct kstat st, again;
 	long ret = sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW);
 	if (ret < 0)
 		return tx_done(xp, r, ret, 0);
-	if (is_link(st.mode))
+	if (!is_link(st.mode))
+		return tx_done(xp, r, -EINVAL, &st);
+	if (!xp || !agent_config.tx_opens)
 		return tx_skip(xp, r);
-	return tx_done(xp, r, -EINVAL, &st);
+	long n = sys4(NR_readlinkat, AT_FDCWD, (long)path, (long)buf, size);
+	if (n < 0 || sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&again, AT_SYMLINK_NOFOLLOW) != 0 ||
+	    again.dev != st.dev || again.ino != st.ino || again.times[4] != st.times[4] || again.times[5] != st.times[5])
+		return tx_skip(xp, r);
+	return tx_done(xp, r, n, &st);
 }
 
 // do_access is access, faccessat and faccessat2: made as faccessat2 with
@@ -960,9 +970,9 @@ long agent_dispatch(const struct regs *r) {
 	case NR_statx:
 		return do_statx(r);
 	case NR_readlink:
-		return do_readlink(r, (const char *)r->a1, r->a3);
+		return do_readlink(r, (const char *)r->a1, (char *)r->a2, r->a3);
 	case NR_readlinkat:
-		return do_readlink(r, (const char *)r->a2, r->a4);
+		return do_readlink(r, (const char *)r->a2, (char *)r->a3, r->a4);
 	case NR_access:
 		return do_access(r, (const char *)r->a1, r->a2, 0);
 	case NR_faccessat:
