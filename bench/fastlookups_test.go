@@ -7,8 +7,9 @@ import (
 
 // BenchmarkFastLookups times the lookups the fast path takes
 // (--fast-lookups, docs/fastpath.md; steps 1 and 2: the lookups by path, a
-// read-only open, and statat's fstatat relative to a directory descriptor)
-// in the per-call fixture: natively, under `txexec --passthrough --`,
+// read-only open, and statat's fstatat relative to a directory descriptor),
+// and what the option adds to a fork and exec of a static program (the
+// agent's injection, a ring of the child's own), in the per-call fixture: natively, under `txexec --passthrough --`,
 // under `txexec --passthrough --fast-lookups --` and in a transaction with
 // the option, `txexec --fast-lookups --` (with BaseEnv, the base build's
 // too: tx-fast-base), in one run. The fixture's first call of each site is
@@ -19,7 +20,7 @@ import (
 //	go test ./bench -run '^$' -bench FastLookups -benchtime 2000x
 func BenchmarkFastLookups(b *testing.B) {
 	bin := BuildPercall(b)
-	for _, op := range []string{"stat", "statx", "access", "open", "statat"} {
+	for _, op := range []string{"stat", "statx", "access", "open", "statat", "exec"} {
 		b.Run(op, func(b *testing.B) {
 			ms := []mode{
 				{name: "native", prefix: func(testing.TB) []string { return nil }},

@@ -40,6 +40,31 @@ func runStats(t *testing.T, m mode, c command) (result, map[string]int) {
 	return r, values
 }
 
+// abortsAsWithout runs reads in a transaction held open in work, once
+// without the option and once with it; while it waits, outside runs
+// natively there. Each must abort (exit 75) without going on to write
+// "out", with the same message; it returns the message of the run with the
+// option. reset, if not nil, runs before each.
+func abortsAsWithout(t *testing.T, work, reads, outside string, reset func()) string {
+	t.Helper()
+	var stderr [2]string
+	for i, opts := range [][]string{nil, fastLookups} {
+		if reset != nil {
+			reset()
+		}
+		s := newTxState(t)
+		h := s.startHeld(t, work, reads+"; echo ready; read x; echo done > out", opts...)
+		h.ready(t)
+		nativeRun(t, work, outside)
+		r := h.finish(t)
+		assert.Equal(t, 75, r.status, "%v: %s", opts, r.stderr)
+		assert.NoFileExists(t, filepath.Join(work, "out"))
+		stderr[i] = r.stderr
+	}
+	assert.Equal(t, stderr[0], stderr[1], reads)
+	return stderr[1]
+}
+
 // TestFastLookupsTxLoop: 10,000 stats of a C loop in a transaction answer
 // as natively, and all but a few run without the supervisor; without the
 // option every one is served.
@@ -172,20 +197,8 @@ func TestFastLookupsTxHostChange(t *testing.T) {
 	require.Greater(t, slow["trapped_calls"]-fast["trapped_calls"], 100, "the stats ran natively")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var stderr [2]string
-			for i, opts := range [][]string{nil, fastLookups} {
-				reset()
-				s := newTxState(t)
-				h := s.startHeld(t, work, reads+"; echo ready; read x; echo done > out", opts...)
-				h.ready(t)
-				nativeRun(t, work, tt.outside)
-				r := h.finish(t)
-				assert.Equal(t, 75, r.status, "%v: %s", opts, r.stderr)
-				stderr[i] = r.stderr
-				assert.NoFileExists(t, filepath.Join(work, "out"))
-			}
-			assert.Equal(t, fmt.Sprintf("txexec: transaction 1 aborted: conflict on %s (%s)\n", filepath.Join(work, tt.path), tt.why), stderr[1])
-			assert.Equal(t, stderr[0], stderr[1])
+			got := abortsAsWithout(t, work, reads, tt.outside, reset)
+			assert.Equal(t, fmt.Sprintf("txexec: transaction 1 aborted: conflict on %s (%s)\n", filepath.Join(work, tt.path), tt.why), got)
 		})
 	}
 }
@@ -354,22 +367,9 @@ func TestFastLookupsTxReadlink(t *testing.T) {
 	assert.Equal(t, old.Unix(), st.Atim.Sec, "the symlink's atime")
 
 	work := t.TempDir()
-	require.NoError(t, os.Symlink("a", filepath.Join(work, "l")))
-	var stderr [2]string
-	for i, opts := range [][]string{nil, fastLookups} {
-		s := newTxState(t)
-		h := s.startHeld(t, work, fmt.Sprintf("%s readlinkloop 50 l; echo ready; read x; echo done > out", bin), opts...)
-		require.Equal(t, "readlink l ret=1 errno=0 target=a", h.out.next(t), "stderr so far: %s", h.errb.String())
-		h.ready(t)
-		nativeRun(t, work, "ln -sfn b l")
-		r := h.finish(t)
-		assert.Equal(t, 75, r.status, "%v: %s", opts, r.stderr)
-		stderr[i] = r.stderr
-		assert.NoFileExists(t, filepath.Join(work, "out"))
-		nativeRun(t, work, "ln -sfn a l")
-	}
-	assert.Contains(t, stderr[1], "conflict on "+filepath.Join(work, "l"))
-	assert.Equal(t, stderr[0], stderr[1])
+	reset := func() { nativeRun(t, work, "ln -sfn a l") }
+	got := abortsAsWithout(t, work, bin+" readlinkloop 50 l > /dev/null", "ln -sfn b l", reset)
+	assert.Contains(t, got, "conflict on "+filepath.Join(work, "l"))
 }
 
 // TestFastLookupsTxOpensSeeChanges: a file the transaction wrote is read,
@@ -406,21 +406,11 @@ func TestFastLookupsTxOpenHostChange(t *testing.T) {
 		fmt.Sprintf("%s openloop 50 %s %s > /dev/null", bin, a, b),
 		fmt.Sprintf("%s dirread 50 %s a b > /dev/null", bin, work),
 	} {
-		var stderr [2]string
-		for i, opts := range [][]string{nil, fastLookups} {
+		reset := func() {
 			require.NoError(t, os.WriteFile(a, []byte("a\n"), 0o644))
 			require.NoError(t, os.WriteFile(b, []byte("b\n"), 0o644))
-			s := newTxState(t)
-			h := s.startHeld(t, work, reads+"; echo ready; read x; echo done > out", opts...)
-			h.ready(t)
-			nativeRun(t, work, "echo changed > b")
-			r := h.finish(t)
-			assert.Equal(t, 75, r.status, "%v: %s", opts, r.stderr)
-			stderr[i] = r.stderr
-			assert.NoFileExists(t, filepath.Join(work, "out"))
 		}
-		assert.Contains(t, stderr[1], "conflict on "+b, reads)
-		assert.Equal(t, stderr[0], stderr[1], reads)
+		assert.Contains(t, abortsAsWithout(t, work, reads, "echo changed > b", reset), "conflict on "+b, reads)
 	}
 }
 

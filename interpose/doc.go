@@ -20,8 +20,9 @@
 // one code sequence, assembled by injectcode.go, run in one ptrace round
 // trip; in a transaction with the memfds it is given, brought in by an
 // injected openat the listener answers with ADDFD, and a new ring at every
-// fork)
-// and the rewrite of call sites to reach it (rewrite.go).
+// fork), and the rewrite of call sites to reach it (rewrite.go: glibc's
+// two patterns, and every site known in a file rewritten with the first
+// of a new mapping).
 //
 // It must not know about transactions, files or the meaning of any system
 // call beyond execve's register layout: what to do with a call is decided by
