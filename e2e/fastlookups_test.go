@@ -124,6 +124,16 @@ func TestFastLookupsOpenNocancel(t *testing.T) {
 	assert.GreaterOrEqual(t, statsOf(t, passthrough, c)["trapped_calls"], n)
 }
 
+// TestFastLookupsOldStat: the old stat and lstat system calls (glibc's
+// __xstat and __lxstat) run without the supervisor after their sites'
+// first calls, as newfstatat does.
+func TestFastLookupsOldStat(t *testing.T) {
+	dir, bin := fastFixture(t)
+	const n = 2000
+	c := command{Argv: []string{bin, "xstatloop", strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir}
+	assert.Less(t, fastRun(t, c), n/10)
+}
+
 // TestFastLookupsKnownSites: the sites rewritten in one process are
 // rewritten in the next one's libc with its first rewrite: 40 processes
 // that each stat, access and readlink a file once trap hardly more calls

@@ -346,6 +346,18 @@ func TestFastLookupsTxAtime(t *testing.T) {
 	assert.False(t, atime().Equal(old), "a native read updates the atime")
 }
 
+// TestFastLookupsTxOldStat: the old stat and lstat system calls (glibc's
+// __xstat and __lxstat, which GNU make calls) take the fast path as
+// newfstatat does, and answer as natively.
+func TestFastLookupsTxOldStat(t *testing.T) {
+	dir, bin := fastFixture(t)
+	const n = 2000
+	c := command{Argv: []string{bin, "xstatloop", strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir}
+	fastAsNative(t, c, 2*n, n/10)
+	c.Argv[3] = filepath.Join(dir, "missing")
+	fastAsNative(t, c, 2*n, n/10)
+}
+
 // TestFastLookupsTxReadlink: a symlink's target is read natively in a
 // transaction, as natively, without updating its atime; one replaced by
 // another process after the transaction read it aborts the transaction as

@@ -59,7 +59,7 @@ const DefaultAgentBase = 0x7ff00000
 // return no descriptor (docs/fastpath.md §6, step 1) and the read-only
 // opens (step 2, which the filter allows only with openFlagsWrite clear).
 var FastLookupNrs = []int{
-	unix.SYS_NEWFSTATAT, unix.SYS_STATX, unix.SYS_READLINK, unix.SYS_READLINKAT,
+	unix.SYS_NEWFSTATAT, unix.SYS_STATX, unix.SYS_READLINK, unix.SYS_READLINKAT, unix.SYS_STAT, unix.SYS_LSTAT,
 	unix.SYS_ACCESS, unix.SYS_FACCESSAT, unix.SYS_FACCESSAT2,
 	unix.SYS_OPENAT, unix.SYS_OPEN,
 }

@@ -40,6 +40,10 @@
 //   sites N PATH    N times: stat, access and readlink of PATH, each from
 //                   its own call site of glibc
 //   site N PATH     N times: stat of PATH
+//   xstatloop N PATH  N times glibc's __xstat and __lxstat of PATH (the
+//                   old stat and lstat system calls, which programs built
+//                   against glibc before 2.33 make), printing what the
+//                   last returned
 //   readlinkloop N PATH  readlink PATH N times (one call site), printing
 //                   what the last returned
 //   fstatloop N PATH  open PATH read-only read-only, then N times fstat the
@@ -467,6 +471,23 @@ static int opendir_loop(long n, const char *dir) {
 	return 0;
 }
 
+// glibc's compatibility entry points of the old stat and lstat calls.
+extern int __xstat(int ver, const char *path, struct stat *st);
+extern int __lxstat(int ver, const char *path, struct stat *st);
+
+static int xstat_loop(long n, const char *path) {
+	struct stat st, lst;
+	int r = -1, lr = -1;
+	for (long i = 0; i < n; i++) {
+		r = __xstat(1, path, &st);
+		lr = __lxstat(1, path, &lst);
+	}
+	printf("xstat %s ret=%d size=%lld mode=%o lxstat ret=%d size=%lld mode=%o\n", path, r,
+	       r == 0 ? (long long)st.st_size : 0, r == 0 ? st.st_mode : 0, lr,
+	       lr == 0 ? (long long)lst.st_size : 0, lr == 0 ? lst.st_mode : 0);
+	return 0;
+}
+
 static int readlink_loop(long n, const char *path) {
 	char buf[256];
 	long got = -1;
@@ -590,6 +611,8 @@ int main(int argc, char **argv) {
 	}
 	if (strcmp(mode, "opendirloop") == 0)
 		return opendir_loop(n, argv[3]);
+	if (strcmp(mode, "xstatloop") == 0)
+		return xstat_loop(n, argv[3]);
 	if (strcmp(mode, "readlinkloop") == 0)
 		return readlink_loop(n, argv[3]);
 	if (strcmp(mode, "sites") == 0 || strcmp(mode, "site") == 0)

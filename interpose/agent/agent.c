@@ -39,6 +39,8 @@ typedef unsigned short u16;
 
 // System-call numbers, flags and errnos (asm/unistd_64.h, fcntl.h,
 // linux/stat.h, asm-generic/errno-base.h): no header, no libc.
+#define NR_stat 4
+#define NR_lstat 6
 #define NR_readlink 89
 #define NR_access 21
 #define NR_readlinkat 267
@@ -967,6 +969,15 @@ long agent_dispatch(const struct regs *r) {
 	switch (r->nr) {
 	case NR_newfstatat:
 		return do_newfstatat(r);
+	case NR_stat:
+	case NR_lstat: {
+		// The old calls (glibc's __xstat and __lxstat, which programs
+		// built against glibc before 2.33 call, GNU make among them):
+		// made, recorded and forwarded as the newfstatat they are.
+		struct regs at = {NR_newfstatat, AT_FDCWD, r->a1, r->a2,
+		                  r->nr == NR_lstat ? AT_SYMLINK_NOFOLLOW : 0, 0, 0};
+		return do_newfstatat(&at);
+	}
 	case NR_statx:
 		return do_statx(r);
 	case NR_readlink:
