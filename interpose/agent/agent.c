@@ -3,9 +3,10 @@
 // exec stop (interpose/agent.go) and that the call sites it rewrites jump to
 // (interpose/rewrite.go). It decides each lookup: made natively from the
 // agent page, which the base filter lets newfstatat, statx, readlink,
-// readlinkat, access, faccessat, faccessat2 and read-only opens (open,
-// openat) through from, or forwarded
-// from the forward page, which the filter notifies as any other call.
+// readlinkat, access, faccessat, faccessat2, stat, lstat and read-only opens
+// (open, openat) through from (stat and lstat it makes as newfstatat), or
+// forwarded from the forward page, which the filter notifies as any other
+// call.
 //
 // It runs in the middle of whatever the program was doing (a rewritten site
 // is a plain jump), on the program's stack: it touches no vector register
