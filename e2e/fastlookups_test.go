@@ -36,6 +36,17 @@ func fastRun(t *testing.T, c command) int {
 	return st["trapped_calls"]
 }
 
+// fastLoop runs the fixture bin's mode with n and arg, in dir, natively
+// and under --passthrough --fast-lookups: the same output, and fewer than
+// n/10 calls served (all but the first of each site run natively). It
+// returns the command, for more runs of it.
+func fastLoop(t *testing.T, dir, bin, mode string, n int, arg string) command {
+	t.Helper()
+	c := command{Argv: []string{bin, mode, strconv.Itoa(n), arg}, Dir: dir}
+	assert.Less(t, fastRun(t, c), n/10)
+	return c
+}
+
 func fastFixture(t *testing.T) (dir, bin string) {
 	testenv.NeedRoot(t, "txexec supervises as root")
 	dir = t.TempDir()
@@ -53,8 +64,7 @@ func fastFixture(t *testing.T) (dir, bin string) {
 func TestFastLookupsLoop(t *testing.T) {
 	dir, bin := fastFixture(t)
 	const n = 10000
-	c := command{Argv: []string{bin, "loop", strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir}
-	assert.Less(t, fastRun(t, c), n/10)
+	c := fastLoop(t, dir, bin, "loop", n, filepath.Join(dir, "file"))
 	slow := statsOf(t, passthrough, c)
 	assert.GreaterOrEqual(t, slow["trapped_calls"], n)
 }
@@ -64,9 +74,7 @@ func TestFastLookupsLoop(t *testing.T) {
 func TestFastLookupsStatic(t *testing.T) {
 	dir, _ := fastFixture(t)
 	bin := buildC(t, dir, "fastlookups", "fastlookups-static", "-static")
-	const n = 10000
-	c := command{Argv: []string{bin, "loop", strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir}
-	assert.Less(t, fastRun(t, c), n/10)
+	fastLoop(t, dir, bin, "loop", 10000, filepath.Join(dir, "file"))
 }
 
 // TestFastLookupsSlowPaths: a multi-threaded process is not rewritten and
@@ -119,8 +127,7 @@ func TestFastLookupsOpenLoop(t *testing.T) {
 func TestFastLookupsOpenNocancel(t *testing.T) {
 	dir, bin := fastFixture(t)
 	const n = 5000
-	c := command{Argv: []string{bin, "opendirloop", strconv.Itoa(n), dir}, Dir: dir}
-	assert.Less(t, fastRun(t, c), n/10)
+	c := fastLoop(t, dir, bin, "opendirloop", n, dir)
 	assert.GreaterOrEqual(t, statsOf(t, passthrough, c)["trapped_calls"], n)
 }
 
@@ -129,9 +136,7 @@ func TestFastLookupsOpenNocancel(t *testing.T) {
 // first calls, as newfstatat does.
 func TestFastLookupsOldStat(t *testing.T) {
 	dir, bin := fastFixture(t)
-	const n = 2000
-	c := command{Argv: []string{bin, "xstatloop", strconv.Itoa(n), filepath.Join(dir, "file")}, Dir: dir}
-	assert.Less(t, fastRun(t, c), n/10)
+	fastLoop(t, dir, bin, "xstatloop", 2000, filepath.Join(dir, "file"))
 }
 
 // TestFastLookupsKnownSites: the sites rewritten in one process are
@@ -158,8 +163,7 @@ func TestFastLookupsKnownSites(t *testing.T) {
 func TestFastLookupsByDescriptor(t *testing.T) {
 	dir, bin := fastFixture(t)
 	const n = 3000
-	c := command{Argv: []string{bin, "dirloop", strconv.Itoa(n), dir}, Dir: dir}
-	assert.Less(t, fastRun(t, c), n/10)
+	c := fastLoop(t, dir, bin, "dirloop", n, dir)
 	assert.GreaterOrEqual(t, statsOf(t, passthrough, c)["trapped_calls"], 3*n)
 
 	// Relative to a descriptor on a file system mounted under /proc, /sys

@@ -119,11 +119,27 @@ type FastLookups struct {
 	// decides by the path or the descriptor alone.
 	Shared *SharedMemory
 
+	// inject is what every injection writes, made once by check from the
+	// fields above.
+	inject injection
+
 	// pendingMu guards pending: the descriptors the tracer's injected
 	// openat of a thread is to receive (takeFD).
 	pendingMu sync.Mutex
 	// +checklocks:pendingMu
 	pending map[int]pendingFD
+}
+
+// injection is what the tracer writes into every image with the agent:
+// the agent's configuration page, the exec stop's code (agentCode) and a
+// forked child's (ringCode, with Shared), each code with the offset of its
+// openat's end.
+type injection struct {
+	page      []byte
+	agent     []byte
+	agentOpen int
+	ring      []byte
+	ringOpen  int
 }
 
 // SharedMemory is what a transaction shares with the agent of each image
@@ -244,8 +260,14 @@ func (f *FastLookups) check() error {
 			return fmt.Errorf("fast lookups: the shared memory (%d and %d bytes) does not fit below the agent", s.TreeSize, s.RingSize)
 		}
 	}
-	if _, err := f.configPage(); err != nil {
+	page, err := f.configPage()
+	if err != nil {
 		return err
+	}
+	f.inject.page = page
+	f.inject.agent, f.inject.agentOpen = f.agentCode()
+	if f.Shared != nil {
+		f.inject.ring, f.inject.ringOpen = f.ringCode()
 	}
 	return nil
 }

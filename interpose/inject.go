@@ -224,8 +224,11 @@ func (in *injector) restore() {
 		}
 		unix.PtraceSetRegs(in.tid, &in.saved)
 	}
-	in.mem.Close()
 }
+
+// close closes the thread's memory, after restore and what is written
+// into the new mappings.
+func (in *injector) close() { in.mem.Close() }
 
 // sharedFDs returns the descriptors a new image of tgid maps (agentCode):
 // the tree's and a new ring's, the caller's. ringMade says whether Ring
@@ -287,7 +290,7 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 	if !ok {
 		return 0, true
 	}
-	code, openEnd := f.agentCode()
+	code, openEnd := f.inject.agent, f.inject.agentOpen
 	var regs unix.PtraceRegs
 	mapped := false
 	if f.Shared == nil {
@@ -305,6 +308,7 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 			f.Shared.Failed(tid)
 		}
 	}
+	defer in.close()
 	in.restore()
 	if in.dead {
 		return 0, false
@@ -314,21 +318,12 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 		// Taken (EEXIST), refused, or no descriptors: the slow path.
 		return sig, true
 	}
-	page, err := f.configPage()
-	if err != nil {
-		return sig, true
-	}
-	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", tid), os.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return sig, true
-	}
-	defer mem.Close()
 	// The configuration last: without its magic the rewriter leaves the
 	// image alone.
-	if _, err := mem.WriteAt(agentBlob, int64(f.Base)); err != nil {
+	if _, err := in.mem.WriteAt(agentBlob, int64(f.Base)); err != nil {
 		return sig, true
 	}
-	mem.WriteAt(page, int64(f.Base+agentConfigOff))
+	in.mem.WriteAt(f.inject.page, int64(f.Base+agentConfigOff))
 	return sig, true
 }
 
@@ -356,13 +351,13 @@ func (t *tracer) replaceRing(child int) (sig unix.Signal, alive bool) {
 	mapped := false
 	fd, made := f.ringFD(child, t.logf)
 	if fd >= 0 {
-		code, openEnd := f.ringCode()
-		regs, ok := in.runShared(code, openEnd, []int{fd})
+		regs, ok := in.runShared(f.inject.ring, f.inject.ringOpen, []int{fd})
 		mapped = ok && regValue(&regs, mapResults[0]) == f.ringAddr()
 	}
 	if !mapped && made && f.Shared.Failed != nil {
 		f.Shared.Failed(child)
 	}
+	defer in.close()
 	in.restore()
 	if in.dead {
 		return 0, false

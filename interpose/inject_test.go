@@ -220,6 +220,7 @@ func TestInjectedCodeSkips(t *testing.T) {
 			require.NoError(t, Memory{Tid: pid}.Read(uintptr(at), text))
 			regs, ok := in.run(code, at)
 			in.restore()
+			in.close()
 			require.True(t, ok)
 			textAfter := make([]byte, len(code))
 			require.NoError(t, Memory{Tid: pid}.Read(uintptr(at), textAfter))
