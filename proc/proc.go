@@ -135,7 +135,15 @@ func (c *Cred) InGroup(gid uint32) bool {
 type Process struct {
 	Tgid   int
 	Parent int
+	// space is its address space; Table.mu guards it (an exec replaces
+	// it).
+	space *Space
 }
+
+// Space is an address space (Linux's mm_struct): a process's own, which
+// the processes it creates with CLONE_VM and without CLONE_THREAD (vfork)
+// share until they exec. proc only tells them apart.
+type Space struct{ _ byte }
 
 // Binding is what the syscall layer attaches to a thread besides its
 // process: the transaction the thread began itself, or joined (xbegin,
@@ -238,7 +246,7 @@ func NewTable() *Table {
 func (tb *Table) AddRoot(tid int, fs *FS) *Thread {
 	tb.mu.Lock()
 	defer tb.mu.Unlock()
-	p := &Process{Tgid: tid, Parent: os.Getpid()}
+	p := &Process{Tgid: tid, Parent: os.Getpid(), space: &Space{}}
 	t := &Thread{Tid: tid, Proc: p, fs: fs, credDirty: true}
 	tb.threads[tid] = t
 	tb.procs[tid] = p
@@ -297,7 +305,10 @@ func (tb *Table) Clone(parent, child int, flags uint64) {
 		if flags&unix.CLONE_PARENT != 0 {
 			ppid = pt.Proc.Parent
 		}
-		t.Proc = &Process{Tgid: child, Parent: ppid}
+		t.Proc = &Process{Tgid: child, Parent: ppid, space: &Space{}}
+		if flags&unix.CLONE_VM != 0 {
+			t.Proc.space = pt.Proc.space
+		}
 		tb.procs[child] = t.Proc
 	}
 	tb.threads[child] = t
@@ -319,9 +330,47 @@ func (tb *Table) Execed(tgid, formerTid int) {
 		t.Tid = tgid
 		tb.threads[tgid] = t
 	}
+	t.Proc.space = &Space{} // a vfork child's leaves its parent's
 	t.mu.Lock()
 	t.credDirty = true // set-user-ID and file capabilities
 	t.mu.Unlock()
+}
+
+// SpacesUsing returns one thread of each address space in which a thread
+// uses fs.
+func (tb *Table) SpacesUsing(fs *FS) []int {
+	tb.mu.RLock()
+	defer tb.mu.RUnlock()
+	seen := map[*Space]bool{}
+	var tids []int
+	for tid, t := range tb.threads {
+		if t.FS() == fs && !seen[t.Proc.space] {
+			seen[t.Proc.space] = true
+			tids = append(tids, tid)
+		}
+	}
+	return tids
+}
+
+// SpaceFS returns the file-system context of the address space of thread
+// tid: the one every thread there uses, if no thread of another address
+// space uses it too. It is nil when there are several, or the one is
+// shared with another address space (CLONE_FS without CLONE_VM), or tid
+// is unknown: then no one working directory belongs to the address space.
+func (tb *Table) SpaceFS(tid int) *FS {
+	tb.mu.RLock()
+	defer tb.mu.RUnlock()
+	t := tb.threads[tid]
+	if t == nil {
+		return nil
+	}
+	space, fs := t.Proc.space, t.FS()
+	for _, o := range tb.threads {
+		if (o.Proc.space == space) != (o.FS() == fs) {
+			return nil
+		}
+	}
+	return fs
 }
 
 // Exited forgets thread tid.
