@@ -31,10 +31,16 @@ const (
 	agentMapSize    = 0x10000
 	trampolineSize  = 64
 	trampolineN     = (slotsOff - trampolinesOff) / trampolineSize
-	agentMagic      = 0x31746e6567617874 // "txagent1", agent_config.magic
+	agentMagic      = 0x32746e6567617874 // "txagent2", agent_config.magic
 	agentDevN       = 64                 // agent_config.devs
 	agentDevsOff    = 16
-	agentPrefixesSz = 4096 - agentDevsOff - 8*agentDevN - 24
+	agentPrefixesSz = agentCwdOff - agentDevsOff - 8*agentDevN
+	// agentCwdOff is agent_config.cwd (struct agent_cwd: seq and len,
+	// four bytes each, dev and ino, eight, and the path), which
+	// PublishCwd writes.
+	agentCwdOff     = agentTxOpensOff - agentCwdSize
+	agentCwdSize    = 24 + agentCwdPathMax
+	agentCwdPathMax = 256 // FL_PATH_MAX: a joined path must fit a record
 	// agentDevsUnknown, as agent_config.ndevs, says the forwarded file
 	// systems did not fit: every lookup by descriptor is forwarded.
 	agentDevsUnknown = 0xffffffff
@@ -64,6 +70,12 @@ var FastLookupNrs = []int{
 	unix.SYS_OPENAT, unix.SYS_OPEN,
 }
 
+// AgentAnsweredNrs are the calls the agent answers itself, with no native
+// call: getcwd, from the working directory the supervisor publishes
+// (PublishCwd). Their sites are rewritten as the fast lookups' are, but
+// the filter lets none of them through from the agent page.
+var AgentAnsweredNrs = []int{unix.SYS_GETCWD}
+
 // openFlagsWrite are the open flags that write or create: an access mode
 // other than O_RDONLY (3 asks for reading and writing), O_CREAT, O_TRUNC
 // and __O_TMPFILE. An open with any of them set is notified from the agent
@@ -82,6 +94,16 @@ func isFastLookupNr(nr int) bool {
 		}
 	}
 	return false
+}
+
+// isAgentNr reports whether a site of nr is rewritten to reach the agent.
+func isAgentNr(nr int) bool {
+	for _, n := range AgentAnsweredNrs {
+		if n == nr {
+			return true
+		}
+	}
+	return isFastLookupNr(nr)
 }
 
 // FastLookups configures the fast path for read-only lookups
@@ -106,6 +128,11 @@ type FastLookups struct {
 	// answers its lookups differently from the kernel (its root is
 	// virtual after a chroot).
 	Allowed func(tgid int) bool
+	// Mapped, if set, is called when the agent and its configuration
+	// have been written into the new image of process tgid, still
+	// stopped at its exec: the caller publishes its working directory
+	// there (PublishCwd), which the configuration leaves unknown.
+	Mapped func(tgid int)
 
 	// devs are the devices (st_dev) of the file systems mounted at or
 	// under a Forwarded subtree, read by check: a lookup relative to a
@@ -128,6 +155,9 @@ type FastLookups struct {
 	pendingMu sync.Mutex
 	// +checklocks:pendingMu
 	pending map[int]pendingFD
+
+	// cwdMu makes PublishCwd's writes of a sequence lock one writer's.
+	cwdMu sync.Mutex
 }
 
 // injection is what the tracer writes into every image with the agent:
@@ -355,7 +385,7 @@ func (f *FastLookups) configPage() ([]byte, error) {
 		if !strings.HasPrefix(p, "/") || strings.IndexByte(p, 0) >= 0 {
 			return nil, fmt.Errorf("fast lookups: forwarded subtree %q is not an absolute path", p)
 		}
-		if off+len(p)+2 > agentTxOpensOff {
+		if off+len(p)+2 > agentCwdOff {
 			return nil, fmt.Errorf("fast lookups: the forwarded subtrees do not fit in %d bytes", agentPrefixesSz)
 		}
 		off += copy(page[off:], p) + 1
@@ -413,5 +443,62 @@ func (f *FastLookups) DisableAgent(tid int) error {
 	var one [4]byte
 	binary.LittleEndian.PutUint32(one[:], 1)
 	_, err = mem.WriteAt(one[:], int64(f.Base+agentConfigOff+8))
+	return err
+}
+
+// AgentCwd is what the agent of a process knows of its working directory
+// (docs/fastpath.md §4.5, rule 2): its path in the view, absolute and
+// clean, and under --passthrough the directory's identity (Dev, Ino),
+// which the path must still resolve to for the agent to use it. The zero
+// AgentCwd is unknown: the agent forwards every path relative to the
+// working directory, and getcwd.
+type AgentCwd struct {
+	Path     string
+	Dev, Ino uint64
+}
+
+// PublishCwd writes cwd into the configuration of the agent of the address
+// space of thread tid (agent_config.cwd), through /proc/PID/mem, as a
+// sequence lock: its counter made odd, then the rest, then the counter
+// made even, each its own write, so that an agent reading it meanwhile
+// (another thread, or another process of the address space) finds the
+// counter odd or changed and forwards. A path longer than a record can
+// hold with a name joined to it is published unknown. An address space
+// without the agent is left alone.
+func (f *FastLookups) PublishCwd(tid int, cwd AgentCwd) error {
+	if len(cwd.Path) >= agentCwdPathMax-1 || !strings.HasPrefix(cwd.Path, "/") || strings.IndexByte(cwd.Path, 0) >= 0 {
+		cwd = AgentCwd{}
+	}
+	f.cwdMu.Lock()
+	defer f.cwdMu.Unlock()
+	m := Memory{Tid: tid}
+	var magic, seq [8]byte
+	if m.Read(f.Base+agentConfigOff, magic[:]) != nil || binary.LittleEndian.Uint64(magic[:]) != agentMagic {
+		return nil
+	}
+	addr := int64(f.Base + agentConfigOff + agentCwdOff)
+	if err := m.Read(uintptr(addr), seq[:4]); err != nil {
+		return err
+	}
+	odd := binary.LittleEndian.Uint32(seq[:]) | 1
+	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", tid), os.O_RDWR|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer mem.Close()
+	body := make([]byte, 24+len(cwd.Path))
+	binary.LittleEndian.PutUint32(body[4:], uint32(len(cwd.Path)))
+	binary.LittleEndian.PutUint64(body[8:], cwd.Dev)
+	binary.LittleEndian.PutUint64(body[16:], cwd.Ino)
+	copy(body[24:], cwd.Path)
+	binary.LittleEndian.PutUint32(seq[:], odd)
+	if _, err := mem.WriteAt(seq[:4], addr); err != nil {
+		return err
+	}
+	if _, err := mem.WriteAt(body[4:], addr+4); err != nil {
+		return err
+	}
+	binary.LittleEndian.PutUint32(seq[:], odd+1)
+	_, err = mem.WriteAt(seq[:4], addr)
 	return err
 }

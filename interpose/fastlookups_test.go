@@ -51,7 +51,7 @@ func TestFastLookupsConfig(t *testing.T) {
 	require.NoError(t, f.check())
 	page, err := f.configPage()
 	require.NoError(t, err)
-	assert.Equal(t, "txagent1", string(page[:8]))
+	assert.Equal(t, "txagent2", string(page[:8]))
 	assert.Equal(t, "/proc\x00/dev\x00\x00", string(page[agentDevsOff+8*agentDevN:][:12]))
 	assert.NotZero(t, binary.LittleEndian.Uint32(page[12:]), "the devices of /proc and /dev")
 	for _, bad := range []*FastLookups{

@@ -323,7 +323,9 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 	if _, err := in.mem.WriteAt(agentBlob, int64(f.Base)); err != nil {
 		return sig, true
 	}
-	in.mem.WriteAt(f.inject.page, int64(f.Base+agentConfigOff))
+	if _, err := in.mem.WriteAt(f.inject.page, int64(f.Base+agentConfigOff)); err == nil && f.Mapped != nil {
+		f.Mapped(tid)
+	}
 	return sig, true
 }
 

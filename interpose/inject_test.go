@@ -333,7 +333,7 @@ func TestInjectSharedMemory(t *testing.T) {
 			if tc.treeMaps {
 				assert.True(t, treeOK && strings.HasPrefix(tree.name, "/memfd:"+testTreeMemfd), "the tree: %+v", tree)
 				assert.True(t, ringOK && ring.ino == s.ringIno(t, pid), "the ring made for it: %+v", ring)
-				assert.Equal(t, "txagent1", string(magic[:]))
+				assert.Equal(t, "txagent2", string(magic[:]))
 				assert.Empty(t, s.failedTgids())
 			} else {
 				assert.False(t, treeOK, "no tree")

@@ -549,7 +549,7 @@ func (l *listener) worker() {
 		c := newCall(l, &n)
 		r, injected := l.injectedFD(c)
 		if !injected {
-			if l.fast != nil && isFastLookupNr(c.Nr) {
+			if l.fast != nil && isAgentNr(c.Nr) {
 				l.rewriteSite(c)
 			}
 			r = l.handle(c)

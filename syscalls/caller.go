@@ -67,6 +67,9 @@ type Kernel struct {
 	// process (interpose.FastLookups) must forward every lookup from then
 	// on, since its lookups are no longer the kernel's.
 	AgentOff func(tid int)
+	// AgentCwds, when set, publishes to the fast-lookup agents the
+	// working directories of their processes.
+	AgentCwds *AgentCwds
 	// FastRings, when set, are the rings of the fast-lookup agents of a
 	// transaction's processes, drained before every call is served.
 	FastRings *FastRings

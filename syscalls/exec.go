@@ -24,13 +24,14 @@ var _ interpose.ProcessEvents = (*Kernel)(nil)
 // Clone implements interpose.ProcessEvents.
 func (k *Kernel) Clone(parent, child int, flags uint64) {
 	k.Procs.Clone(parent, child, flags)
+	tgid := parent
+	if t := k.Procs.Thread(parent); t != nil && t.Proc != nil {
+		tgid = t.Proc.Tgid
+	}
 	if k.FastRings != nil {
-		tgid := parent
-		if t := k.Procs.Thread(parent); t != nil && t.Proc != nil {
-			tgid = t.Proc.Tgid
-		}
 		k.FastRings.Clone(tgid, child, flags)
 	}
+	k.agentCwdsClone(tgid, child, flags)
 	if k.Determ != nil {
 		k.Determ.Clone(parent, child)
 	}
@@ -39,6 +40,7 @@ func (k *Kernel) Clone(parent, child int, flags uint64) {
 // Execed implements interpose.ProcessEvents.
 func (k *Kernel) Execed(tgid, formerTid int) {
 	k.Procs.Execed(tgid, formerTid)
+	k.agentCwdsLeft(tgid)
 	if k.Determ != nil {
 		k.Determ.Execed(tgid, formerTid)
 		// The new image must read the clock through system calls, and
@@ -60,6 +62,7 @@ func (k *Kernel) Exited(tid int, ws unix.WaitStatus) {
 	}
 	k.Programs.exited(tid)
 	k.Procs.Exited(tid)
+	k.agentCwdsLeft(tid)
 	if k.Determ != nil {
 		k.Determ.Exited(tid)
 	}

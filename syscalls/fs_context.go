@@ -36,7 +36,9 @@ func (k *Kernel) setCwd(c *interpose.Call, cl *vfs.Caller, at *vfs.Handle, path 
 		d.Release()
 		return unix.ESRCH
 	}
-	t.FS().SetCwd(d)
+	fs := t.FS()
+	fs.SetCwd(d)
+	k.cwdChanged(fs)
 	return nil
 }
 

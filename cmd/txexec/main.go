@@ -623,7 +623,9 @@ func supervise(k *syscalls.Kernel, cmd command, argv []string, a *runEffects) (i
 // view's passthrough subtrees, /proc, /sys and /dev); the agent of a
 // process that has chrooted (its root is the view's, not the kernel's) or
 // begun a transaction of its own (xbegin) forwards every lookup, and its
-// later images get none.
+// later images get none. Each agent is told its process's working
+// directory (k.AgentCwds), with the directory's identity, which the host
+// may rename.
 func fastLookups(k *syscalls.Kernel) *interpose.FastLookups {
 	f := &interpose.FastLookups{
 		Base:      interpose.DefaultAgentBase,
@@ -638,6 +640,8 @@ func fastLookups(k *syscalls.Kernel) *interpose.FastLookups {
 			k.Logf("txexec: pid %d: turn the fast-lookup agent off: %v", tid, err)
 		}
 	}
+	k.AgentCwds = &syscalls.AgentCwds{Publish: f.PublishCwd, Identity: true}
+	f.Mapped = k.PublishCwd
 	return f
 }
 
@@ -666,6 +670,9 @@ func txFastLookups(k *syscalls.Kernel, t *txn.Transaction, excludes []string, wr
 	k.FastRings = rings
 	f = fastLookups(k)
 	f.Forwarded = append(append([]string(nil), f.Forwarded...), excludes...)
+	// The view names the working directory by the path it keeps; the
+	// read set has that path's entries.
+	k.AgentCwds.Identity = false
 	f.Shared = &interpose.SharedMemory{
 		TreeFD: treeFD, TreeSize: fastlookup.TreeSize, RingSize: fastlookup.RingSize,
 		Ring: rings.Ring, Failed: rings.Failed,

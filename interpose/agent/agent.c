@@ -6,7 +6,8 @@
 // readlinkat, access, faccessat, faccessat2, stat, lstat and read-only opens
 // (open, openat) through from (stat and lstat it makes as newfstatat), or
 // forwarded from the forward page, which the filter notifies as any other
-// call.
+// call. getcwd it answers itself, from the working directory the
+// supervisor publishes in its configuration, or forwards.
 //
 // It runs in the middle of whatever the program was doing (a rewritten site
 // is a plain jump), on the program's stack: it touches no vector register
@@ -24,7 +25,9 @@
 // supervisor to feed into the view's read set. Lookups of one name
 // relative to a descriptor of a fast directory (known by its identity) are
 // made natively too, and so are read-only opens, when the tree's mounts
-// update no atime (tx_opens).
+// update no atime (tx_opens). A path relative to the working directory is
+// made absolute with the working directory the supervisor published
+// (cwd_join) and decided as that absolute path.
 //
 // Built by agent/build.sh (make, or go generate in interpose) into
 // agent.bin, which interpose embeds; TestAgentBlobIsCurrent rebuilds it.
@@ -54,6 +57,7 @@ typedef unsigned short u16;
 #define NR_fstat 5
 #define NR_close 3
 #define NR_fcntl 72
+#define NR_getcwd 79
 #define F_GETFL 3
 
 #define AT_FDCWD (-100)
@@ -83,14 +87,34 @@ typedef unsigned short u16;
 #define ENOENT 2
 #define ENOTDIR 20
 #define ENOSYS 38
+#define ERANGE 34
 #define PATH_MAX 4096
 
 #include "../../fastlookup/fastlookup.h"
 
+// agent_cwd is the process's working directory as the view names it
+// (docs/fastpath.md §4.5, rule 2), which the supervisor publishes at every
+// exec and when an emulated chdir or fchdir succeeds: the kernel's working
+// directory of the process stays where the tree started. It is a sequence
+// lock: the supervisor makes seq odd, writes the rest, and makes it even
+// again; a reader that finds it odd, or changed after reading the rest,
+// forwards. len 0: unknown (the address space or the working directory is
+// shared with a process whose working directory may differ, or the path
+// does not fit a record).
+struct agent_cwd {
+	volatile u32 seq;
+	u32 len;
+	// dev and ino: under --passthrough, the directory's identity, which
+	// the path must still resolve to (a directory renamed on the host
+	// takes the kernel's working directory with it, not its old path).
+	u64 dev, ino;
+	char path[FL_PATH_MAX];
+};
+
 // agent_config is the configuration page (agent.ld), written by the
 // supervisor through /proc/PID/mem: the agent only reads it. Its layout is
 // interpose's agentConfig.
-#define AGENT_MAGIC 0x31746e6567617874ul // "txagent1"
+#define AGENT_MAGIC 0x32746e6567617874ul // "txagent2"
 struct agent_config {
 	u64 magic;
 	// disabled, when not 0, forwards every call: the process's root is no
@@ -104,7 +128,8 @@ struct agent_config {
 	// prefixes: the subtrees whose lookups are always forwarded (/proc,
 	// /sys, /dev and the excluded ones), each a NUL-terminated absolute
 	// path without a trailing slash; an empty string ends the list.
-	char prefixes[4096 - 16 - 8 * 64 - 24];
+	char prefixes[4096 - 16 - 8 * 64 - 24 - sizeof(struct agent_cwd)];
+	struct agent_cwd cwd;
 	// tx_opens, in a transaction, lets read-only opens take the fast path:
 	// the tree runs in a mount namespace of its own whose mounts update no
 	// atime (docs/fastpath.md §4.6), so reading what a native open gave
@@ -118,6 +143,8 @@ struct agent_config {
 	struct fl_ring *ring;
 };
 #define DEVS_UNKNOWN 0xffffffffu
+_Static_assert(sizeof(struct agent_config) == 4096, "the configuration is one page");
+_Static_assert(__builtin_offsetof(struct agent_config, cwd) == 4096 - 24 - 280, "interpose's agentCwdOff");
 extern const struct agent_config agent_config __attribute__((visibility("hidden")));
 
 struct regs {
@@ -216,6 +243,22 @@ static int enabled(void) {
 	return cfg->magic == AGENT_MAGIC && !cfg->disabled;
 }
 
+// forwarded reports whether absolute path lies in a subtree whose lookups
+// are always forwarded (the configuration's prefixes).
+static int forwarded(const char *path) {
+	const struct agent_config *cfg = &agent_config;
+	const char *p = cfg->prefixes;
+	while (*p && p < cfg->prefixes + sizeof(cfg->prefixes)) {
+		int n = 0;
+		while (p[n])
+			n++;
+		if (under(path, p, n))
+			return 1;
+		p += n + 1;
+	}
+	return 0;
+}
+
 // fast_path reports whether a lookup of path may be made natively: the
 // agent is configured and enabled, the path is absolute, shorter than
 // PATH_MAX, has no empty, "." or ".." component (no trailing slash), and is
@@ -228,16 +271,7 @@ static int fast_path(const char *path) {
 		return 0;
 	if ((u64)path < 4096 || path[0] != '/' || !(cfg->tree ? clean_dots(path) : clean(path, 1)))
 		return 0;
-	const char *p = cfg->prefixes;
-	while (*p && p < cfg->prefixes + sizeof(cfg->prefixes)) {
-		int n = 0;
-		while (p[n])
-			n++;
-		if (under(path, p, n))
-			return 0;
-		p += n + 1;
-	}
-	return 1;
+	return !forwarded(path);
 }
 
 // tx is a lookup the agent makes natively in a transaction: the slot of
@@ -377,6 +411,25 @@ static int path_changed(const struct fl_tree *t, const char *path) {
 		h = fl_fnv_step(h, (unsigned char)path[i]);
 	}
 	return i > 1 && changed_kind(t, fl_key(h)) != 0;
+}
+
+// name_changed reports whether the transaction changed the name of clean
+// absolute path or of a directory above it (an FL_CHANGED_SUBTREE entry:
+// made, removed, renamed, or staged), so that the view may name the object
+// otherwise; a change of its attributes alone (FL_CHANGED_SELF: an entry
+// made in it) leaves its name.
+static int name_changed(const struct fl_tree *t, const char *path) {
+	u64 h = FL_FNV_OFFSET;
+	int i;
+	for (i = 0; path[i]; i++) {
+		if (path[i] == '/') {
+			u64 key = i == 0 ? fl_key(fl_fnv_step(h, '/')) : fl_key(h);
+			if (changed_kind(t, key) == FL_CHANGED_SUBTREE)
+				return 1;
+		}
+		h = fl_fnv_step(h, (unsigned char)path[i]);
+	}
+	return i > 1 && changed_kind(t, fl_key(h)) == FL_CHANGED_SUBTREE;
 }
 
 // tx_begin_fd is tx_begin for a lookup of descriptor fd itself
@@ -614,19 +667,86 @@ static int fd_ok(long fd, int dir, struct kstat *st) {
 	return 1;
 }
 
-// where says where a lookup of (dirfd, path) is made natively: at *dirfd
-// and path, an absolute path (AT_FDCWD) or a clean relative one below a
-// directory descriptor; 0 to forward it. A path relative to the working
-// directory is forwarded: the process's kernel working directory is not
-// always its virtual one.
-static int where(long dirfd, const char *path, long *at, struct kstat *dir) {
-	if ((u64)path < 4096)
+// cwd_read copies the working directory the supervisor published
+// (agent_config.cwd) into out, FL_PATH_MAX bytes, and returns its length:
+// 0 when it is unknown, or being written (the sequence lock), or under
+// --passthrough when its path no longer resolves to the directory's
+// identity (renamed on the host).
+static int cwd_read(char *out) {
+	const struct agent_cwd *c = &agent_config.cwd;
+	if (!enabled())
 		return 0;
-	if (path[0] == '/') {
-		*at = AT_FDCWD;
-		return fast_path(path);
+	u32 seq = __atomic_load_n(&c->seq, __ATOMIC_ACQUIRE);
+	u32 len = *(const volatile u32 *)&c->len;
+	if ((seq & 1) || len == 0 || len >= FL_PATH_MAX)
+		return 0;
+	const volatile char *src = c->path;
+	for (u32 i = 0; i < len; i++)
+		out[i] = src[i];
+	out[len] = 0;
+	u64 dev = *(const volatile u64 *)&c->dev, ino = *(const volatile u64 *)&c->ino;
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (__atomic_load_n(&c->seq, __ATOMIC_RELAXED) != seq || out[0] != '/')
+		return 0;
+	if (!agent_config.tree) {
+		struct kstat st;
+		if ((dev == 0 && ino == 0) || sys4(NR_newfstatat, AT_FDCWD, (long)out, (long)&st, 0) != 0 ||
+		    st.dev != dev || st.ino != ino)
+			return 0;
 	}
-	if ((int)dirfd == AT_FDCWD || path[0] == 0 || !clean(path, 0) || !fd_ok(dirfd, 1, dir))
+	return (int)len;
+}
+
+// cwd_join makes in abs (FL_PATH_MAX bytes) the absolute path of path,
+// relative to the published working directory: 0 when that is unknown or
+// the path would not fit a record.
+static int cwd_join(const char *path, char *abs) {
+	int n = cwd_read(abs);
+	if (n == 0)
+		return 0;
+	if (n > 1) {
+		if (n >= FL_PATH_MAX - 2)
+			return 0;
+		abs[n++] = '/';
+	}
+	for (int i = 0; path[i]; i++) {
+		if (n >= FL_PATH_MAX - 1)
+			return 0;
+		abs[n++] = path[i];
+	}
+	abs[n] = 0;
+	return 1;
+}
+
+// cwd_error reports whether the error ret of a call made with the absolute
+// path cwd_join made of a relative one (rel) must be forwarded: that
+// path's walk also checks search permission on the directories above the
+// working directory, which the relative one does not, so only the errors
+// the relative walk gives too are answered (ENOENT, ENOTDIR).
+static int cwd_error(int rel, long ret) {
+	return rel && ret < 0 && ret != -ENOENT && ret != -ENOTDIR;
+}
+
+// where says where a lookup of (dirfd, *path) is made natively: at *at
+// and *path, an absolute path (AT_FDCWD) or a clean relative one below a
+// directory descriptor; 0 to forward it. A path relative to the working
+// directory is made absolute in abs (cwd_join), *path then pointing there:
+// the process's kernel working directory is not its view's, so the native
+// call is made with that absolute path.
+static int where(long dirfd, const char **path, long *at, struct kstat *dir, char *abs) {
+	const char *p = *path;
+	if ((u64)p < 4096)
+		return 0;
+	*at = AT_FDCWD;
+	if (p[0] == '/')
+		return fast_path(p);
+	if ((int)dirfd == AT_FDCWD) {
+		if (p[0] == 0 || !cwd_join(p, abs))
+			return 0;
+		*path = abs;
+		return fast_path(abs);
+	}
+	if (p[0] == 0 || !clean(p, 0) || !fd_ok(dirfd, 1, dir))
 		return 0;
 	*at = (int)dirfd;
 	return 1;
@@ -685,19 +805,20 @@ static long tx_absent(struct tx *x, const struct regs *r) {
 	return -ENOENT;
 }
 
-// start decides whether a lookup of (dirfd, path) is made natively and
-// where (see where), and in a transaction reserves the record's slot in *x
+// start decides whether a lookup of (dirfd, *path) is made natively and
+// where (see where: *path becomes abs for a path relative to the working
+// directory), and in a transaction reserves the record's slot in *x
 // (tx_begin, or tx_begin_at relative to a directory descriptor); *xp is
 // then x, else NULL. It returns 0 to forward, 1 to make the call, 2 when
 // tx_absent answers it.
-static int start(long dirfd, const char *path, long *at, struct tx *x, struct tx **xp) {
+static int start(long dirfd, const char **path, char *abs, long *at, struct tx *x, struct tx **xp) {
 	struct kstat dir;
 	*xp = 0;
-	if (!where(dirfd, path, at, &dir))
+	if (!where(dirfd, path, at, &dir, abs))
 		return 0;
 	if (!agent_config.tree)
 		return 1;
-	int ok = *at == AT_FDCWD ? tx_begin(path, x) : tx_begin_at(dir.dev, dir.ino, path, x);
+	int ok = *at == AT_FDCWD ? tx_begin(*path, x) : tx_begin_at(dir.dev, dir.ino, *path, x);
 	if (ok)
 		*xp = x;
 	return ok;
@@ -712,6 +833,7 @@ static long do_newfstatat(const struct regs *r) {
 	int flags = (int)r->a4;
 	long at;
 	struct tx x, *xp;
+	char abs[FL_PATH_MAX];
 	if ((flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_EMPTY_PATH)) != 0)
 		return forward(r);
 	if (empty_path(r->a1, path, flags)) {
@@ -729,13 +851,15 @@ static long do_newfstatat(const struct regs *r) {
 		struct kstat st = *(const struct kstat *)r->a3;
 		return tx_done(&x, r, 0, &st);
 	}
-	switch (start(r->a1, path, &at, &x, &xp)) {
+	switch (start(r->a1, &path, abs, &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
 		return tx_absent(xp, r);
 	}
 	long ret = sys4(NR_newfstatat, at, (long)path, r->a3, flags | AT_SYMLINK_NOFOLLOW);
+	if (cwd_error(path == abs, ret))
+		return tx_skip(xp, r);
 	if (ret != 0)
 		return tx_done(xp, r, ret, 0);
 	// The caller's buffer, read back: what it got (a thread of its own
@@ -773,6 +897,7 @@ static long do_statx(const struct regs *r) {
 	u32 mask = (u32)r->a4;
 	long at;
 	struct tx x, *xp;
+	char abs[FL_PATH_MAX];
 	if ((flags & ~(AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | AT_STATX_SYNC_TYPE | AT_EMPTY_PATH)) != 0 ||
 	    (mask & (STATX_MNT_ID | STATX_MNT_ID_UNIQUE)) != 0 || !(mask & STATX_TYPE))
 		return forward(r);
@@ -781,7 +906,7 @@ static long do_statx(const struct regs *r) {
 			return forward(r); // in a transaction, only newfstatat's (glibc's fstat)
 		return agent_syscall6(NR_statx, (int)r->a1, (long)path, flags, (long)mask, r->a5, 0);
 	}
-	switch (start(r->a1, path, &at, &x, &xp)) {
+	switch (start(r->a1, &path, abs, &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
@@ -789,6 +914,8 @@ static long do_statx(const struct regs *r) {
 	}
 	long ret = agent_syscall6(NR_statx, at, (long)path, flags | AT_SYMLINK_NOFOLLOW,
 	                          (long)mask, r->a5, 0);
+	if (cwd_error(path == abs, ret))
+		return tx_skip(xp, r);
 	if (ret != 0)
 		return tx_done(xp, r, ret, 0);
 	const struct kstatx *b = (const struct kstatx *)r->a5;
@@ -869,10 +996,11 @@ static long tx_open(const struct regs *r, long at, const char *path, long flags,
 static long do_open(const struct regs *r, long dirfd, const char *path, long flags) {
 	long at;
 	struct tx x, *xp;
+	char abs[FL_PATH_MAX];
 	if ((flags & (O_ACCMODE | O_CREAT | O_TRUNC | O_TMPFILE_BIT)) != 0 ||
 	    (agent_config.tree && !agent_config.tx_opens))
 		return forward(r);
-	switch (start(dirfd, path, &at, &x, &xp)) {
+	switch (start(dirfd, &path, abs, &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
@@ -882,6 +1010,8 @@ static long do_open(const struct regs *r, long dirfd, const char *path, long fla
 		return tx_open(r, at, path, flags, xp);
 	int nofollow = (flags & O_NOFOLLOW) != 0;
 	long fd = sys4(NR_openat, at, (long)path, (int)flags | O_NOFOLLOW | O_NOCTTY, 0);
+	if (cwd_error(path == abs, fd))
+		return forward(r);
 	if (nofollow)
 		return fd;
 	if (fd == -ELOOP || (fd == -ENOTDIR && (flags & O_DIRECTORY)))
@@ -903,12 +1033,13 @@ static long do_open(const struct regs *r, long dirfd, const char *path, long fla
 // two lstats that must find the same symlink (one put there meanwhile has
 // another inode or ctime: a symlink is never changed in place); else it is
 // forwarded.
-static long do_readlink(const struct regs *r, const char *path, char *buf, long size) {
+static long do_readlink(const struct regs *r, long dirfd, const char *path, char *buf, long size) {
 	struct tx x, *xp;
 	long at;
-	if ((int)size <= 0)
-		return forward(r);
-	switch (start(AT_FDCWD, path, &at, &x, &xp)) {
+	char abs[FL_PATH_MAX];
+	if ((int)size <= 0 || ((u64)path >= 4096 && path[0] != '/' && (int)dirfd != AT_FDCWD))
+		return forward(r); // relative to a descriptor
+	switch (start(AT_FDCWD, &path, abs, &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
@@ -916,6 +1047,8 @@ static long do_readlink(const struct regs *r, const char *path, char *buf, long 
 	}
 	struct kstat st, again;
 	long ret = sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW);
+	if (cwd_error(path == abs, ret))
+		return tx_skip(xp, r);
 	if (ret < 0)
 		return tx_done(xp, r, ret, 0);
 	if (!is_link(st.mode))
@@ -935,12 +1068,14 @@ static long do_readlink(const struct regs *r, const char *path, char *buf, long 
 // identity). access checks with the real ids, lstat with the effective
 // ones: when the lstat fails, only the errors every caller would get
 // (ENOENT, ENOTDIR from the access itself) are answered here.
-static long do_access(const struct regs *r, const char *path, long mode, long flags) {
+static long do_access(const struct regs *r, long dirfd, const char *path, long mode, long flags) {
 	struct tx x, *xp;
 	long at;
-	if ((flags & ~(long)(AT_EACCESS | AT_SYMLINK_NOFOLLOW)) != 0 || (mode & ~7l) != 0)
-		return forward(r);
-	switch (start(AT_FDCWD, path, &at, &x, &xp)) {
+	char abs[FL_PATH_MAX];
+	if ((flags & ~(long)(AT_EACCESS | AT_SYMLINK_NOFOLLOW)) != 0 || (mode & ~7l) != 0 ||
+	    ((u64)path >= 4096 && path[0] != '/' && (int)dirfd != AT_FDCWD))
+		return forward(r); // relative to a descriptor
+	switch (start(AT_FDCWD, &path, abs, &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
@@ -959,9 +1094,42 @@ static long do_access(const struct regs *r, const char *path, long mode, long fl
 		}
 	}
 	long ret = sys4(NR_faccessat2, AT_FDCWD, (long)path, mode, flags | AT_SYMLINK_NOFOLLOW);
-	if (ret == -ENOSYS)
+	if (ret == -ENOSYS || cwd_error(path == abs, ret))
 		return tx_skip(xp, r);
 	return tx_done(xp, r, ret, ret == 0 ? &st : 0);
+}
+
+// do_getcwd is getcwd(buf, size), answered from the published working
+// directory (cwd_read) with the kernel's convention: the length with the
+// NUL, ERANGE when that is more than size. It makes no system call of its
+// own but two probes (readlink of /proc/self, one byte at the first and
+// the last byte the answer takes): a buffer the kernel could not write
+// into is forwarded, for its EFAULT. In a transaction, forwarded while the
+// fast path is off, and when the transaction changed the name of the
+// directory or of one above it (renamed or removed: the view names it
+// otherwise, or answers ENOENT). The view's getcwd reads nothing into the
+// read set, so there is nothing to record. A working directory in a
+// forwarded subtree is forwarded too.
+static long do_getcwd(const struct regs *r) {
+	char *buf = (char *)r->a1;
+	u64 size = (u64)r->a2;
+	char cwd[FL_PATH_MAX];
+	struct tx x;
+	int n = cwd_read(cwd);
+	if (n == 0 || (n > 1 && forwarded(cwd)))
+		return forward(r);
+	if (agent_config.tree && (!tx_enabled(&x) || name_changed(x.tree, cwd)))
+		return forward(r);
+	if ((u64)n + 1 > size)
+		return -ERANGE;
+	const char *self = "/proc/self";
+	if ((u64)buf < 4096 || sys4(NR_readlinkat, AT_FDCWD, (long)self, (long)buf, 1) != 1 ||
+	    sys4(NR_readlinkat, AT_FDCWD, (long)self, (long)(buf + n), 1) != 1)
+		return forward(r);
+	for (int i = 0; i < n; i++)
+		buf[i] = cwd[i];
+	buf[n] = 0;
+	return n + 1;
 }
 
 // agent_dispatch decides one rewritten call. A number it does not know is
@@ -982,15 +1150,17 @@ long agent_dispatch(const struct regs *r) {
 	case NR_statx:
 		return do_statx(r);
 	case NR_readlink:
-		return do_readlink(r, (const char *)r->a1, (char *)r->a2, r->a3);
+		return do_readlink(r, AT_FDCWD, (const char *)r->a1, (char *)r->a2, r->a3);
 	case NR_readlinkat:
-		return do_readlink(r, (const char *)r->a2, (char *)r->a3, r->a4);
+		return do_readlink(r, r->a1, (const char *)r->a2, (char *)r->a3, r->a4);
 	case NR_access:
-		return do_access(r, (const char *)r->a1, r->a2, 0);
+		return do_access(r, AT_FDCWD, (const char *)r->a1, r->a2, 0);
 	case NR_faccessat:
-		return do_access(r, (const char *)r->a2, r->a3, 0);
+		return do_access(r, r->a1, (const char *)r->a2, r->a3, 0);
 	case NR_faccessat2:
-		return do_access(r, (const char *)r->a2, r->a3, r->a4);
+		return do_access(r, r->a1, (const char *)r->a2, r->a3, r->a4);
+	case NR_getcwd:
+		return do_getcwd(r);
 	case NR_openat:
 		return do_open(r, r->a1, (const char *)r->a2, r->a3);
 	case NR_open:

@@ -1,0 +1,149 @@
+package syscalls
+
+import (
+	"errors"
+	"os"
+	"path"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"txexec/interpose"
+	"txexec/proc"
+	"txexec/vfs"
+)
+
+// AgentCwds keeps the working directory that the fast-lookup agent of each
+// address space knows (interpose.AgentCwd, docs/fastpath.md §4.5, rule 2)
+// the view's, so that the agent can take paths relative to it and answer
+// getcwd: published when an emulated chdir or fchdir succeeds, before the
+// reply, into every address space whose threads use the context it
+// changed, and at every exec once the agent is in the new image. It is
+// unknown where no one working directory belongs to the address space
+// (proc.Table.SpaceFS): threads of it that use different contexts (a vfork
+// child beside its parent, a thread cloned without CLONE_FS), or a context
+// shared with another address space (CLONE_FS without CLONE_VM), whose
+// page a chdir would have to change too. A vfork child that execs or exits
+// gives its parent's address space back: it is published again then.
+type AgentCwds struct {
+	// Publish writes cwd into the agent of the address space of thread
+	// tid (interpose.FastLookups.PublishCwd).
+	Publish func(tid int, cwd interpose.AgentCwd) error
+	// Identity publishes the directory's identity with its path: under
+	// --passthrough, where the agent checks that the path still resolves
+	// to it (the host may rename it; in a transaction the read set has
+	// the path's entries, and the view names it by the path it keeps).
+	Identity bool
+
+	// mu makes a publication (reading the context, writing the agent's
+	// page) one at a time, so that the last one written is of the
+	// context's last working directory.
+	mu sync.Mutex
+	// sharers are the processes that run in the address space of the
+	// process that cloned them (CLONE_VM without CLONE_THREAD), by pid,
+	// and that one's pid.
+	// +checklocks:mu
+	sharers map[int]int
+}
+
+// cwdChanged publishes the working directory of fs, which a chdir or
+// fchdir just changed, into every address space whose threads use it.
+func (k *Kernel) cwdChanged(fs *proc.FS) {
+	a := k.AgentCwds
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, tid := range k.Procs.SpacesUsing(fs) {
+		k.publishCwdLocked(tid)
+	}
+}
+
+// PublishCwd publishes the working directory of the address space of
+// thread tid (interpose.FastLookups.Mapped: a new image's agent).
+func (k *Kernel) PublishCwd(tid int) {
+	a := k.AgentCwds
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	k.publishCwdLocked(tid)
+}
+
+// agentCwdsClone notes a process that runs in its parent's address space.
+func (k *Kernel) agentCwdsClone(parentTgid, child int, flags uint64) {
+	a := k.AgentCwds
+	if a == nil || flags&unix.CLONE_VM == 0 || flags&unix.CLONE_THREAD != 0 {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.sharers == nil {
+		a.sharers = map[int]int{}
+	}
+	a.sharers[child] = parentTgid
+}
+
+// agentCwdsLeft publishes again the working directory of the address space
+// process pid ran in with the process that cloned it, now that it has
+// left it (exec or exit).
+func (k *Kernel) agentCwdsLeft(pid int) {
+	a := k.AgentCwds
+	if a == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	parent, ok := a.sharers[pid]
+	if !ok {
+		return
+	}
+	delete(a.sharers, pid)
+	if k.Procs.Thread(parent) != nil {
+		k.publishCwdLocked(parent)
+	}
+}
+
+// publishCwdLocked publishes the working directory of the address space of
+// thread tid.
+//
+// Preconditions: k.AgentCwds.mu held.
+func (k *Kernel) publishCwdLocked(tid int) {
+	err := k.AgentCwds.Publish(tid, k.agentCwd(tid))
+	if err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, os.ErrNotExist) {
+		k.Logf("txexec: pid %d: publish the working directory to the fast-lookup agent: %v", tid, err)
+	}
+}
+
+// agentCwd is the working directory of the address space of thread tid,
+// as the agent is to know it: the path getcwd answers in the view, when
+// it is absolute and clean, and one working directory belongs to the
+// address space; else unknown.
+func (k *Kernel) agentCwd(tid int) interpose.AgentCwd {
+	fs := k.Procs.SpaceFS(tid)
+	t := k.Procs.Thread(tid)
+	if fs == nil || t == nil || fs.RootChanged() {
+		return interpose.AgentCwd{}
+	}
+	cwd, root, _ := fs.Get()
+	defer cwd.Release()
+	defer root.Release()
+	h := cwd.(*vfs.Handle)
+	cl := &vfs.Caller{Tid: tid, Tgid: t.Proc.Tgid, Cwd: h, Root: root.(*vfs.Handle)}
+	p, err := k.View.Getcwd(cl)
+	if err != nil || !strings.HasPrefix(p, "/") || path.Clean(p) != p {
+		return interpose.AgentCwd{}
+	}
+	c := interpose.AgentCwd{Path: p}
+	if k.AgentCwds.Identity {
+		var st unix.Stat_t
+		if h.FD() < 0 || unix.Fstat(h.FD(), &st) != nil {
+			return interpose.AgentCwd{}
+		}
+		c.Dev, c.Ino = st.Dev, st.Ino
+	}
+	return c
+}
