@@ -393,25 +393,28 @@ func (t *tracer) resumeNew(tid int) {
 }
 
 // cloneFlags reads the clone flags of the call the parent is stopped in.
+// The event alone does not say them: the kernel reports a clone or clone3
+// whose exit signal is SIGCHLD as a fork (PTRACE_EVENT_FORK) even with
+// CLONE_VM or CLONE_FS, so the call's own flags are read whenever it is
+// one of those.
 func (t *tracer) cloneFlags(tid, cause int) uint64 {
+	var regs unix.PtraceRegs
+	if err := unix.PtraceGetRegs(tid, &regs); err == nil {
+		switch int(regs.Orig_rax) {
+		case unix.SYS_CLONE:
+			return regs.Rdi
+		case unix.SYS_CLONE3:
+			var flags uint64
+			if ReadValue(Memory{Tid: tid}, uintptr(regs.Rdi), &flags) == nil {
+				return flags
+			}
+		}
+	}
 	switch cause {
 	case unix.PTRACE_EVENT_FORK:
 		return uint64(unix.SIGCHLD)
 	case unix.PTRACE_EVENT_VFORK:
 		return unix.CLONE_VM | unix.CLONE_VFORK | uint64(unix.SIGCHLD)
-	}
-	var regs unix.PtraceRegs
-	if err := unix.PtraceGetRegs(tid, &regs); err != nil {
-		return 0
-	}
-	switch int(regs.Orig_rax) {
-	case unix.SYS_CLONE:
-		return regs.Rdi
-	case unix.SYS_CLONE3:
-		var flags uint64
-		if ReadValue(Memory{Tid: tid}, uintptr(regs.Rdi), &flags) == nil {
-			return flags
-		}
 	}
 	return 0
 }
