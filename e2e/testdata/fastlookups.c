@@ -61,14 +61,41 @@
 //                   it and of descriptors with AT_EMPTY_PATH, an open for
 //                   writing; then a descriptor opened natively used in
 //                   calls the supervisor serves (fchdir, getdents64)
+//   cwd N DIR NAME...  getcwd, then chdir to DIR; for each NAME in turn, N
+//                   times stat, access, open and readlink of it relative
+//                   to the working directory (each from its own call
+//                   site), printing what the last of each returned; then
+//                   getcwd N times and with buffers too small, exact and
+//                   NULL (cwd_print)
+//   cwdtx N DIR     relative lookups and getcwd (as cwd) in DIR/made, a
+//                   directory it makes, in DIR/ren while it renames it to
+//                   DIR/ren2, and in DIR/gone after it removes it; then
+//                   puts DIR back as it was
+//   cwdmove N DIR   in DIR/d, relative lookups of "file" and getcwd (as
+//                   cwd); then it renames DIR/d to DIR/e and makes a new
+//                   DIR/d, and does them again (its working directory is
+//                   DIR/e now); then puts DIR back as it was
+//   cwddrop N DIR   chdir to DIR/a/b, become uid and gid 65534, then
+//                   relative lookups of "f" and "missing" and getcwd (as
+//                   cwd): DIR/a is the caller's no more to search
+//   cwdvfork N DIR  chdir to DIR; a vfork child changes its working
+//                   directory to DIR/sub and exits, posix_spawn runs
+//                   this program's cwd mode in DIR/sub (a chdir file
+//                   action); then the parent's lookups and getcwd (as
+//                   cwd); then again while a child cloned with CLONE_VM
+//                   (and without CLONE_VFORK) has changed its working
+//                   directory to DIR/sub and waits
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <spawn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -127,6 +154,206 @@ static unsigned long ring_inode(void) {
 	if (f)
 		fclose(f);
 	return ino;
+}
+
+// cwd_lookups is N times stat, access, open and readlink of each NAME in
+// turn, relative to the working directory, printing what the last of each
+// returned.
+static void cwd_lookups(long n, int argc, char **argv) {
+	for (int i = 0; i < argc; i++) {
+		struct stat st;
+		char buf[64];
+		long s = 0, a = 0, o = 0, l = 0;
+		int se = 0, ae = 0, oe = 0, le = 0;
+		for (long k = 0; k < n; k++) {
+			memset(&st, 0, sizeof st);
+			s = stat(argv[i], &st);
+			se = s ? errno : 0;
+			a = access(argv[i], R_OK);
+			ae = a ? errno : 0;
+			int fd = open(argv[i], O_RDONLY);
+			o = fd < 0 ? -1 : 0;
+			oe = fd < 0 ? errno : 0;
+			if (fd >= 0)
+				close(fd);
+			l = readlink(argv[i], buf, sizeof buf);
+			le = l < 0 ? errno : 0;
+		}
+		// (The size and mode only of a stat that succeeded: the agent
+		// may leave a failed one's buffer written, docs/fastpath.md §4.5.)
+		printf("%s stat=%ld/%d size=%ld mode=%o access=%ld/%d open=%ld/%d readlink=%ld/%d\n", argv[i], s, se,
+		       s ? 0L : (long)st.st_size, s ? 0u : (unsigned)st.st_mode, a, ae, o, oe, l, le);
+	}
+}
+
+// cwd_print is getcwd N times, then with a buffer of 2 bytes, one too
+// small by one, one that fits exactly, and none (NULL, 0), printing what
+// each returned.
+static void cwd_print(long n) {
+	char buf[4096];
+	char *r = NULL;
+	int err = 0;
+	for (long k = 0; k < n; k++) {
+		r = getcwd(buf, sizeof buf);
+		err = r ? 0 : errno;
+	}
+	printf("getcwd %s errno=%d\n", r ? buf : "NULL", err);
+	if (!r)
+		return;
+	size_t len = strlen(buf);
+	char small[2];
+	r = getcwd(small, sizeof small);
+	printf("getcwd(2) %s errno=%d\n", r ? "ok" : "NULL", r ? 0 : errno);
+	r = getcwd(buf, len);
+	printf("getcwd(len) %s errno=%d\n", r ? "ok" : "NULL", r ? 0 : errno);
+	r = getcwd(buf, len + 1);
+	printf("getcwd(len+1) %s errno=%d\n", r ? buf : "NULL", r ? 0 : errno);
+	r = getcwd(NULL, 0);
+	printf("getcwd(NULL) %s errno=%d\n", r ? r : "NULL", r ? 0 : errno);
+	free(r);
+}
+
+// cwd_tx is the cwdtx mode.
+static int cwd_tx(long n, const char *dir) {
+	char made[4096], ren[4096], ren2[4096], gone[4096];
+	snprintf(made, sizeof made, "%s/made", dir);
+	snprintf(ren, sizeof ren, "%s/ren", dir);
+	snprintf(ren2, sizeof ren2, "%s/ren2", dir);
+	snprintf(gone, sizeof gone, "%s/gone", dir);
+	char *names[] = {"f", "file", "missing", "."};
+	if (mkdir(made, 0755) != 0 || chdir(made) != 0) {
+		perror(made);
+		return 1;
+	}
+	int fd = open("f", O_WRONLY | O_CREAT, 0644);
+	if (fd < 0 || write(fd, "made\n", 5) != 5 || close(fd) != 0) {
+		perror("f");
+		return 1;
+	}
+	printf("made:\n");
+	cwd_lookups(n, 4, names);
+	cwd_print(n);
+	if (chdir(ren) != 0) {
+		perror(ren);
+		return 1;
+	}
+	printf("ren:\n");
+	cwd_lookups(n, 4, names);
+	cwd_print(n);
+	if (rename(ren, ren2) != 0) {
+		perror("rename");
+		return 1;
+	}
+	printf("renamed:\n");
+	cwd_lookups(n, 4, names);
+	cwd_print(n);
+	if (chdir(gone) != 0 || rmdir(gone) != 0) {
+		perror(gone);
+		return 1;
+	}
+	printf("removed:\n");
+	cwd_lookups(n, 3, names); // not ".": the view shows a removed directory's size
+	cwd_print(n);
+	char f[4200];
+	snprintf(f, sizeof f, "%s/f", made);
+	if (chdir(dir) != 0 || unlink(f) != 0 || rmdir(made) != 0 || rename(ren2, ren) != 0 || mkdir(gone, 0755) != 0) {
+		perror("put back");
+		return 1;
+	}
+	return 0;
+}
+
+// cwd_move is the cwdmove mode.
+static int cwd_move(long n, const char *dir) {
+	char d[4096], e[4096];
+	char *names[] = {"file"};
+	snprintf(d, sizeof d, "%s/d", dir);
+	snprintf(e, sizeof e, "%s/e", dir);
+	if (chdir(d) != 0) {
+		perror(d);
+		return 1;
+	}
+	cwd_lookups(n, 1, names);
+	cwd_print(n);
+	if (rename(d, e) != 0 || mkdir(d, 0755) != 0) {
+		perror("rename");
+		return 1;
+	}
+	printf("moved:\n");
+	cwd_lookups(n, 1, names);
+	cwd_print(n);
+	if (rmdir(d) != 0 || rename(e, d) != 0) {
+		perror("put back");
+		return 1;
+	}
+	return 0;
+}
+
+// vm_child is a child in its parent's address space (CLONE_VM): it
+// changes its working directory to sub, says so on ready and waits for a
+// byte on done.
+struct vm_child {
+	int ready, done;
+};
+
+static int vm_child(void *arg) {
+	struct vm_child *c = arg;
+	char b;
+	if (chdir("sub") != 0 || write(c->ready, "x", 1) != 1 || read(c->done, &b, 1) != 1)
+		_exit(1);
+	_exit(0);
+}
+
+// cwd_vfork is the cwdvfork mode.
+static int cwd_vfork(long n, const char *self, const char *dir) {
+	char *names[] = {"file", "missing"};
+	char exe[4096];
+	if (!realpath(self, exe)) {
+		perror(self);
+		return 1;
+	}
+	if (chdir(dir) != 0) {
+		perror(dir);
+		return 1;
+	}
+	fflush(stdout);
+	pid_t pid = vfork();
+	if (pid == 0) {
+		if (chdir("sub") != 0)
+			_exit(1);
+		_exit(0);
+	}
+	int status;
+	if (pid < 0 || waitpid(pid, &status, 0) != pid || status != 0)
+		return 1;
+	posix_spawn_file_actions_t fa;
+	char count[32];
+	snprintf(count, sizeof count, "%ld", n);
+	char *argv[] = {exe, "cwd", count, ".", "file", NULL};
+	extern char **environ;
+	if (posix_spawn_file_actions_init(&fa) != 0 || posix_spawn_file_actions_addchdir_np(&fa, "sub") != 0 ||
+	    posix_spawn(&pid, exe, &fa, NULL, argv, environ) != 0 || waitpid(pid, &status, 0) != pid ||
+	    status != 0)
+		return 1;
+	printf("parent:\n");
+	cwd_lookups(n, 2, names);
+	cwd_print(n);
+	fflush(stdout);
+	int ready[2], done[2];
+	static char stack[64 * 1024];
+	if (pipe(ready) != 0 || pipe(done) != 0)
+		return 1;
+	struct vm_child c = {ready[1], done[0]};
+	pid = clone(vm_child, stack + sizeof stack, CLONE_VM | SIGCHLD, &c);
+	char b;
+	if (pid < 0 || read(ready[0], &b, 1) != 1)
+		return 1;
+	printf("beside a CLONE_VM child:\n");
+	cwd_lookups(n, 2, names);
+	cwd_print(n);
+	if (write(done[1], "x", 1) != 1 || waitpid(pid, &status, 0) != pid || status != 0)
+		return 1;
+	return 0;
 }
 
 static int tree_write(void) {
@@ -631,6 +858,36 @@ int main(int argc, char **argv) {
 		return open_mix(n, argv[3]);
 	if (strcmp(mode, "agent") == 0 && argc == 5)
 		return agent(n, argv[3], argv[4]);
+	if (strcmp(mode, "cwd") == 0 && argc >= 4) {
+		char buf[4096];
+		printf("start %s\n", getcwd(buf, sizeof buf) ? "ok" : "NULL");
+		if (chdir(argv[3]) != 0) {
+			perror(argv[3]);
+			return 1;
+		}
+		cwd_lookups(n, argc - 4, argv + 4);
+		cwd_print(n);
+		return 0;
+	}
+	if (strcmp(mode, "cwdtx") == 0)
+		return cwd_tx(n, argv[3]);
+	if (strcmp(mode, "cwdmove") == 0)
+		return cwd_move(n, argv[3]);
+	if (strcmp(mode, "cwddrop") == 0) {
+		char b[4096];
+		char *names[] = {"f", "missing"};
+		snprintf(b, sizeof b, "%s/a/b", argv[3]);
+		if (chdir(b) != 0 || setgroups(0, NULL) != 0 || setresgid(65534, 65534, 65534) != 0 ||
+		    setresuid(65534, 65534, 65534) != 0) {
+			perror(b);
+			return 1;
+		}
+		cwd_lookups(n, 2, names);
+		cwd_print(n);
+		return 0;
+	}
+	if (strcmp(mode, "cwdvfork") == 0)
+		return cwd_vfork(n, argv[0], argv[3]);
 	fprintf(stderr, "fastlookups: unknown mode %s\n", mode);
 	return 2;
 }
