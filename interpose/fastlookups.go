@@ -128,11 +128,11 @@ type FastLookups struct {
 	// answers its lookups differently from the kernel (its root is
 	// virtual after a chroot).
 	Allowed func(tgid int) bool
-	// Mapped, if set, is called when the agent and its configuration
-	// have been written into the new image of process tgid, still
-	// stopped at its exec: the caller publishes its working directory
-	// there (PublishCwd), which the configuration leaves unknown.
-	Mapped func(tgid int)
+	// Cwd, if set, is the working directory of process tgid, stopped at
+	// the exec of a new image, to write into the agent's configuration
+	// with the rest (later changes are PublishCwd's). Without it the
+	// agent forwards every path relative to the working directory.
+	Cwd func(tgid int) AgentCwd
 
 	// devs are the devices (st_dev) of the file systems mounted at or
 	// under a Forwarded subtree, read by check: a lookup relative to a
@@ -457,6 +457,29 @@ type AgentCwd struct {
 	Dev, Ino uint64
 }
 
+// fit is c, or unknown when its path is not absolute or too long for a
+// record to hold with a name joined to it.
+func (c AgentCwd) fit() AgentCwd {
+	if len(c.Path) >= agentCwdPathMax-1 || !strings.HasPrefix(c.Path, "/") || strings.IndexByte(c.Path, 0) >= 0 {
+		return AgentCwd{}
+	}
+	return c
+}
+
+// configPageWithCwd is the configuration page with cwd as the working
+// directory, for an image stopped at its exec: no other process runs in
+// its new address space yet, so it is written with the rest, its sequence
+// lock at 0.
+func (f *FastLookups) configPageWithCwd(cwd AgentCwd) []byte {
+	cwd = cwd.fit()
+	page := append([]byte(nil), f.inject.page...)
+	binary.LittleEndian.PutUint32(page[agentCwdOff+4:], uint32(len(cwd.Path)))
+	binary.LittleEndian.PutUint64(page[agentCwdOff+8:], cwd.Dev)
+	binary.LittleEndian.PutUint64(page[agentCwdOff+16:], cwd.Ino)
+	copy(page[agentCwdOff+24:], cwd.Path)
+	return page
+}
+
 // PublishCwd writes cwd into the configuration of the agent of the address
 // space of thread tid (agent_config.cwd), through /proc/PID/mem, as a
 // sequence lock: its counter made odd, then the rest, then the counter
@@ -466,9 +489,7 @@ type AgentCwd struct {
 // hold with a name joined to it is published unknown. An address space
 // without the agent is left alone.
 func (f *FastLookups) PublishCwd(tid int, cwd AgentCwd) error {
-	if len(cwd.Path) >= agentCwdPathMax-1 || !strings.HasPrefix(cwd.Path, "/") || strings.IndexByte(cwd.Path, 0) >= 0 {
-		cwd = AgentCwd{}
-	}
+	cwd = cwd.fit()
 	f.cwdMu.Lock()
 	defer f.cwdMu.Unlock()
 	m := Memory{Tid: tid}

@@ -323,9 +323,11 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 	if _, err := in.mem.WriteAt(agentBlob, int64(f.Base)); err != nil {
 		return sig, true
 	}
-	if _, err := in.mem.WriteAt(f.inject.page, int64(f.Base+agentConfigOff)); err == nil && f.Mapped != nil {
-		f.Mapped(tid)
+	page := f.inject.page
+	if f.Cwd != nil {
+		page = f.configPageWithCwd(f.Cwd(tid))
 	}
+	in.mem.WriteAt(page, int64(f.Base+agentConfigOff))
 	return sig, true
 }
 

@@ -2,6 +2,7 @@ package interpose
 
 import (
 	"bufio"
+	"encoding/binary"
 	"fmt"
 	"os"
 	"os/exec"
@@ -470,4 +471,41 @@ func (sh *testShell) expect(line string) {
 func (sh *testShell) send(line string) {
 	_, err := sh.in.WriteString(line + "\n")
 	require.NoError(sh.t, err)
+}
+
+// TestPublishCwd: the exec stop writes the working directory FastLookups.Cwd
+// gives into the agent's configuration, and PublishCwd replaces it later
+// under its sequence lock (even when done); a path too long for a record
+// with a name joined to it, or not absolute, is published unknown; a
+// process without the agent is left alone.
+func TestPublishCwd(t *testing.T) {
+	f := &FastLookups{Base: DefaultAgentBase, Forwarded: []string{"/proc"},
+		Cwd: func(int) AgentCwd { return AgentCwd{Path: "/start", Dev: 7, Ino: 8} }}
+	sh := startShell(t, f, `echo 1; read a`)
+	sh.expect("1")
+	pid := sh.s.Pid()
+	read := func() (seq uint32, cwd AgentCwd) {
+		b := make([]byte, agentCwdSize)
+		require.NoError(t, Memory{Tid: pid}.Read(f.Base+agentConfigOff+agentCwdOff, b))
+		n := binary.LittleEndian.Uint32(b[4:])
+		require.Less(t, int(n), agentCwdPathMax)
+		return binary.LittleEndian.Uint32(b), AgentCwd{Path: string(b[24 : 24+n]),
+			Dev: binary.LittleEndian.Uint64(b[8:]), Ino: binary.LittleEndian.Uint64(b[16:])}
+	}
+	seq, cwd := read()
+	assert.Zero(t, seq)
+	assert.Equal(t, AgentCwd{Path: "/start", Dev: 7, Ino: 8}, cwd)
+	for i, tc := range []struct{ publish, want AgentCwd }{
+		{AgentCwd{Path: "/a/b"}, AgentCwd{Path: "/a/b"}},
+		{AgentCwd{Path: "/" + strings.Repeat("x", agentCwdPathMax-2), Dev: 1}, AgentCwd{}},
+		{AgentCwd{Path: "/" + strings.Repeat("x", agentCwdPathMax-3), Dev: 1}, AgentCwd{Path: "/" + strings.Repeat("x", agentCwdPathMax-3), Dev: 1}},
+		{AgentCwd{Path: "relative"}, AgentCwd{}},
+		{AgentCwd{}, AgentCwd{}},
+	} {
+		require.NoError(t, f.PublishCwd(pid, tc.publish))
+		seq, cwd := read()
+		assert.Equal(t, uint32(2*(i+1)), seq, "%+v", tc.publish)
+		assert.Equal(t, tc.want, cwd)
+	}
+	assert.NoError(t, f.PublishCwd(os.Getpid(), AgentCwd{Path: "/"}), "no agent here")
 }

@@ -19,13 +19,14 @@ import (
 // the view's, so that the agent can take paths relative to it and answer
 // getcwd: published when an emulated chdir or fchdir succeeds, before the
 // reply, into every address space whose threads use the context it
-// changed, and at every exec once the agent is in the new image. It is
+// changed, and at every exec with the agent's configuration. It is
 // unknown where no one working directory belongs to the address space
 // (proc.Table.SpaceFS): threads of it that use different contexts (a vfork
 // child beside its parent, a thread cloned without CLONE_FS), or a context
 // shared with another address space (CLONE_FS without CLONE_VM), whose
-// page a chdir would have to change too. A vfork child that execs or exits
-// gives its parent's address space back: it is published again then.
+// page a chdir would have to change too. A child that shared its parent's
+// address space or context and execs or exits may leave the parent's its
+// own again: the parent's is published again then.
 type AgentCwds struct {
 	// Publish writes cwd into the agent of the address space of thread
 	// tid (interpose.FastLookups.PublishCwd).
@@ -40,9 +41,9 @@ type AgentCwds struct {
 	// page) one at a time, so that the last one written is of the
 	// context's last working directory.
 	mu sync.Mutex
-	// sharers are the processes that run in the address space of the
-	// process that cloned them (CLONE_VM without CLONE_THREAD), by pid,
-	// and that one's pid.
+	// sharers are the processes that share the address space or the
+	// context of the process that cloned them (CLONE_VM or CLONE_FS
+	// without CLONE_THREAD), by pid, and that one's pid.
 	// +checklocks:mu
 	sharers map[int]int
 }
@@ -61,22 +62,23 @@ func (k *Kernel) cwdChanged(fs *proc.FS) {
 	}
 }
 
-// PublishCwd publishes the working directory of the address space of
-// thread tid (interpose.FastLookups.Mapped: a new image's agent).
-func (k *Kernel) PublishCwd(tid int) {
+// AgentCwd is the working directory of process tgid for the agent of its
+// new image, stopped at its exec (interpose.FastLookups.Cwd).
+func (k *Kernel) AgentCwd(tgid int) interpose.AgentCwd {
 	a := k.AgentCwds
 	if a == nil {
-		return
+		return interpose.AgentCwd{}
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	k.publishCwdLocked(tid)
+	return k.agentCwd(tgid)
 }
 
-// agentCwdsClone notes a process that runs in its parent's address space.
+// agentCwdsClone notes a process that shares its parent's address space
+// or context.
 func (k *Kernel) agentCwdsClone(parentTgid, child int, flags uint64) {
 	a := k.AgentCwds
-	if a == nil || flags&unix.CLONE_VM == 0 || flags&unix.CLONE_THREAD != 0 {
+	if a == nil || flags&(unix.CLONE_VM|unix.CLONE_FS) == 0 || flags&unix.CLONE_THREAD != 0 {
 		return
 	}
 	a.mu.Lock()
@@ -88,8 +90,9 @@ func (k *Kernel) agentCwdsClone(parentTgid, child int, flags uint64) {
 }
 
 // agentCwdsLeft publishes again the working directory of the address space
-// process pid ran in with the process that cloned it, now that it has
-// left it (exec or exit).
+// of the process that cloned process pid, which shared it or its context,
+// now that pid has execed (a new address space; the context it keeps) or
+// exited.
 func (k *Kernel) agentCwdsLeft(pid int) {
 	a := k.AgentCwds
 	if a == nil {

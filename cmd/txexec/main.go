@@ -641,7 +641,7 @@ func fastLookups(k *syscalls.Kernel) *interpose.FastLookups {
 		}
 	}
 	k.AgentCwds = &syscalls.AgentCwds{Publish: f.PublishCwd, Identity: true}
-	f.Mapped = k.PublishCwd
+	f.Cwd = k.AgentCwd
 	return f
 }
 
