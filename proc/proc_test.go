@@ -92,3 +92,49 @@ func TestBindingAndFSMoves(t *testing.T) {
 	tb.Drop(inTx)
 	assert.Equal(t, 0, txRefs, "the moved context is released once no thread uses it")
 }
+
+// TestSpaceFS: an address space has a working directory of its own while
+// every thread of it uses one context that no other address space uses
+// (docs/fastpath.md §4.5, rule 2).
+func TestSpaceFS(t *testing.T) {
+	const parent, child, other = 10, 11, 12
+	tests := []struct {
+		name  string
+		flags uint64
+		// whether the parent's and the child's address spaces have one,
+		// after the clone, and after the child has exited or execed
+		parentOwn, childOwn, execed, exited bool
+	}{
+		{"thread", unix.CLONE_VM | unix.CLONE_FS | unix.CLONE_THREAD, true, true, true, true},
+		{"thread without CLONE_FS", unix.CLONE_VM | unix.CLONE_THREAD, false, false, true, true},
+		{"fork", uint64(unix.SIGCHLD), true, true, true, true},
+		{"vfork", unix.CLONE_VM | unix.CLONE_VFORK, false, false, true, true},
+		{"CLONE_FS", unix.CLONE_FS, false, false, false, true},
+		{"CLONE_VM and CLONE_FS", unix.CLONE_VM | unix.CLONE_FS, true, true, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tb := NewTable()
+			var refs int
+			root := tb.AddRoot(parent, NewFS(countedDir{&refs}, countedDir{&refs}, 0o22))
+			tb.Clone(parent, other, uint64(unix.SIGCHLD)) // a process of its own beside
+			tb.Clone(parent, child, tt.flags)
+			assert.Equal(t, tt.parentOwn, tb.SpaceFS(parent) != nil)
+			assert.Equal(t, tt.childOwn, tb.SpaceFS(child) != nil)
+			assert.NotNil(t, tb.SpaceFS(other))
+			uses := tb.SpacesUsing(root.FS())
+			if tt.flags&(unix.CLONE_FS|unix.CLONE_VM) == unix.CLONE_FS {
+				assert.ElementsMatch(t, []int{parent, child}, uses)
+			} else {
+				assert.Len(t, uses, 1)
+			}
+			if tt.flags&unix.CLONE_THREAD == 0 {
+				tb.Execed(child, child)
+				assert.Equal(t, tt.execed, tb.SpaceFS(parent) != nil, "after the child's exec")
+			}
+			tb.Exited(child)
+			assert.Equal(t, tt.exited, tb.SpaceFS(parent) != nil, "after the child's exit")
+			assert.Nil(t, tb.SpaceFS(child))
+		})
+	}
+}

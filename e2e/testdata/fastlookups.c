@@ -84,7 +84,10 @@
 //                   action); then the parent's lookups and getcwd (as
 //                   cwd); then again while a child cloned with CLONE_VM
 //                   (and without CLONE_VFORK) has changed its working
-//                   directory to DIR/sub and waits
+//                   directory to DIR/sub and waits; then while a child
+//                   cloned with CLONE_FS (and without CLONE_VM) has
+//                   changed the working directory they share to DIR/sub,
+//                   and after it has exited
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
@@ -289,9 +292,9 @@ static int cwd_move(long n, const char *dir) {
 	return 0;
 }
 
-// vm_child is a child in its parent's address space (CLONE_VM): it
-// changes its working directory to sub, says so on ready and waits for a
-// byte on done.
+// vm_child is a child in its parent's address space (CLONE_VM) or sharing
+// its working directory (CLONE_FS): it changes its working directory to
+// sub, says so on ready and waits for a byte on done.
 struct vm_child {
 	int ready, done;
 };
@@ -353,6 +356,18 @@ static int cwd_vfork(long n, const char *self, const char *dir) {
 	cwd_print(n);
 	if (write(done[1], "x", 1) != 1 || waitpid(pid, &status, 0) != pid || status != 0)
 		return 1;
+	fflush(stdout);
+	pid = clone(vm_child, stack + sizeof stack, CLONE_FS | SIGCHLD, &c);
+	if (pid < 0 || read(ready[0], &b, 1) != 1)
+		return 1;
+	printf("beside a CLONE_FS child:\n");
+	cwd_lookups(n, 2, names);
+	cwd_print(n);
+	if (write(done[1], "x", 1) != 1 || waitpid(pid, &status, 0) != pid || status != 0)
+		return 1;
+	printf("after it:\n");
+	cwd_lookups(n, 2, names);
+	cwd_print(n);
 	return 0;
 }
 
