@@ -22,7 +22,9 @@
 // injected openat the listener answers with ADDFD, and a new ring at every
 // fork), and the rewrite of call sites to reach it (rewrite.go: glibc's
 // two patterns, and every site known in a file rewritten with the first
-// of a new mapping).
+// of a new mapping), and the working directory a caller gives it written
+// into an agent's configuration (PublishCwd: a path, which interpose only
+// copies).
 //
 // It must not know about transactions, files or the meaning of any system
 // call beyond execve's register layout: what to do with a call is decided by

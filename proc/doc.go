@@ -4,7 +4,8 @@
 // credentials.
 //
 // Linux analogue: task_struct with its fs_struct (cwd, root, umask; shared
-// by CLONE_FS) and cred. Unlike Linux, the working directory and root are
+// by CLONE_FS) and cred, and which processes share an mm_struct (Space:
+// CLONE_VM without CLONE_THREAD, until exec). Unlike Linux, the working directory and root are
 // virtual: the kernel's own idea of the tracee's cwd is never updated,
 // because chdir is emulated; every relative path is resolved by the
 // supervisor against the virtual one.

@@ -12,9 +12,10 @@
 // It runs in the middle of whatever the program was doing (a rewritten site
 // is a plain jump), on the program's stack: it touches no vector register
 // (general-regs-only), calls no library function, writes nothing but its
-// stack and the caller's result buffers, and needs up to about 1.5 KiB of
+// stack and the caller's result buffers, and needs up to about 2 KiB of
 // stack below the red zone the trampoline skips (gcc -fstack-usage: a
-// transaction's open, its path made lexical in struct tx, is the most).
+// transaction's open of a relative path, made absolute in the caller's
+// frame and lexical in struct tx, is the most).
 //
 // Under --passthrough there is no read set: a native lookup with the
 // caller's own credentials is what the supervisor would have done. In a
