@@ -111,14 +111,19 @@ func (k *Kernel) agentCwdsLeft(pid int) {
 }
 
 // publishCwdLocked publishes the working directory of the address space of
-// thread tid.
+// thread tid. An address space whose agent could not be told (its memory
+// could be read but not written) would go on answering from a working
+// directory it no longer has: its process is killed, as one whose exec
+// could not be made safe is.
 //
 // Preconditions: k.AgentCwds.mu held.
 func (k *Kernel) publishCwdLocked(tid int) {
 	err := k.AgentCwds.Publish(tid, k.agentCwd(tid))
-	if err != nil && !errors.Is(err, unix.ESRCH) && !errors.Is(err, os.ErrNotExist) {
-		k.Logf("txexec: pid %d: publish the working directory to the fast-lookup agent: %v", tid, err)
+	if err == nil || errors.Is(err, unix.ESRCH) || errors.Is(err, os.ErrNotExist) || unix.Kill(tid, 0) != nil {
+		return // done, or the process is gone
 	}
+	k.Logf("txexec: killed pid %d: cannot tell its fast-lookup agent its working directory: %v", tid, err)
+	unix.Kill(tid, unix.SIGKILL)
 }
 
 // agentCwd is the working directory of the address space of thread tid,
