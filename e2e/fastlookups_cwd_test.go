@@ -41,6 +41,9 @@ func TestFastLookupsCwd(t *testing.T) {
 	assert.GreaterOrEqual(t, slow["trapped_calls"], 4*len(cwdNames)*n+n)
 	c.Argv = append([]string{bin, "cwd", "3", dir}, cwdForwardedNames...)
 	fastRun(t, c)
+	// The root: no slash is added.
+	c.Argv = []string{bin, "cwd", strconv.Itoa(n), "/", "etc", "txexec-missing"}
+	assert.Less(t, fastRun(t, c), n/10)
 }
 
 // TestFastLookupsCwdRenamed: a working directory renamed after the
@@ -84,6 +87,8 @@ func TestFastLookupsTxCwd(t *testing.T) {
 	fastAsNative(t, c, 4*len(cwdNames)*n+n, n/10)
 	c.Argv = append([]string{bin, "cwd", "3", dir}, cwdForwardedNames...)
 	fastAsNative(t, c, 3, 1000)
+	c.Argv = []string{bin, "cwd", strconv.Itoa(n), "/", "etc", "txexec-missing"}
+	fastAsNative(t, c, 2*4*n+n, n/10)
 }
 
 // TestFastLookupsTxCwdChanged: relative lookups and getcwd in a working
