@@ -65,8 +65,8 @@
 //                   times stat, access, open and readlink of it relative
 //                   to the working directory (each from its own call
 //                   site), printing what the last of each returned; then
-//                   getcwd N times and with buffers too small, exact and
-//                   NULL (cwd_print)
+//                   getcwd N times and with buffers too small, exact,
+//                   NULL and read-only (cwd_print)
 //   cwdtx N DIR     relative lookups and getcwd (as cwd) in DIR/made, a
 //                   directory it makes, in DIR/ren while it renames it to
 //                   DIR/ren2, and in DIR/gone after it removes it; then
@@ -214,6 +214,13 @@ static void cwd_print(long n) {
 	r = getcwd(NULL, 0);
 	printf("getcwd(NULL) %s errno=%d\n", r ? r : "NULL", r ? 0 : errno);
 	free(r);
+	// A buffer the kernel cannot write: EFAULT (the agent probes it).
+	char *ro = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (ro != MAP_FAILED) {
+		r = getcwd(ro, 4096);
+		printf("getcwd(read-only) %s errno=%d\n", r ? "ok" : "NULL", r ? 0 : errno);
+		munmap(ro, 4096);
+	}
 }
 
 // cwd_tx is the cwdtx mode.
@@ -875,7 +882,7 @@ int main(int argc, char **argv) {
 		return agent(n, argv[3], argv[4]);
 	if (strcmp(mode, "cwd") == 0 && argc >= 4) {
 		char buf[4096];
-		printf("start %s\n", getcwd(buf, sizeof buf) ? "ok" : "NULL");
+		printf("start %s\n", getcwd(buf, sizeof buf) ? buf : "NULL");
 		if (chdir(argv[3]) != 0) {
 			perror(argv[3]);
 			return 1;
