@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -382,6 +383,89 @@ func TestFastLookupsTxReadlink(t *testing.T) {
 	reset := func() { nativeRun(t, work, "ln -sfn a l") }
 	got := abortsAsWithout(t, work, bin+" readlinkloop 50 l > /dev/null", "ln -sfn b l", reset)
 	assert.Contains(t, got, "conflict on "+filepath.Join(work, "l"))
+}
+
+// linkFixture adds symlinks to a fast-lookup fixture: to a directory
+// (relative and absolute), to a file (through another symlink, and
+// absolute), dangling ones, a loop, one to a symlink whose target goes
+// through a third; and returns the paths linkmix looks
+// up through them.
+func linkFixture(t *testing.T, dir string) []string {
+	t.Helper()
+	writeFiles(t, dir, map[string]string{"sub/inner": "i\n"})
+	for name, to := range map[string]string{
+		"dlink": "sub", "alink": filepath.Join(dir, "sub"), "chain": "link", "aflink": filepath.Join(dir, "file"),
+		"loop1": "loop2", "loop2": "loop1", "dlink2": "nodir", "slink": "sub/../sub/inner",
+		"vlink": "dlink/inner", "olink": "vlink",
+	} {
+		require.NoError(t, os.Symlink(to, filepath.Join(dir, name)))
+	}
+	var paths []string
+	for _, p := range []string{"dlink/inner", "alink/inner", "dlink/../file", "dlink", "chain", "aflink", "link",
+		"dangling", "loop1", "dlink2/x", "dlink/missing", "dlink/inner/", "alink/../sub/inner", "slink", "dlink/./inner", "olink"} {
+		paths = append(paths, dir+"/"+p) // not filepath.Join, which cleans
+	}
+	return paths
+}
+
+// TestFastLookupsTxLinks: every kind of lookup through symlinks the view
+// followed — in the middle of a path and at its end, relative and
+// absolute targets, chains, dangling, loops, ".." after one — answers as
+// natively, and the agent makes most of them itself (docs/fastpath.md
+// §4.5).
+func TestFastLookupsTxLinks(t *testing.T) {
+	dir, bin := fastFixture(t)
+	paths := linkFixture(t, dir)
+	const n = 40
+	c := command{Argv: append([]string{bin, "linkmix", strconv.Itoa(n)}, paths...), Dir: dir}
+	// Forwarded: what fails through a symlink (a loop, a missing
+	// directory, ENOTDIR), and what opens a symlink itself with
+	// O_NOFOLLOW or a file with O_DIRECTORY (a quarter of the calls);
+	// without symlinks followed, 70%.
+	calls := n * len(paths) * 11
+	fastAsNative(t, c, calls, calls/3)
+}
+
+// TestFastLookupsTxLinksSeeChanges: a transaction that changes a symlink,
+// or a file under its target, sees its change through the symlink, as
+// without the option.
+func TestFastLookupsTxLinksSeeChanges(t *testing.T) {
+	dir, bin := fastFixture(t)
+	linkFixture(t, dir)
+	writeFiles(t, dir, map[string]string{"other/inner": "o\n"})
+	script := fmt.Sprintf(`%[1]s linkmix 20 %[2]s/dlink/inner %[2]s/chain > /dev/null &&
+		ln -sfn other %[2]s/dlink && echo changed > %[2]s/file &&
+		%[1]s linkmix 20 %[2]s/dlink/inner %[2]s/chain %[2]s/aflink && cat %[2]s/dlink/inner %[2]s/chain`, bin, dir)
+	// The file the transaction wrote has a new inode at every run.
+	inode := regexp.MustCompile(`v=[0-9]+`)
+	var outs [2]string
+	for i, opts := range [][]string{nil, fastLookups} {
+		c := command{Argv: []string{"sh", "-c", script}, Dir: dir, TxArgs: append([]string{"--on-exit=abort"}, opts...)}
+		r := run(t, transaction, c)
+		require.Equal(t, 0, r.Status, r.Stderr)
+		outs[i] = inode.ReplaceAllString(r.Stdout, "v=?")
+	}
+	assert.Equal(t, outs[0], outs[1])
+	assert.Contains(t, outs[1], "o\nchanged\n")
+	target, err := os.Readlink(filepath.Join(dir, "dlink"))
+	require.NoError(t, err)
+	assert.Equal(t, "sub", target, "aborted")
+}
+
+// TestFastLookupsTxLinksHostChange: a symlink the transaction read
+// through, or a file under its target, changed by another process while
+// the transaction runs, aborts it as without the option.
+func TestFastLookupsTxLinksHostChange(t *testing.T) {
+	_, bin := fastFixture(t)
+	work := t.TempDir()
+	reset := func() {
+		nativeRun(t, work, "rm -rf a b l f && mkdir a b && echo a > a/f && echo b > b/f && ln -s a l && ln -s l/f f")
+	}
+	reads := fmt.Sprintf("%[1]s linkmix 30 %[2]s/l/f %[2]s/f > /dev/null", bin, work)
+	got := abortsAsWithout(t, work, reads, "ln -sfn b l", reset)
+	assert.Contains(t, got, "conflict on ")
+	abortsAsWithout(t, work, reads, "echo c > a/f", reset)
+	abortsAsWithout(t, work, reads, "echo d > a/g && mv a/g a/f", reset)
 }
 
 // TestFastLookupsTxOpensSeeChanges: a file the transaction wrote is read,

@@ -119,3 +119,74 @@ func (t *Tree) sharedFastDir(key uint64) (dev, ino uint64, ok bool) {
 		}
 	}
 }
+
+// maxLinks is the agent's TX_LINKS: the symlinks it replaces in one path.
+const maxLinks = 8
+
+// Resolve is the agent's replacement of the symlinks the view published
+// (tx_begin): every name in the middle of clean absolute path p that is
+// one, and its last component when the call follows it, is replaced by
+// the link's target, from the start, until none is left; ok false (the
+// agent forwards) if a link replaced is in the changed set or under a
+// changed subtree, or after maxLinks of them. The path it returns is the
+// one Decide then checks and the record carries.
+func (t *Tree) Resolve(p string, follow bool) (resolved string, ok bool) {
+	for links := 0; ; {
+		replaced := false
+		for end := 1; end <= len(p); end++ {
+			if end < len(p) && p[end] != '/' {
+				continue
+			}
+			last := end == len(p)
+			if last && !follow {
+				break
+			}
+			target, found := t.sharedLink(PathKey(p[:end]))
+			if !found {
+				continue
+			}
+			links++
+			if links > maxLinks || t.changedOnTheWay(p[:end]) {
+				return "", false
+			}
+			rest := p[end:]
+			if target == "/" && rest != "" {
+				target = ""
+			}
+			p, replaced = target+rest, true
+			break
+		}
+		if !replaced {
+			return p, true
+		}
+	}
+}
+
+// changedOnTheWay reports whether clean absolute path p is in the changed
+// set, or a proper prefix of it is a changed subtree.
+func (t *Tree) changedOnTheWay(p string) bool {
+	for i := 1; i < len(p); i++ {
+		if p[i] == '/' && t.sharedKind(PathKey(p[:i])) == ChangedSubtree {
+			return true
+		}
+	}
+	return t.sharedKind(PathKey("/")) == ChangedSubtree || t.sharedKind(PathKey(p)) != 0
+}
+
+// sharedLink is the target of the symlink of key in the shared links
+// table.
+func (t *Tree) sharedLink(key uint64) (string, bool) {
+	for i := key & (LinksN - 1); ; i = (i + 1) & (LinksN - 1) {
+		e := &t.t.links[i]
+		switch atomic.LoadUint64(&e.key) {
+		case key:
+			n := 0
+			for n < len(e.target) && e.target[n] != 0 {
+				n++
+			}
+			return string(e.target[:n]), true
+		case KeyEmpty:
+			return "", false
+		}
+	}
+}

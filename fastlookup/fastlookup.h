@@ -9,8 +9,8 @@
  *
  * Two memfds, both sized and created by the supervisor:
  *   - per tree (struct fl_tree), mapped read-only in the programs: the
- *     enabled flag, the generation, the changed set, the changed objects
- *     and the fast directories;
+ *     enabled flag, the generation, the changed set, the changed objects,
+ *     the fast directories and the symlinks the view followed;
  *   - per process (struct fl_ring), mapped writable in that process only:
  *     the ring of records of the calls the agent made natively.
  *
@@ -24,7 +24,12 @@
  *      the descriptor's identity (fstat) must be a fast directory's in
  *      dirids, and the path made of that entry's prefix and the name must
  *      have no entry in the changed set; the record then carries
- *      FL_RELATIVE, the directory's identity and the name alone. A lookup
+ *      FL_RELATIVE, the directory's identity and the name alone. A path
+ *      whose proper prefix (or, for a call that follows its last
+ *      component, the whole path) is a symlink in links, itself not in the
+ *      changed set, is checked as the path it leads to (the link's target,
+ *      then the rest); the call is made with its own path, the record
+ *      carries the one checked. A lookup
  *      of a descriptor itself (AT_EMPTY_PATH) needs only step 5's check,
  *      and its record carries FL_DESCRIPTOR;
  *   3. reserve a slot: h = head; if h - tail >= FL_RING_N forward; else
@@ -45,7 +50,7 @@
 
 #include <stdint.h>
 
-#define FL_LAYOUT_VERSION 3
+#define FL_LAYOUT_VERSION 4
 
 #define FL_CHANGED_N  16384 /* changed-set slots (a power of two) */
 #define FL_OBJECTS_N  16384 /* changed-object slots (a power of two) */
@@ -53,6 +58,7 @@
 #define FL_RING_N     1024  /* ring slots (a power of two) */
 #define FL_SEEN_N     512   /* a ring's fingerprints of records (a power of two) */
 #define FL_PATH_MAX   256   /* longest path a record holds, with its NUL */
+#define FL_LINKS_N    512   /* symlink slots (a power of two) */
 
 /* Slots are probed linearly from key & (N - 1).
  * Keys: 0 marks an empty slot, 1 a removed fast directory (probing goes on
@@ -95,6 +101,15 @@ struct fl_dirid {
 	uint64_t dev, ino;
 };
 
+/* A symlink the view followed, which the agent may follow lexically: key
+ * is the symlink's path's, target the absolute clean path it leads to,
+ * reached without a symlink (its directory a fast directory when the view
+ * published it). Written once, target first; never changed after. */
+struct fl_link {
+	uint64_t key; /* fl_path_key of the symlink's path; written last (release) */
+	char target[FL_PATH_MAX - 8];
+};
+
 struct fl_tree {
 	uint32_t version; /* FL_LAYOUT_VERSION */
 	uint32_t enabled; /* 0: every call is forwarded */
@@ -105,6 +120,7 @@ struct fl_tree {
 	                                   and of the view's own (staged) ones */
 	struct fl_fastdir fastdirs[FL_FASTDIRS_N];
 	struct fl_dirid dirids[FL_FASTDIRS_N];
+	struct fl_link links[FL_LINKS_N];
 };
 
 struct fl_record {

@@ -6,7 +6,7 @@ import "unsafe"
 // structures below must match it byte for byte (TestLayoutMatchesC).
 
 // LayoutVersion is FL_LAYOUT_VERSION.
-const LayoutVersion = 3
+const LayoutVersion = 4
 
 // Table sizes (slots, powers of two) and the longest path a record holds,
 // with its NUL.
@@ -17,6 +17,7 @@ const (
 	RingN     = 1024
 	SeenN     = 512
 	PathMax   = 256
+	LinksN    = 512
 )
 
 // TreeSize and RingSize are the sizes of a tree's and a ring's memfd.
@@ -75,6 +76,12 @@ type dirIDEntry struct {
 	dev, ino uint64
 }
 
+// linkEntry is struct fl_link.
+type linkEntry struct {
+	key    uint64
+	target [PathMax - 8]byte
+}
+
 // treeLayout is struct fl_tree.
 type treeLayout struct {
 	version    uint32
@@ -85,6 +92,7 @@ type treeLayout struct {
 	objects    [ObjectsN]uint64
 	fastDirs   [FastDirsN]fastDirEntry
 	dirIDs     [FastDirsN]dirIDEntry
+	links      [LinksN]linkEntry
 }
 
 // recordLayout is struct fl_record.

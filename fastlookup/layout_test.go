@@ -36,7 +36,7 @@ func TestLayoutMatchesC(t *testing.T) {
 	}{
 		{"FL_LAYOUT_VERSION", LayoutVersion},
 		{"FL_CHANGED_N", ChangedN}, {"FL_OBJECTS_N", ObjectsN}, {"FL_FASTDIRS_N", FastDirsN},
-		{"FL_RING_N", RingN}, {"FL_SEEN_N", SeenN}, {"FL_PATH_MAX", PathMax},
+		{"FL_RING_N", RingN}, {"FL_SEEN_N", SeenN}, {"FL_PATH_MAX", PathMax}, {"FL_LINKS_N", LinksN},
 		{"FL_KEY_EMPTY", KeyEmpty}, {"FL_KEY_REMOVED", KeyRemoved},
 		{"FL_CHANGED_SELF", uint64(ChangedSelf)}, {"FL_CHANGED_SUBTREE", uint64(ChangedSubtree)},
 		{"(uint64_t)(int64_t)FL_NR_NONE", nrNone()}, {"FL_OBSERVED", flObserved}, {"FL_RELATIVE", flRelative}, {"FL_DESCRIPTOR", flDescriptor},
@@ -48,6 +48,9 @@ func TestLayoutMatchesC(t *testing.T) {
 		{"offsetof(struct fl_tree, objects)", uint64(unsafe.Offsetof(tr.objects))},
 		{"offsetof(struct fl_tree, fastdirs)", uint64(unsafe.Offsetof(tr.fastDirs))},
 		{"offsetof(struct fl_tree, dirids)", uint64(unsafe.Offsetof(tr.dirIDs))},
+		{"offsetof(struct fl_tree, links)", uint64(unsafe.Offsetof(tr.links))},
+		{"sizeof(struct fl_link)", uint64(unsafe.Sizeof(linkEntry{}))},
+		{"offsetof(struct fl_link, target)", uint64(unsafe.Offsetof(linkEntry{}.target))},
 		{"sizeof(struct fl_dirid)", uint64(unsafe.Sizeof(dirIDEntry{}))},
 		{"offsetof(struct fl_dirid, prefix)", uint64(unsafe.Offsetof(dirIDEntry{}.prefix))},
 		{"offsetof(struct fl_dirid, dev)", uint64(unsafe.Offsetof(dirIDEntry{}.dev))},

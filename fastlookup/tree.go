@@ -39,6 +39,9 @@ type Tree struct {
 	// table), each with the first path it was a fast directory at; kept
 	// after the directory stops being one, for the records made before.
 	dirIDs map[[2]uint64]*dirID
+	// links are the symlinks published (the shared links table), each
+	// with its target.
+	links map[string]string
 }
 
 // dirID is a fast directory known by its identity: its path, and its slot
@@ -66,7 +69,7 @@ func NewTree() (*Tree, error) {
 		mem: mem, t: (*treeLayout)(mem.ptr()), gen: 1,
 		changed: map[string]*changeMark{}, objects: map[[2]uint64]uint64{},
 		fastDirs: map[string]int{}, fastDirsByDir: map[string][]string{}, linked: map[string]bool{},
-		dirIDs: map[[2]uint64]*dirID{},
+		dirIDs: map[[2]uint64]*dirID{}, links: map[string]string{},
 	}
 	t.t.version = LayoutVersion
 	return t, nil
@@ -330,6 +333,43 @@ func (t *Tree) removeFastDirsUnder(path string) {
 	for _, k := range kids {
 		t.removeFastDirsUnder(k)
 	}
+}
+
+// AddLink publishes symlink path, which the view followed to target, for
+// the agent to follow lexically (docs/fastpath.md §4.5): path is the
+// symlink's absolute path in a fast directory, target the absolute clean
+// path the view's resolution of it reached without another symlink (a fast
+// directory, or a name in one). The agent checks the changed set at the
+// symlink's path and then at the target's, so a change of either, made
+// later, still has its calls forwarded; the entry itself is never
+// changed. It reports whether the link is published: not under a changed
+// subtree, a target that fits, room left (else the agent forwards such
+// paths, as before).
+func (t *Tree) AddLink(path, target string) bool {
+	if old, ok := t.links[path]; ok {
+		return old == target
+	}
+	if t.Covered(path) || len(target) >= PathMax-8 || len(t.links)+1 > maxLoad(LinksN) {
+		return false
+	}
+	key := PathKey(path)
+	for i := key & (LinksN - 1); ; i = (i + 1) & (LinksN - 1) {
+		e := &t.t.links[i]
+		if atomic.LoadUint64(&e.key) != KeyEmpty {
+			continue // fewer entries than slots: an empty slot exists
+		}
+		n := copy(e.target[:], target)
+		e.target[n] = 0
+		atomic.StoreUint64(&e.key, key) // release: after the target
+		t.links[path] = target
+		return true
+	}
+}
+
+// Link is the target symlink path was published with.
+func (t *Tree) Link(path string) (string, bool) {
+	target, ok := t.links[path]
+	return target, ok
 }
 
 // parentOf is the directory of a clean absolute path ("/" for "/").

@@ -251,3 +251,57 @@ func TestTreeDirIDs(t *testing.T) {
 	_, ok = tr.DecideAt(1, 2, "etc")
 	assert.False(t, ok, "disabled")
 }
+
+// TestTreeLinks: a symlink published is replaced by its target in the
+// middle of a path, and at its end only when the call follows it; one
+// changed (or under a changed subtree) is forwarded; a loop ends at
+// maxLinks; an entry never changes once published.
+func TestTreeLinks(t *testing.T) {
+	tr := newTree(t)
+	require.True(t, tr.AddLink("/lib", "/usr/lib"))
+	require.True(t, tr.AddLink("/usr/bin/cc", "/etc/alternatives/cc"))
+	require.True(t, tr.AddLink("/etc/alternatives/cc", "/usr/bin/gcc"))
+	require.True(t, tr.AddLink("/r", "/"))
+	for _, c := range []struct {
+		path   string
+		follow bool
+		want   string
+	}{
+		{"/lib/x86_64-linux-gnu/libc.so.6", false, "/usr/lib/x86_64-linux-gnu/libc.so.6"},
+		{"/lib", false, "/lib"},
+		{"/lib", true, "/usr/lib"},
+		{"/usr/bin/cc", false, "/usr/bin/cc"},
+		{"/usr/bin/cc", true, "/usr/bin/gcc"},
+		{"/r/lib/x", false, "/usr/lib/x"},
+		{"/r", true, "/"},
+		{"/usr/lib", true, "/usr/lib"},
+	} {
+		got, ok := tr.Resolve(c.path, c.follow)
+		require.True(t, ok, c.path)
+		assert.Equal(t, c.want, got, "%s follow=%v", c.path, c.follow)
+	}
+	assert.True(t, tr.AddLink("/lib", "/usr/lib"), "the same again")
+	assert.False(t, tr.AddLink("/lib", "/elsewhere"), "never changed once published")
+	target, _ := tr.Link("/lib")
+	assert.Equal(t, "/usr/lib", target)
+
+	require.True(t, tr.AddLink("/a", "/b"))
+	require.True(t, tr.AddLink("/b", "/a"))
+	_, ok := tr.Resolve("/a/x", false)
+	assert.False(t, ok, "a loop is forwarded")
+
+	tr.Change("/etc/alternatives/cc", ChangedSubtree)
+	tr.Publish()
+	_, ok = tr.Resolve("/usr/bin/cc", true)
+	assert.False(t, ok, "a changed link on the way")
+	got, ok := tr.Resolve("/usr/bin/cc", false)
+	assert.True(t, ok)
+	assert.Equal(t, "/usr/bin/cc", got)
+	tr.Change("/", ChangedSelf)
+	tr.Publish()
+	_, ok = tr.Resolve("/lib/x", false)
+	assert.True(t, ok, "the root's own attributes do not cover its entries")
+
+	assert.False(t, tr.AddLink("/etc/alternatives/cc/x", "/y"), "under a changed subtree")
+	assert.False(t, tr.AddLink("/long", "/"+strings.Repeat("x", PathMax)), "a target that does not fit")
+}

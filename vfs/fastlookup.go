@@ -2,6 +2,8 @@ package vfs
 
 import (
 	"fmt"
+	"path"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -129,6 +131,55 @@ func (v *Tx) noteFastDirLocked(n *Node) {
 		return
 	}
 	v.fast.AddFastDir(n.hostPath, n.host.Dev, n.host.Ino)
+}
+
+// noteFastLinkLocked offers symlink n, named name in directory dir, which
+// a walk followed to target (its contents) and then resolved without an
+// error, to the agent (Tree.AddLink): a host symlink the view has not
+// changed, in a fast directory, whose target leads lexically to a fast
+// directory (a symlink in the middle of a path) or to a name in one (at
+// its end). The agent then checks a path through it as the one it leads
+// to, and makes the call with the path as given, whose resolution the
+// kernel does as the view did, unless the host changed the symlink
+// meanwhile, which the feed finds (another object than the record's) and
+// validation would.
+//
+// Preconditions: v.mu held; the walk was the caller's from the view's root,
+// without openat2 restrictions.
+func (v *Tx) noteFastLinkLocked(c *Caller, dir, n *Node, name, target string, last bool) {
+	if v.fast == nil || target == "" || n.staged != "" || n.host == (FileID{}) || n.anon || n.removed {
+		return
+	}
+	if !v.fast.IsFastDir(dir.hostPath) || dir.viewPathLocked() != dir.hostPath {
+		return
+	}
+	to := target
+	if !path.IsAbs(to) {
+		to = dir.hostPath + "/" + to
+	}
+	to = path.Clean(to)
+	if v.underPassthrough(to) {
+		return
+	}
+	if !last {
+		if v.fast.IsFastDir(to) {
+			v.fast.AddLink(childPath(dir.hostPath, name), to)
+		}
+		return // else the walk went on elsewhere (another symlink on the way)
+	}
+	if strings.HasSuffix(target, "/") || to == "/" || !v.fast.IsFastDir(path.Dir(to)) {
+		return
+	}
+	// The kernel follows the target too if it is a symlink, and the
+	// record names the target: only one published already (the walk
+	// followed it first) leads on.
+	r, err := v.walkLocked(c, v.root, to, false, &walkState{})
+	if err != nil || r.node != nil && r.node.typ == unix.S_IFLNK {
+		if _, ok := v.fast.Link(to); err != nil || !ok {
+			return
+		}
+	}
+	v.fast.AddLink(childPath(dir.hostPath, name), to)
 }
 
 // underPassthrough reports whether host path p is in a passthrough

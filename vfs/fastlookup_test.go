@@ -149,6 +149,63 @@ func TestFastDirsFromWalks(t *testing.T) {
 	assert.False(t, e.tree.IsFastDir("/proc/self"))
 }
 
+// TestFastLinksFromWalks: a symlink the view followed is published for
+// the agent (Tree.AddLink) with the path it leads to, in the middle of a
+// path and at its end, relative or absolute; not one it did not follow,
+// nor one whose target goes through another symlink; and a symlink the
+// transaction replaced is not followed by the agent any more.
+func TestFastLinksFromWalks(t *testing.T) {
+	e := newFastEnv(t, func(dir string) {
+		fastTree(dir)
+		must(os.Symlink("d", filepath.Join(dir, "l")))
+		must(os.Symlink(filepath.Join(dir, "d/a"), filepath.Join(dir, "al")))
+		must(os.Symlink("d/f", filepath.Join(dir, "fl")))
+		must(os.Symlink("l/a", filepath.Join(dir, "via")))
+		must(os.Symlink("d/g", filepath.Join(dir, "nf")))
+		must(os.Symlink("via", filepath.Join(dir, "ol")))
+		must(os.Symlink("fl", filepath.Join(dir, "cl")))
+	})
+	stat := func(p string, flags int) {
+		t.Helper()
+		_, err := e.v.Stat(e.c, e.c.Root, e.abs(p), flags)
+		require.NoError(t, err, p)
+	}
+	stat("l/f", unix.AT_SYMLINK_NOFOLLOW)
+	stat("al/b", unix.AT_SYMLINK_NOFOLLOW)
+	stat("fl", 0)
+	stat("via/b", unix.AT_SYMLINK_NOFOLLOW)
+	stat("nf", unix.AT_SYMLINK_NOFOLLOW)
+	stat("ol", 0)
+	stat("cl", 0)
+	for link, want := range map[string]string{"l": e.abs("d"), "al": e.abs("d/a"), "fl": e.abs("d/f"), "cl": e.abs("fl")} {
+		got, ok := e.tree.Link(e.abs(link))
+		assert.True(t, ok, link)
+		assert.Equal(t, want, got, link)
+	}
+	_, ok := e.tree.Link(e.abs("via"))
+	assert.False(t, ok, "a target through another symlink")
+	_, ok = e.tree.Link(e.abs("nf"))
+	assert.False(t, ok, "a symlink not followed")
+	_, ok = e.tree.Link(e.abs("ol"))
+	assert.False(t, ok, "a symlink to one not published")
+	p, ok := e.tree.Resolve(e.abs("cl"), true)
+	require.True(t, ok)
+	assert.Equal(t, e.abs("d/f"), p, "a chain")
+
+	p, ok = e.tree.Resolve(e.abs("l/a/b"), false)
+	require.True(t, ok)
+	assert.Equal(t, e.abs("d/a/b"), p)
+	e.mustAgentStat(p)
+
+	require.NoError(t, e.v.Unlink(e.c, e.c.Root, e.abs("l"), 0))
+	require.NoError(t, e.v.Symlink(e.c, "e", e.c.Root, e.abs("l")))
+	_, ok = e.tree.Resolve(e.abs("l/x"), false)
+	assert.False(t, ok, "the transaction replaced the symlink: forwarded")
+	p, ok = e.tree.Resolve(e.abs("al/b"), false)
+	assert.True(t, ok, "another symlink still followed")
+	assert.Equal(t, e.abs("d/a/b"), p)
+}
+
 // TestPublicationBeforeChange: every kind of change is in the changed set,
 // published with a new generation, by the time the view's call returns —
 // the agent forwards lookups of what changed, and only of that.

@@ -165,10 +165,15 @@ func (v *Tx) walkLocked(c *Caller, start *Node, path string, followFinal bool, w
 			if slash {
 				rest += "/"
 			}
+			link := target
 			if rest != "" {
 				target = strings.TrimSuffix(target, "/") + "/" + rest
 			}
-			return v.walkLocked(c, cur, target, followFinal, ws)
+			r, err := v.walkLocked(c, cur, target, followFinal, ws)
+			if err == nil && ws.resolve == 0 && ws.scope == nil && root == v.root {
+				v.noteFastLinkLocked(c, cur, child, comp, link, last)
+			}
+			return r, err
 		}
 		if child.isDir() {
 			v.noteFastDirLocked(child)

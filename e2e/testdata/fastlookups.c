@@ -457,6 +457,57 @@ static int mix(long n, const char *dir) {
 	return 0;
 }
 
+// linkmix makes every kind of lookup n times of each path given, paths
+// through symlinks among them, and prints what the last round got: the
+// object's inode and type (or the error), and an open's first byte.
+static int linkmix(long n, int argc, char **argv) {
+	for (long r = 0; r < n; r++) {
+		int last = r == n - 1;
+		for (int i = 0; i < argc; i++) {
+			const char *p = argv[i];
+			struct stat st;
+			struct statx sx;
+			char buf[256];
+			long ret;
+			errno = 0, memset(&st, 0, sizeof st);
+			ret = stat(p, &st);
+			if (last) out(p, ret, ret == 0 ? (unsigned long)st.st_ino ^ st.st_mode : 0);
+			errno = 0, memset(&st, 0, sizeof st);
+			ret = lstat(p, &st);
+			if (last) out(p, ret, ret == 0 ? (unsigned long)st.st_ino ^ st.st_mode : 0);
+			errno = 0, memset(&sx, 0, sizeof sx);
+			ret = statx(AT_FDCWD, p, 0, STATX_BASIC_STATS, &sx);
+			if (last) out(p, ret, ret == 0 ? (unsigned long)sx.stx_ino ^ sx.stx_mode : 0);
+			errno = 0;
+			ret = access(p, R_OK);
+			if (last) out(p, ret, 0);
+			errno = 0;
+			ret = faccessat(AT_FDCWD, p, F_OK, AT_SYMLINK_NOFOLLOW);
+			if (last) out(p, ret, 0);
+			errno = 0;
+			ret = readlink(p, buf, sizeof buf);
+			if (last) out(p, ret, ret > 0 ? (unsigned long)buf[0] : 0);
+			static const int flags[] = {O_RDONLY, O_RDONLY | O_NOFOLLOW, O_PATH | O_NOFOLLOW, O_RDONLY | O_DIRECTORY};
+			for (unsigned f = 0; f < sizeof flags / sizeof flags[0]; f++) {
+				errno = 0;
+				int fd = open(p, flags[f]);
+				unsigned long got = 0;
+				if (fd >= 0 && !(flags[f] & O_PATH)) {
+					memset(&st, 0, sizeof st);
+					fstat(fd, &st);
+					got = (unsigned long)st.st_ino ^ st.st_mode;
+					char c = 0;
+					if (S_ISREG(st.st_mode) && !(flags[f] & O_PATH) && read(fd, &c, 1) == 1)
+						got = got << 8 | (unsigned char)c;
+					close(fd);
+				}
+				if (last) out(p, fd < 0 ? -1 : 0, got);
+			}
+		}
+	}
+	return 0;
+}
+
 typedef long (*syscall6)(long, long, long, long, long, long, long);
 
 static int agent(long n, const char *what, const char *dir) {
@@ -776,6 +827,8 @@ int main(int argc, char **argv) {
 		return stat_loop(n, argv[3]);
 	if (strcmp(mode, "paths") == 0)
 		return paths(n, argc - 3, argv + 3);
+	if (strcmp(mode, "linkmix") == 0)
+		return linkmix(n, argc - 3, argv + 3);
 	if (strcmp(mode, "mix") == 0)
 		return mix(n, argv[3]);
 	if (strcmp(mode, "threads") == 0) {

@@ -12,10 +12,11 @@
 // It runs in the middle of whatever the program was doing (a rewritten site
 // is a plain jump), on the program's stack: it touches no vector register
 // (general-regs-only), calls no library function, writes nothing but its
-// stack and the caller's result buffers, and needs up to about 2 KiB of
-// stack below the red zone the trampoline skips (gcc -fstack-usage: a
+// stack and the caller's result buffers, and needs up to about 2.25 KiB
+// of stack below the red zone the trampoline skips (gcc -fstack-usage: a
 // transaction's open of a relative path, made absolute in the caller's
-// frame and lexical in struct tx, is the most).
+// frame and lexical in struct tx, with the buffer for a symlink's target,
+// is the most).
 //
 // Under --passthrough there is no read set: a native lookup with the
 // caller's own credentials is what the supervisor would have done. In a
@@ -286,6 +287,9 @@ struct tx {
 	// a descriptor's (tx_begin_at); desc: the lookup is of a descriptor
 	// itself, the path what /proc/self/fd shows for it (tx_begin_fd).
 	int rel, desc, dots;
+	// followed: the path's last component is a symlink the view
+	// published, which the call follows: it is made following it.
+	int followed;
 	u64 dir_dev, dir_ino;
 	// rpath is the record's path: the call's, or buf (a path with "." or
 	// ".." made lexical, the path of an absent ancestor, a descriptor's
@@ -293,6 +297,8 @@ struct tx {
 	// and dots says it had "." or "..".
 	const char *rpath, *orig;
 	char buf[FL_PATH_MAX];
+	// lbuf: the path checked after a symlink was replaced by its target.
+	char lbuf[FL_PATH_MAX];
 };
 
 static u64 load_acquire(const volatile u64 *p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
@@ -315,6 +321,19 @@ static int fast_dir(const struct fl_tree *t, u64 key) {
 		u64 k = load_acquire(&t->fastdirs[i].key);
 		if (k == key)
 			return 1;
+		if (k == FL_KEY_EMPTY)
+			return 0;
+	}
+	return 0;
+}
+
+// link_target is the target of the symlink whose path's key is key, if
+// the view published it (struct fl_link), else 0.
+static const char *link_target(const struct fl_tree *t, u64 key) {
+	for (u64 n = 0, i = key & (FL_LINKS_N - 1); n < FL_LINKS_N; n++, i = (i + 1) & (FL_LINKS_N - 1)) {
+		u64 k = load_acquire(&t->links[i].key);
+		if (k == key)
+			return t->links[i].target;
 		if (k == FL_KEY_EMPTY)
 			return 0;
 	}
@@ -355,7 +374,7 @@ static int tx_enabled(struct tx *x) {
 	const struct agent_config *cfg = &agent_config;
 	x->tree = cfg->tree;
 	x->ring = cfg->ring;
-	x->rel = 0, x->desc = 0, x->dots = 0;
+	x->rel = 0, x->desc = 0, x->dots = 0, x->followed = 0;
 	x->gen = load_acquire(&x->tree->generation);
 	return __atomic_load_n(&x->tree->enabled, __ATOMIC_ACQUIRE) != 0;
 }
@@ -465,41 +484,80 @@ static int tx_begin_fd(long fd, struct tx *x) {
 	return 1;
 }
 
-// TX_DEPTH bounds the components of a path tx_begin follows.
+// TX_DEPTH bounds the components of a path tx_begin follows, TX_LINKS
+// the symlinks it replaces by their targets.
 #define TX_DEPTH 32
+#define TX_LINKS 8
+
+// tx_splice writes target, then "/" and rest if rest is not empty, into
+// x->lbuf, through x->buf (rest may be in lbuf); 0 if it does not fit a
+// record, or is in a subtree whose lookups are always forwarded.
+static int tx_splice(struct tx *x, const char *target, const char *rest) {
+	int o = 0;
+	for (; target[o]; o++) {
+		if (o >= FL_PATH_MAX - 1)
+			return 0;
+		x->buf[o] = target[o];
+	}
+	if (*rest) {
+		if (o > 1)
+			x->buf[o++] = '/';
+		for (; *rest; rest++) {
+			if (o >= FL_PATH_MAX - 1)
+				return 0;
+			x->buf[o++] = *rest;
+		}
+	}
+	x->buf[o] = 0;
+	for (int i = 0; i <= o; i++)
+		x->lbuf[i] = x->buf[i];
+	return !forwarded(x->lbuf);
+}
 
 // tx_begin is steps 1 to 3 of the protocol for a path fast_path accepted:
 // the fast path is enabled, no proper prefix of the path is a changed
 // subtree and the path itself is not changed at all, its directory is a
 // fast directory, and a ring slot is reserved. 1: the call is made
-// natively; 0: forward.
+// natively; 0: forward. follow says the call follows a symlink as its last
+// component.
 //
 // A ".." is followed lexically (into x->buf, the record's path) when the
 // directory it leaves is a fast directory: one the view walked, reached
 // without a symlink, so that the kernel's resolution of the call's own
 // path, which the native call makes (and whose permission checks it
-// does), ends where the lexical one does. A path whose directory is no
-// fast directory, but whose deepest fast ancestor D lacks the next
-// component C (a search path through a directory that does not exist:
-// cc1's /usr/local/include/bits, locale lookups), returns 2 with the
-// record's path D/C: the caller answers ENOENT if an lstat of D/C
-// natively finds nothing there (tx_absent). A path that ends in "." or a
-// slash names a directory: one that is no fast directory is answered so
-// too if it does not exist (gcc's stat of each directory of its search
-// path, with "/." appended), and forwarded if it does (a symlink the
-// kernel would follow, a file: ENOTDIR).
-static int tx_begin(const char *path, struct tx *x) {
+// does), ends where the lexical one does. A symlink the view followed and
+// published (struct fl_link: /lib, which leads to /usr/lib) is replaced
+// by the path it leads to, in the middle of the path always, as its last
+// component when the call follows it (x->followed): the link itself must
+// not be changed, and what follows is checked as that path is, which the
+// record carries; the native call, made with the call's own path, has the
+// kernel resolve the symlink, with the caller's permissions, to where
+// the view did (the feed finds it if the host changed it meanwhile). A
+// path whose directory is no fast directory, but whose deepest fast
+// ancestor D lacks the next component C (a search path through a
+// directory that does not exist: cc1's /usr/local/include/bits, locale
+// lookups), returns 2 with the record's path D/C: the caller answers
+// ENOENT if an lstat of D/C natively finds nothing there (tx_absent). A
+// path that ends in "." or a slash names a directory: one that is no fast
+// directory is answered so too if it does not exist (gcc's stat of each
+// directory of its search path, with "/." appended), and forwarded if it
+// does (a symlink the kernel would follow, a file: ENOTDIR).
+static int tx_begin(const char *path, int follow, struct tx *x) {
 	if (!tx_enabled(x))
 		return 0;
 	char *out = x->buf;
 	u64 h[TX_DEPTH + 1];
-	int len[TX_DEPTH + 1], d = 0, dots = 0, absent = 0;
+	int len[TX_DEPTH + 1], d, dots = 0, absent, links = 0;
+	const char *in = path;
+restart:
+	d = 0, absent = 0;
 	h[0] = fl_fnv_step(FL_FNV_OFFSET, '/'), len[0] = 1, out[0] = '/';
-	for (const char *p = path + 1; *p;) {
+	for (const char *p = in + 1; *p;) {
 		int n = 0;
 		while (p[n] && p[n] != '/')
 			n++;
-		if (n == 2 && p[0] == '.' && p[1] == '.') {
+		int dot = n == 1 && p[0] == '.', dotdot = n == 2 && p[0] == '.' && p[1] == '.';
+		if (dotdot) {
 			if (!p[2])
 				return 0; // ends in "..": forwarded
 			if (d > 0) {
@@ -508,7 +566,7 @@ static int tx_begin(const char *path, struct tx *x) {
 				d--;
 			}
 			dots = 1;
-		} else if (n == 1 && p[0] == '.') {
+		} else if (dot) {
 			// A directory itself: a fast one; as the last component,
 			// one that does not exist (below); else forwarded.
 			if (d > 0 && !fast_dir(x->tree, fl_key(h[d]))) {
@@ -531,7 +589,6 @@ static int tx_begin(const char *path, struct tx *x) {
 				k = fl_fnv_step(k, (unsigned char)p[i]), out[o++] = p[i];
 			d++, h[d] = k, len[d] = o;
 		}
-		int dot = n == 1 && p[0] == '.', dotdot = n == 2 && p[0] == '.' && p[1] == '.';
 		p += n;
 		if (*p == '/' && !*++p && !dot) {
 			// A trailing slash: after ".." forwarded, after a name as
@@ -542,9 +599,30 @@ static int tx_begin(const char *path, struct tx *x) {
 				absent = 1;
 			dots = 1;
 		}
+		if (*p && !dot && !dotdot) {
+			// A name in the middle: a published symlink is replaced by
+			// its target.
+			const char *t = link_target(x->tree, fl_key(h[d]));
+			if (t) {
+				if (++links > TX_LINKS || changed_kind(x->tree, fl_key(h[d])) != 0 || !tx_splice(x, t, p))
+					return 0;
+				in = x->lbuf, dots = 1;
+				goto restart;
+			}
+		}
 	}
 	if (d == 0 || changed_kind(x->tree, fl_key(h[d])) != 0)
 		return 0;
+	if (follow && !absent) {
+		// The last component, which the call follows.
+		const char *t = link_target(x->tree, fl_key(h[d]));
+		if (t) {
+			if (++links > TX_LINKS || !tx_splice(x, t, ""))
+				return 0;
+			in = x->lbuf, dots = 1, x->followed = 1;
+			goto restart;
+		}
+	}
 	out[len[d]] = 0;
 	x->rpath = dots ? out : path;
 	x->orig = path, x->dots = dots;
@@ -761,6 +839,11 @@ static int empty_path(long dirfd, const char *path, int flags) {
 	return (flags & AT_EMPTY_PATH) && (u64)path >= 4096 && path[0] == 0 && fd_ok(dirfd, 0, &st);
 }
 
+// nofollow is flag, which keeps a native call from following its last
+// component, unless that is a symlink the view published and the call
+// follows (x->followed): then 0, and the kernel follows it, as the view.
+static int nofollow(const struct tx *x, int flag) { return x && x->followed ? 0 : flag; }
+
 // tx_record publishes the record of a call made natively, as call nr
 // with result, of x->rpath, and the identity st it observed (NULL: none).
 static void tx_record(struct tx *x, long nr, long result, const struct kstat *st) {
@@ -810,16 +893,17 @@ static long tx_absent(struct tx *x, const struct regs *r) {
 // where (see where: *path becomes abs for a path relative to the working
 // directory), and in a transaction reserves the record's slot in *x
 // (tx_begin, or tx_begin_at relative to a directory descriptor); *xp is
-// then x, else NULL. It returns 0 to forward, 1 to make the call, 2 when
+// then x, else NULL; follow says the call follows a symlink as its last
+// component. It returns 0 to forward, 1 to make the call, 2 when
 // tx_absent answers it.
-static int start(long dirfd, const char **path, char *abs, long *at, struct tx *x, struct tx **xp) {
+static int start(long dirfd, const char **path, char *abs, int follow, long *at, struct tx *x, struct tx **xp) {
 	struct kstat dir;
 	*xp = 0;
 	if (!where(dirfd, path, at, &dir, abs))
 		return 0;
 	if (!agent_config.tree)
 		return 1;
-	int ok = *at == AT_FDCWD ? tx_begin(*path, x) : tx_begin_at(dir.dev, dir.ino, *path, x);
+	int ok = *at == AT_FDCWD ? tx_begin(*path, follow, x) : tx_begin_at(dir.dev, dir.ino, *path, x);
 	if (ok)
 		*xp = x;
 	return ok;
@@ -852,13 +936,13 @@ static long do_newfstatat(const struct regs *r) {
 		struct kstat st = *(const struct kstat *)r->a3;
 		return tx_done(&x, r, 0, &st);
 	}
-	switch (start(r->a1, &path, abs, &at, &x, &xp)) {
+	switch (start(r->a1, &path, abs, !(flags & AT_SYMLINK_NOFOLLOW), &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
 		return tx_absent(xp, r);
 	}
-	long ret = sys4(NR_newfstatat, at, (long)path, r->a3, flags | AT_SYMLINK_NOFOLLOW);
+	long ret = sys4(NR_newfstatat, at, (long)path, r->a3, flags | nofollow(xp, AT_SYMLINK_NOFOLLOW));
 	if (cwd_error(path == abs, ret))
 		return tx_skip(xp, r);
 	if (ret != 0)
@@ -907,13 +991,13 @@ static long do_statx(const struct regs *r) {
 			return forward(r); // in a transaction, only newfstatat's (glibc's fstat)
 		return agent_syscall6(NR_statx, (int)r->a1, (long)path, flags, (long)mask, r->a5, 0);
 	}
-	switch (start(r->a1, &path, abs, &at, &x, &xp)) {
+	switch (start(r->a1, &path, abs, !(flags & AT_SYMLINK_NOFOLLOW), &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
 		return tx_absent(xp, r);
 	}
-	long ret = agent_syscall6(NR_statx, at, (long)path, flags | AT_SYMLINK_NOFOLLOW,
+	long ret = agent_syscall6(NR_statx, at, (long)path, flags | nofollow(xp, AT_SYMLINK_NOFOLLOW),
 	                          (long)mask, r->a5, 0);
 	if (cwd_error(path == abs, ret))
 		return tx_skip(xp, r);
@@ -931,7 +1015,7 @@ static long do_statx(const struct regs *r) {
 		st.mode = b->mode, st.uid = b->uid, st.gid = b->gid, st.size = (long)b->size;
 		st.times[2] = b->mtime.sec, st.times[3] = b->mtime.nsec;
 		st.times[4] = b->ctime.sec, st.times[5] = b->ctime.nsec;
-	} else if (sys4(NR_newfstatat, at, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW) != 0 ||
+	} else if (sys4(NR_newfstatat, at, (long)path, (long)&st, nofollow(xp, AT_SYMLINK_NOFOLLOW)) != 0 ||
 	           (st.mode & S_IFMT) != (b->mode & S_IFMT)) {
 		return tx_skip(xp, r);
 	}
@@ -952,7 +1036,7 @@ static long do_statx(const struct regs *r) {
 // the supervisor to answer with its own checks.
 static long tx_open(const struct regs *r, long at, const char *path, long flags, struct tx *x) {
 	struct kstat st, fst;
-	long ret = sys4(NR_newfstatat, at, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW);
+	long ret = sys4(NR_newfstatat, at, (long)path, (long)&st, nofollow(x, AT_SYMLINK_NOFOLLOW));
 	if (ret == -ENOENT) {
 		tx_record(x, NR_openat, ret, 0); // open(2) is recorded as openat too
 		return ret;
@@ -966,7 +1050,7 @@ static long tx_open(const struct regs *r, long at, const char *path, long flags,
 		return tx_skip(x, r);
 	if ((flags & O_DIRECTORY) && type != S_IFDIR)
 		return tx_skip(x, r);
-	long fd = sys4(NR_openat, at, (long)path, (int)flags | O_NOFOLLOW | O_NOCTTY, 0);
+	long fd = sys4(NR_openat, at, (long)path, (int)flags | nofollow(x, O_NOFOLLOW) | O_NOCTTY, 0);
 	if (fd < 0)
 		return tx_skip(x, r);
 	if (sys4(NR_fstat, fd, (long)&fst, 0, 0) != 0 || fst.dev != st.dev || fst.ino != st.ino ||
@@ -1001,7 +1085,7 @@ static long do_open(const struct regs *r, long dirfd, const char *path, long fla
 	if ((flags & (O_ACCMODE | O_CREAT | O_TRUNC | O_TMPFILE_BIT)) != 0 ||
 	    (agent_config.tree && !agent_config.tx_opens))
 		return forward(r);
-	switch (start(dirfd, &path, abs, &at, &x, &xp)) {
+	switch (start(dirfd, &path, abs, !(flags & O_NOFOLLOW), &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
@@ -1009,11 +1093,11 @@ static long do_open(const struct regs *r, long dirfd, const char *path, long fla
 	}
 	if (xp)
 		return tx_open(r, at, path, flags, xp);
-	int nofollow = (flags & O_NOFOLLOW) != 0;
+	int nofollow_asked = (flags & O_NOFOLLOW) != 0;
 	long fd = sys4(NR_openat, at, (long)path, (int)flags | O_NOFOLLOW | O_NOCTTY, 0);
 	if (cwd_error(path == abs, fd))
 		return forward(r);
-	if (nofollow)
+	if (nofollow_asked)
 		return fd;
 	if (fd == -ELOOP || (fd == -ENOTDIR && (flags & O_DIRECTORY)))
 		return forward(r);
@@ -1040,7 +1124,7 @@ static long do_readlink(const struct regs *r, long dirfd, const char *path, char
 	char abs[FL_PATH_MAX];
 	if ((int)size <= 0 || ((u64)path >= 4096 && path[0] != '/' && (int)dirfd != AT_FDCWD))
 		return forward(r); // relative to a descriptor
-	switch (start(AT_FDCWD, &path, abs, &at, &x, &xp)) {
+	switch (start(AT_FDCWD, &path, abs, 0, &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
@@ -1076,25 +1160,26 @@ static long do_access(const struct regs *r, long dirfd, const char *path, long m
 	if ((flags & ~(long)(AT_EACCESS | AT_SYMLINK_NOFOLLOW)) != 0 || (mode & ~7l) != 0 ||
 	    ((u64)path >= 4096 && path[0] != '/' && (int)dirfd != AT_FDCWD))
 		return forward(r); // relative to a descriptor
-	switch (start(AT_FDCWD, &path, abs, &at, &x, &xp)) {
+	switch (start(AT_FDCWD, &path, abs, !(flags & AT_SYMLINK_NOFOLLOW), &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
 		return tx_absent(xp, r);
 	}
 	struct kstat st;
+	int nf = nofollow(xp, AT_SYMLINK_NOFOLLOW);
 	if (xp || !(flags & AT_SYMLINK_NOFOLLOW)) {
-		long ret = sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW);
+		long ret = sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&st, nf);
 		if (ret == 0 && !(flags & AT_SYMLINK_NOFOLLOW) && is_link(st.mode))
 			return tx_skip(xp, r);
 		if (ret < 0) {
-			ret = sys4(NR_faccessat2, AT_FDCWD, (long)path, mode, flags | AT_SYMLINK_NOFOLLOW);
+			ret = sys4(NR_faccessat2, AT_FDCWD, (long)path, mode, flags | nf);
 			if (ret == -ENOENT || ret == -ENOTDIR)
 				return tx_done(xp, r, ret, 0);
 			return tx_skip(xp, r);
 		}
 	}
-	long ret = sys4(NR_faccessat2, AT_FDCWD, (long)path, mode, flags | AT_SYMLINK_NOFOLLOW);
+	long ret = sys4(NR_faccessat2, AT_FDCWD, (long)path, mode, flags | nf);
 	if (ret == -ENOSYS || cwd_error(path == abs, ret))
 		return tx_skip(xp, r);
 	return tx_done(xp, r, ret, ret == 0 ? &st : 0);
