@@ -2,7 +2,8 @@
 // fast-lookup agent that runs inside its programs (docs/fastpath.md §4):
 // the layout of that memory, which fastlookup.h declares again for the
 // agent's C; the tree's sets, which the supervisor publishes into before
-// its view changes anything (Tree); and a process's ring of the calls the
+// its view changes anything, and the symlinks the view followed (Tree);
+// the agent's decisions in Go, for tests (Decide, Resolve); and a process's ring of the calls the
 // agent made natively, which the supervisor drains (Ring).
 //
 // It knows no view, transaction, process or notification: vfs publishes
@@ -26,6 +27,10 @@
 //   - A removed fast directory's slot is never reused, so a reader that
 //     matched its key may read a stale (device, inode) but never another
 //     directory's.
+//   - A published symlink (the links table) is never changed or removed:
+//     the agent checks the changed set at the symlink's path before it
+//     follows one, so a symlink the transaction replaced is forwarded by
+//     that check, not by the table.
 //   - An overflowing changed set or object set turns the enabled flag off
 //     for good: the agent then forwards every call.
 //   - Everything read from a ring is untrusted: Ring reads a slot once into
