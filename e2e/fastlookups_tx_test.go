@@ -468,6 +468,28 @@ func TestFastLookupsTxLinksHostChange(t *testing.T) {
 	abortsAsWithout(t, work, reads, "echo d > a/g && mv a/g a/f", reset)
 }
 
+// TestFastLookupsTxReadlinkChangedDir: readlink of a directory the
+// transaction made an entry in answers EINVAL natively (its type is all it
+// reads), while its stat, whose times the view answers, is still served.
+func TestFastLookupsTxReadlinkChangedDir(t *testing.T) {
+	dir, bin := fastFixture(t)
+	const n = 2000
+	sub := filepath.Join(dir, "sub")
+	script := fmt.Sprintf(`touch %[2]s/new$$ && %[1]s readlinkloop %[3]d %[2]s && %[1]s paths 1 %[2]s | sed 's/ mode=.*//'`, bin, sub, n)
+	c := command{Argv: []string{"sh", "-c", script}, Dir: dir, TxArgs: []string{"--on-exit=abort"}}
+	nat := run(t, native, c)
+	require.Equal(t, 0, nat.Status, nat.Stderr)
+	slow, slowStats := runStats(t, transaction, c)
+	c.TxArgs = append(c.TxArgs, fastLookups...)
+	fast, fastStats := runStats(t, transaction, c)
+	for _, r := range []result{slow, fast} {
+		require.Equal(t, 0, r.Status, r.Stderr)
+		assert.Equal(t, nat.Stdout, r.Stdout)
+	}
+	assert.GreaterOrEqual(t, slowStats["trapped_calls"], n)
+	assert.Less(t, fastStats["trapped_calls"], n/10)
+}
+
 // TestFastLookupsTxOpensSeeChanges: a file the transaction wrote is read,
 // by path and relative to a descriptor of its directory, with the
 // transaction's content (the agent forwards it), and an unchanged one

@@ -214,6 +214,21 @@ func (t *Tree) ChangedAt(path string) (gen uint64, ok bool) {
 	return gen, ok
 }
 
+// NameChangedAt is ChangedAt for a lookup that reads no attribute of what
+// it finds: the first generation at which path, or a path above it, was
+// changed as a subtree (its name made, removed, renamed); the path's own
+// attributes changing does not count.
+func (t *Tree) NameChangedAt(path string) (gen uint64, ok bool) {
+	for p := path; ; p = parentOf(p) {
+		if m := t.changed[p]; m != nil && m.subtree != 0 && (!ok || m.subtree < gen) {
+			gen, ok = m.subtree, true
+		}
+		if p == "/" {
+			return gen, ok
+		}
+	}
+}
+
 // ObjectChangedAt is the generation at which the host object (dev, ino)
 // was changed; ok false if it never was.
 func (t *Tree) ObjectChangedAt(dev, ino uint64) (gen uint64, ok bool) {

@@ -303,5 +303,13 @@ func TestTreeLinks(t *testing.T) {
 	assert.True(t, ok, "the root's own attributes do not cover its entries")
 
 	assert.False(t, tr.AddLink("/etc/alternatives/cc/x", "/y"), "under a changed subtree")
+
+	tr.Change("/d", ChangedSelf)
+	g := tr.Publish()
+	_, ok = tr.NameChangedAt("/d")
+	assert.False(t, ok, "its own attributes only")
+	at, ok := tr.NameChangedAt("/etc/alternatives/cc/x")
+	assert.True(t, ok)
+	assert.Less(t, at, g, "the subtree above, at its first change")
 	assert.False(t, tr.AddLink("/long", "/"+strings.Repeat("x", PathMax)), "a target that does not fit")
 }

@@ -266,7 +266,12 @@ func (v *Tx) feedLocked(rec *fastlookup.Record) error {
 		rec.Path, rec.Relative = childPath(dir, rec.Path), false
 	}
 	changedAt, changed := v.fast.ChangedAt(rec.Path)
-	if rec.Observed {
+	switch {
+	case typeOnly(rec):
+		// A directory's readlink reads its type alone: only its name
+		// (or one above it) changing counts, not its attributes.
+		changedAt, changed = v.fast.NameChangedAt(rec.Path)
+	case rec.Observed:
 		if at, ok := v.fast.ObjectChangedAt(rec.Dev, rec.Ino); ok && (!changed || at < changedAt) {
 			changedAt, changed = at, true
 		}
@@ -444,6 +449,15 @@ func recordGranules(nr int) granules {
 		return 0
 	}
 	return readMeta
+}
+
+// typeOnly reports whether rec is a readlink that found a directory
+// (EINVAL): a lookup of the entry's type alone, which the agent makes even
+// when the transaction changed the directory's own attributes (an entry
+// made in it).
+func typeOnly(rec *fastlookup.Record) bool {
+	return fastlookup.IsReadlink(rec.Nr) && rec.Result == -int64(unix.EINVAL) && rec.Observed &&
+		rec.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
 // observedStat is the stat(2) form of what a record observed.

@@ -523,6 +523,47 @@ func TestFeedMalformed(t *testing.T) {
 
 // TestFeedReadlink: readlink made as an lstat (EINVAL for a non-symlink)
 // records the entry, not the attributes.
+// TestFeedReadlinkChangedDirectory: a readlink of a directory the
+// transaction made an entry in (its own attributes changed) reads only its
+// type: fed without a conflict, and without a read of its attributes; one
+// whose name changed before the record was to be forwarded: doomed.
+func TestFeedReadlinkChangedDirectory(t *testing.T) {
+	e := newFastEnv(t, fastTree)
+	d := e.abs("d")
+	_, err := e.v.Stat(e.c, e.c.Cwd, "d/f", 0)
+	require.NoError(t, err)
+	var dst unix.Stat_t
+	require.NoError(t, unix.Lstat(d, &dst))
+	require.NoError(t, e.v.Symlink(e.c, "f", e.c.Cwd, "d/new"))
+	_, selfChanged := e.tree.ChangedAt(d)
+	require.True(t, selfChanged, "an entry made in d changes its attributes")
+	_, nameChanged := e.tree.NameChangedAt(d)
+	require.False(t, nameChanged)
+	rec := fastlookup.Record{Generation: e.tree.Generation(), Nr: unix.SYS_READLINK, Path: d, Result: -int64(unix.EINVAL),
+		Observed: true, Dev: dst.Dev, Ino: dst.Ino, Mode: dst.Mode, UID: dst.Uid, GID: dst.Gid, Size: dst.Size, Mtime: dst.Mtim, Ctime: dst.Ctim}
+	require.NoError(t, e.feed(rec))
+	require.NoError(t, e.v.Doomed())
+	r, ok := e.readOf(d)
+	require.True(t, ok)
+	assert.False(t, r.meta, "no attribute read")
+
+	stat := rec
+	stat.Nr, stat.Result = unix.SYS_NEWFSTATAT, 0
+	require.NoError(t, e.feed(stat))
+	assert.Error(t, e.v.Doomed(), "a stat of it was the agent's to forward")
+
+	e2 := newFastEnv(t, fastTree)
+	_, err = e2.v.Stat(e2.c, e2.c.Cwd, "d/a/b", 0)
+	require.NoError(t, err)
+	var bst unix.Stat_t
+	require.NoError(t, unix.Lstat(e2.abs("d/a/b"), &bst))
+	require.NoError(t, e2.v.Rename(e2.c, e2.c.Cwd, "d/a", e2.c.Cwd, "d/z", 0))
+	rec = fastlookup.Record{Generation: e2.tree.Generation(), Nr: unix.SYS_READLINK, Path: e2.abs("d/a/b"), Result: -int64(unix.EINVAL),
+		Observed: true, Dev: bst.Dev, Ino: bst.Ino, Mode: bst.Mode, Mtime: bst.Mtim, Ctime: bst.Ctim}
+	require.NoError(t, e2.feed(rec))
+	assert.Error(t, e2.v.Doomed(), "a directory renamed away before the record")
+}
+
 func TestFeedReadlink(t *testing.T) {
 	e := newFastEnv(t, fastTree)
 	_, err := e.v.Stat(e.c, e.c.Cwd, "d/g", 0)

@@ -289,7 +289,9 @@ struct tx {
 	int rel, desc, dots;
 	// followed: the path's last component is a symlink the view
 	// published, which the call follows: it is made following it.
-	int followed;
+	// self_changed: the path is a directory whose own attributes the
+	// transaction changed (TX_TYPE).
+	int followed, self_changed;
 	u64 dir_dev, dir_ino;
 	// rpath is the record's path: the call's, or buf (a path with "." or
 	// ".." made lexical, the path of an absent ancestor, a descriptor's
@@ -374,7 +376,7 @@ static int tx_enabled(struct tx *x) {
 	const struct agent_config *cfg = &agent_config;
 	x->tree = cfg->tree;
 	x->ring = cfg->ring;
-	x->rel = 0, x->desc = 0, x->dots = 0, x->followed = 0;
+	x->rel = 0, x->desc = 0, x->dots = 0, x->followed = 0, x->self_changed = 0;
 	x->gen = load_acquire(&x->tree->generation);
 	return __atomic_load_n(&x->tree->enabled, __ATOMIC_ACQUIRE) != 0;
 }
@@ -489,6 +491,14 @@ static int tx_begin_fd(long fd, struct tx *x) {
 #define TX_DEPTH 32
 #define TX_LINKS 8
 
+// How a call looks its path up (tx_begin): TX_FOLLOW, it follows a
+// symlink as its last component; TX_TYPE, it reads no more of the object
+// than its type (readlink's EINVAL), so a directory whose own attributes
+// the transaction changed (an entry made in it) is still the host's one
+// for it (x->self_changed).
+#define TX_FOLLOW 1
+#define TX_TYPE 2
+
 // tx_splice writes target, then "/" and rest if rest is not empty, into
 // x->lbuf, through x->buf (rest may be in lbuf); 0 if it does not fit a
 // record, or is in a subtree whose lookups are always forwarded.
@@ -518,8 +528,7 @@ static int tx_splice(struct tx *x, const char *target, const char *rest) {
 // the fast path is enabled, no proper prefix of the path is a changed
 // subtree and the path itself is not changed at all, its directory is a
 // fast directory, and a ring slot is reserved. 1: the call is made
-// natively; 0: forward. follow says the call follows a symlink as its last
-// component.
+// natively; 0: forward. how is TX_FOLLOW and TX_TYPE, or 0.
 //
 // A ".." is followed lexically (into x->buf, the record's path) when the
 // directory it leaves is a fast directory: one the view walked, reached
@@ -542,7 +551,7 @@ static int tx_splice(struct tx *x, const char *target, const char *rest) {
 // directory is answered so too if it does not exist (gcc's stat of each
 // directory of its search path, with "/." appended), and forwarded if it
 // does (a symlink the kernel would follow, a file: ENOTDIR).
-static int tx_begin(const char *path, int follow, struct tx *x) {
+static int tx_begin(const char *path, int how, struct tx *x) {
 	if (!tx_enabled(x))
 		return 0;
 	char *out = x->buf;
@@ -611,9 +620,13 @@ restart:
 			}
 		}
 	}
-	if (d == 0 || changed_kind(x->tree, fl_key(h[d])) != 0)
+	if (d == 0)
 		return 0;
-	if (follow && !absent) {
+	u64 kind = changed_kind(x->tree, fl_key(h[d]));
+	if (kind == FL_CHANGED_SUBTREE || (kind != 0 && !(how & TX_TYPE)))
+		return 0;
+	x->self_changed = kind != 0;
+	if ((how & TX_FOLLOW) && !absent) {
 		// The last component, which the call follows.
 		const char *t = link_target(x->tree, fl_key(h[d]));
 		if (t) {
@@ -893,17 +906,16 @@ static long tx_absent(struct tx *x, const struct regs *r) {
 // where (see where: *path becomes abs for a path relative to the working
 // directory), and in a transaction reserves the record's slot in *x
 // (tx_begin, or tx_begin_at relative to a directory descriptor); *xp is
-// then x, else NULL; follow says the call follows a symlink as its last
-// component. It returns 0 to forward, 1 to make the call, 2 when
+// then x, else NULL; how is tx_begin's. It returns 0 to forward, 1 to make the call, 2 when
 // tx_absent answers it.
-static int start(long dirfd, const char **path, char *abs, int follow, long *at, struct tx *x, struct tx **xp) {
+static int start(long dirfd, const char **path, char *abs, int how, long *at, struct tx *x, struct tx **xp) {
 	struct kstat dir;
 	*xp = 0;
 	if (!where(dirfd, path, at, &dir, abs))
 		return 0;
 	if (!agent_config.tree)
 		return 1;
-	int ok = *at == AT_FDCWD ? tx_begin(*path, follow, x) : tx_begin_at(dir.dev, dir.ino, *path, x);
+	int ok = *at == AT_FDCWD ? tx_begin(*path, how, x) : tx_begin_at(dir.dev, dir.ino, *path, x);
 	if (ok)
 		*xp = x;
 	return ok;
@@ -936,7 +948,7 @@ static long do_newfstatat(const struct regs *r) {
 		struct kstat st = *(const struct kstat *)r->a3;
 		return tx_done(&x, r, 0, &st);
 	}
-	switch (start(r->a1, &path, abs, !(flags & AT_SYMLINK_NOFOLLOW), &at, &x, &xp)) {
+	switch (start(r->a1, &path, abs, (flags & AT_SYMLINK_NOFOLLOW) ? 0 : TX_FOLLOW, &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
@@ -991,7 +1003,7 @@ static long do_statx(const struct regs *r) {
 			return forward(r); // in a transaction, only newfstatat's (glibc's fstat)
 		return agent_syscall6(NR_statx, (int)r->a1, (long)path, flags, (long)mask, r->a5, 0);
 	}
-	switch (start(r->a1, &path, abs, !(flags & AT_SYMLINK_NOFOLLOW), &at, &x, &xp)) {
+	switch (start(r->a1, &path, abs, (flags & AT_SYMLINK_NOFOLLOW) ? 0 : TX_FOLLOW, &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
@@ -1085,7 +1097,7 @@ static long do_open(const struct regs *r, long dirfd, const char *path, long fla
 	if ((flags & (O_ACCMODE | O_CREAT | O_TRUNC | O_TMPFILE_BIT)) != 0 ||
 	    (agent_config.tree && !agent_config.tx_opens))
 		return forward(r);
-	switch (start(dirfd, &path, abs, !(flags & O_NOFOLLOW), &at, &x, &xp)) {
+	switch (start(dirfd, &path, abs, (flags & O_NOFOLLOW) ? 0 : TX_FOLLOW, &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
@@ -1124,7 +1136,7 @@ static long do_readlink(const struct regs *r, long dirfd, const char *path, char
 	char abs[FL_PATH_MAX];
 	if ((int)size <= 0 || ((u64)path >= 4096 && path[0] != '/' && (int)dirfd != AT_FDCWD))
 		return forward(r); // relative to a descriptor
-	switch (start(AT_FDCWD, &path, abs, 0, &at, &x, &xp)) {
+	switch (start(AT_FDCWD, &path, abs, TX_TYPE, &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
@@ -1136,6 +1148,15 @@ static long do_readlink(const struct regs *r, long dirfd, const char *path, char
 		return tx_skip(xp, r);
 	if (ret < 0)
 		return tx_done(xp, r, ret, 0);
+	if (xp && (st.mode & S_IFMT) == S_IFDIR) {
+		// Its type is all readlink reads of a directory: the attributes
+		// the transaction changed (an entry made in it: the changed set
+		// and the changed objects have it) do not matter.
+		tx_record(xp, r->nr, -EINVAL, &st);
+		return -EINVAL;
+	}
+	if (xp && xp->self_changed)
+		return tx_skip(xp, r); // not the directory the transaction changed
 	if (!is_link(st.mode))
 		return tx_done(xp, r, -EINVAL, &st);
 	if (!xp || !agent_config.tx_opens)
@@ -1160,7 +1181,7 @@ static long do_access(const struct regs *r, long dirfd, const char *path, long m
 	if ((flags & ~(long)(AT_EACCESS | AT_SYMLINK_NOFOLLOW)) != 0 || (mode & ~7l) != 0 ||
 	    ((u64)path >= 4096 && path[0] != '/' && (int)dirfd != AT_FDCWD))
 		return forward(r); // relative to a descriptor
-	switch (start(AT_FDCWD, &path, abs, !(flags & AT_SYMLINK_NOFOLLOW), &at, &x, &xp)) {
+	switch (start(AT_FDCWD, &path, abs, (flags & AT_SYMLINK_NOFOLLOW) ? 0 : TX_FOLLOW, &at, &x, &xp)) {
 	case 0:
 		return forward(r);
 	case 2:
