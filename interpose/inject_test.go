@@ -87,6 +87,8 @@ func (s *testShared) failedTgids() []int {
 // mapsLine is a line of /proc/PID/maps.
 type mapsLine struct {
 	start, end uint64
+	exec       bool   // the mapping is executable
+	pgoff      uint64 // the file offset mapped at start
 	ino        uint64
 	name       string
 }
@@ -101,6 +103,9 @@ func readMaps(t *testing.T, pid int) []mapsLine {
 		require.GreaterOrEqual(t, len(f), 5, line)
 		var m mapsLine
 		_, err := fmt.Sscanf(f[0], "%x-%x", &m.start, &m.end)
+		require.NoError(t, err, line)
+		m.exec = len(f[1]) > 2 && f[1][2] == 'x'
+		m.pgoff, err = strconv.ParseUint(f[2], 16, 64)
 		require.NoError(t, err, line)
 		m.ino, err = strconv.ParseUint(f[4], 10, 64)
 		require.NoError(t, err, line)

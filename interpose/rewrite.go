@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"sync"
@@ -260,7 +261,7 @@ func trampoline(s site, entry uint64) []byte {
 func (l *listener) soleThread(tid int) bool {
 	created := l.tr.threads.Load() // before /proc: a later thread forces a new look
 	if !l.tr.soleSince(tid, created) {
-		st, err := procfs.Status(tid)
+		st, err := procfs.Status(tid, "Tgid", "Threads")
 		if err != nil {
 			return false
 		}
@@ -287,14 +288,42 @@ func (m mapping) offsetOf(a uint64) uint64 { return a - m.start + m.pgoff }
 // mappedFile finds the executable file mapping of process tid that holds
 // address a, and the version of its file (through map_files, which names
 // the mapped file itself, whatever its path has become since); false for
-// anything else (anonymous memory, a mapping that is not executable).
+// anything else (anonymous memory, a mapping that is not executable). The
+// kernel describes the one mapping (PROCMAP_QUERY) where it can, else every
+// line of /proc/PID/maps is parsed (before Linux 6.11).
 func mappedFile(tid int, a uint64) (mapping, bool) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", tid))
+	maps, err := unix.Open("/proc/"+strconv.Itoa(tid)+"/maps", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return mapping{}, false
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
+	defer unix.Close(maps)
+	var m mapping
+	q, found, err := queryExecFileMapping(maps, a)
+	switch {
+	case err == errNoProcmapQuery:
+		if m, found = parseMappedFile(maps, a); !found {
+			return mapping{}, false
+		}
+	case err != nil || !found || q.Inode == 0:
+		return mapping{}, false
+	default:
+		m = mapping{start: q.VMAStart, end: q.VMAEnd, pgoff: q.VMAOffset}
+	}
+	// map_files names a mapping by its range in unpadded hex (maps pads
+	// to 8 digits, which map_files refuses).
+	var st unix.Stat_t
+	name := "/proc/" + strconv.Itoa(tid) + "/map_files/" + strconv.FormatUint(m.start, 16) + "-" + strconv.FormatUint(m.end, 16)
+	if unix.Stat(name, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return mapping{}, false
+	}
+	m.version = exeVersion{id: FileID{Dev: st.Dev, Ino: st.Ino}, size: st.Size, ctime: st.Ctim}
+	return m, true
+}
+
+// parseMappedFile finds, in maps, a descriptor of /proc/PID/maps, the
+// executable file mapping that holds address a (its version left out).
+func parseMappedFile(maps int, a uint64) (mapping, bool) {
+	sc := bufio.NewScanner(fdReader(maps))
 	for sc.Scan() {
 		// start-end perms offset dev inode path
 		fields := bytes.Fields(sc.Bytes())
@@ -314,14 +343,27 @@ func mappedFile(tid int, a uint64) (mapping, bool) {
 		if err != nil || len(fields[1]) < 3 || fields[1][2] != 'x' || string(fields[4]) == "0" {
 			return mapping{}, false
 		}
-		var st unix.Stat_t
-		if unix.Stat(fmt.Sprintf("/proc/%d/map_files/%s", tid, fields[0]), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-			return mapping{}, false
-		}
-		return mapping{start: start, end: end, pgoff: pgoff,
-			version: exeVersion{id: FileID{Dev: st.Dev, Ino: st.Ino}, size: st.Size, ctime: st.Ctim}}, true
+		return mapping{start: start, end: end, pgoff: pgoff}, true
 	}
 	return mapping{}, false
+}
+
+// fdReader reads a descriptor the caller owns.
+type fdReader int
+
+func (r fdReader) Read(b []byte) (int, error) {
+	for {
+		n, err := unix.Read(int(r), b)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, os.NewSyscallError("read", err)
+		case n == 0 && len(b) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
 }
 
 // knownSites remembers the call sites rewritten in each version of a file:
