@@ -32,7 +32,7 @@ const ERESTARTSYS = unix.Errno(512)
 // one, and a reply of ERESTARTSYS to a thread that got no signal would
 // reach user space as it is.
 func (c *Call) Interrupted() (bool, error) {
-	f, err := procfs.Status(c.Tid)
+	f, err := procfs.Status(c.Tid, "SigPnd", "ShdPnd", "SigBlk", "Threads")
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return false, unix.ESRCH

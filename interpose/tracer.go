@@ -588,7 +588,7 @@ func (t *tracer) sharesVM(tgid int) bool {
 // threadCount is the number of threads of the process of thread tid, or
 // 0 when /proc does not say.
 func threadCount(tid int) int {
-	if st, err := procfs.Status(tid); err == nil {
+	if st, err := procfs.Status(tid, "Threads"); err == nil {
 		if n, err := st.Int("Threads"); err == nil {
 			return n
 		}
@@ -599,7 +599,7 @@ func threadCount(tid int) int {
 // tgidOf is the thread-group id of thread tid, or tid when /proc does not
 // say.
 func tgidOf(tid int) int {
-	if st, err := procfs.Status(tid); err == nil {
+	if st, err := procfs.Status(tid, "Tgid"); err == nil {
 		if tgid, err := st.Int("Tgid"); err == nil {
 			return tgid
 		}

@@ -422,7 +422,7 @@ func goneOr(err error) error {
 
 // ReadCred reads a thread's credentials from /proc/TID/status.
 func ReadCred(tid int) (*Cred, error) {
-	f, err := procfs.Status(tid)
+	f, err := procfs.Status(tid, "Uid", "Gid", "Groups", "CapEff", "CapPrm")
 	if err != nil {
 		return nil, goneOr(err)
 	}
@@ -452,7 +452,7 @@ func ReadCred(tid int) (*Cred, error) {
 // ReadUmask reads a process's umask from /proc/PID/status (kernels before
 // 4.7 have no Umask line: the default then).
 func ReadUmask(pid int) (uint32, error) {
-	f, err := procfs.Status(pid)
+	f, err := procfs.Status(pid, "Umask")
 	if err != nil {
 		return 0, goneOr(err)
 	}

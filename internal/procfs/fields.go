@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Fields is one parsed /proc key-value file: each line "Key:<space>value",
@@ -13,9 +16,11 @@ import (
 // colon are ignored; a repeated key keeps its first value.
 type Fields map[string]string
 
-// Parse parses the contents of a key-value file.
-func Parse(b []byte) Fields {
-	f := Fields{}
+// Parse parses the contents of a key-value file. With keys, only those
+// are kept: a caller that wants a few of /proc/TID/status's fifty-odd
+// lines does not pay for a map of them all.
+func Parse(b []byte, keys ...string) Fields {
+	f := make(Fields, len(keys))
 	for len(b) > 0 {
 		line := b
 		if i := bytes.IndexByte(b, '\n'); i >= 0 {
@@ -24,7 +29,7 @@ func Parse(b []byte) Fields {
 			b = nil
 		}
 		k, v, ok := bytes.Cut(line, []byte(":"))
-		if !ok {
+		if !ok || !wanted(keys, k) {
 			continue
 		}
 		key := string(k)
@@ -35,20 +40,66 @@ func Parse(b []byte) Fields {
 	return f
 }
 
-// Read reads and parses the key-value file at path. The error is the one
-// os.ReadFile returns, so callers can tell a missing entry (a gone thread,
-// a closed descriptor) with errors.Is(err, fs.ErrNotExist).
-func Read(path string) (Fields, error) {
-	b, err := os.ReadFile(path)
+// wanted reports whether Parse keeps key k: any, without keys.
+func wanted(keys []string, k []byte) bool {
+	if keys == nil {
+		return true
+	}
+	for _, key := range keys {
+		if string(k) == key { // no allocation: a comparison
+			return true
+		}
+	}
+	return false
+}
+
+// Read reads and parses the key-value file at path (only keys, if any
+// are given: Parse). The error is an *os.PathError whose Err is the
+// errno, so callers can tell a missing entry (a gone thread, a closed
+// descriptor) with errors.Is(err, fs.ErrNotExist).
+func Read(path string, keys ...string) (Fields, error) {
+	b, err := readFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return Parse(b), nil
+	return Parse(b, keys...), nil
 }
 
-// Status reads /proc/TID/status.
-func Status(tid int) (Fields, error) {
-	return Read("/proc/" + strconv.Itoa(tid) + "/status")
+// readFile reads the whole file at path with plain system calls: os.ReadFile
+// also stats the file for its size (which /proc files do not have) and
+// registers the descriptor with the runtime's poller, which costs the
+// supervisor, which reads /proc/TID/status at every exec, as much as
+// the kernel's formatting of the file.
+func readFile(path string) ([]byte, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	for err == unix.EINTR {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	b := make([]byte, 0, 4096) // a status file is about 1.5 kB
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, len(b))
+		}
+		n, err := unix.Read(fd, b[len(b):cap(b)])
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return nil, &os.PathError{Op: "read", Path: path, Err: err}
+		case n == 0:
+			return b, nil
+		}
+		b = b[:len(b)+n]
+	}
+}
+
+// Status reads /proc/TID/status (only keys, if any are given).
+func Status(tid int, keys ...string) (Fields, error) {
+	return Read("/proc/"+strconv.Itoa(tid)+"/status", keys...)
 }
 
 // FDInfo reads /proc/PID/fdinfo/FD.

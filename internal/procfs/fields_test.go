@@ -1,8 +1,11 @@
 package procfs
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -81,4 +84,35 @@ func TestStatusAndFDInfo(t *testing.T) {
 	assert.ErrorIs(t, err, fs.ErrNotExist)
 	_, err = Status(1 << 30) // above any pid_max
 	assert.ErrorIs(t, err, fs.ErrNotExist)
+}
+
+// TestParseKeys: with keys, Parse keeps those alone, with the values it
+// would give them without.
+func TestParseKeys(t *testing.T) {
+	all := Parse([]byte(status))
+	some := Parse([]byte(status), "Uid", "Umask", "Absent")
+	assert.Equal(t, Fields{"Uid": all["Uid"], "Umask": all["Umask"]}, some)
+
+	f, err := Status(os.Getpid(), "Tgid", "Threads")
+	require.NoError(t, err)
+	assert.Len(t, f, 2)
+	tgid, err := f.Int("Tgid")
+	require.NoError(t, err)
+	assert.Equal(t, os.Getpid(), tgid)
+}
+
+// TestReadLongFile: a file longer than Read's first buffer is read whole.
+func TestReadLongFile(t *testing.T) {
+	var b strings.Builder
+	for i := range 1000 {
+		fmt.Fprintf(&b, "Key%d:\t%d\n", i, i)
+	}
+	path := filepath.Join(t.TempDir(), "fields")
+	require.NoError(t, os.WriteFile(path, []byte(b.String()), 0o600))
+	f, err := Read(path)
+	require.NoError(t, err)
+	assert.Len(t, f, 1000)
+	n, err := f.Int("Key999")
+	require.NoError(t, err)
+	assert.Equal(t, 999, n)
 }
