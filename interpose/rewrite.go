@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
-	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -120,25 +119,28 @@ func (l *listener) rewriteSite(c *Call) {
 		copy(tramps[i*trampolineSize:], trampoline(s, base+agentEntryOff))
 		binary.LittleEndian.PutUint64(slotVals[8*i:], first+uint64(i)*trampolineSize)
 	}
-	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", c.Tid), os.O_RDWR|unix.O_CLOEXEC, 0)
+	// A plain descriptor, not an *os.File: this one lives for a few
+	// writes, and the runtime's setting up of a file (its finalizer,
+	// non-blocking mode, the poller's try) cost as much as the open.
+	mem, err := openMem(c.Tid)
 	if err != nil {
 		return
 	}
-	defer mem.Close()
+	defer unix.Close(mem)
 	// Still the caller, waiting in this call, and not a recycled pid.
 	if c.Valid() != nil {
 		return
 	}
-	if _, err := mem.WriteAt(tramps, int64(first)); err != nil {
+	if err := pwriteAll(mem, tramps, first); err != nil {
 		return
 	}
-	if _, err := mem.WriteAt(slotVals, int64(base+slotsOff+uint64(free)*8)); err != nil {
+	if err := pwriteAll(mem, slotVals, base+slotsOff+uint64(free)*8); err != nil {
 		return
 	}
 	for i, s := range sites {
 		jmp := []byte{0xff, 0x24, 0x25, 0, 0, 0, 0}
 		binary.LittleEndian.PutUint32(jmp[3:], uint32(base+slotsOff+uint64(free+i)*8))
-		if _, err := mem.WriteAt(jmp, int64(s.ip-siteLen)); err != nil {
+		if err := pwriteAll(mem, jmp, s.ip-siteLen); err != nil {
 			l.cfg.Logf("txexec: pid %d: rewrite the call site at %#x: %v", c.Tid, s.ip-siteLen, err)
 			continue
 		}
@@ -147,6 +149,37 @@ func (l *listener) rewriteSite(c *Call) {
 	if fileOK {
 		l.known.add(file.version, file.offsetOf(ip), sites[0])
 	}
+}
+
+// openMem opens /proc/TID/mem for writing.
+func openMem(tid int) (int, error) {
+	for {
+		fd, err := unix.Open("/proc/"+strconv.Itoa(tid)+"/mem", unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, &os.PathError{Op: "open", Path: "/proc/" + strconv.Itoa(tid) + "/mem", Err: err}
+		}
+		return fd, nil
+	}
+}
+
+// pwriteAll writes b at address at of mem, a /proc/TID/mem descriptor.
+func pwriteAll(mem int, b []byte, at uint64) error {
+	for len(b) > 0 {
+		n, err := unix.Pwrite(mem, b, int64(at))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return os.NewSyscallError("pwrite", err)
+		case n == 0:
+			return io.ErrShortWrite
+		}
+		b, at = b[n:], at+uint64(n)
+	}
+	return nil
 }
 
 // siteSpan is how much code before a site's end readSite looks at: the
