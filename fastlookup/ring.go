@@ -268,10 +268,16 @@ func cleanAbsolute(p string) bool {
 	if !strings.HasPrefix(p, "/") {
 		return false
 	}
-	for _, c := range strings.Split(p[1:], "/") {
+	// Component by component without splitting (no allocation: every
+	// record drained goes through here).
+	for rest := p[1:]; ; {
+		c, after, more := strings.Cut(rest, "/")
 		if c == "" || c == "." || c == ".." {
 			return false
 		}
+		if !more {
+			return true
+		}
+		rest = after
 	}
-	return true
 }

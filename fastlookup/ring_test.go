@@ -2,6 +2,7 @@ package fastlookup
 
 import (
 	"fmt"
+	"path"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -254,4 +255,17 @@ func TestRingCorruptHead(t *testing.T) {
 	atomic.StoreUint64(&g.r.head, 0)
 	assert.Empty(t, drainPaths(t, g))
 	assert.Equal(t, uint64(1), g.Tail())
+}
+
+// TestCleanAbsolute: a record's absolute path is accepted exactly when
+// it is what path.Clean makes of it.
+func TestCleanAbsolute(t *testing.T) {
+	for _, p := range []string{
+		"/", "/a", "/a/b", "/usr/lib/x86_64-linux-gnu/libc.so.6", "/...", "/a/.b", "/a..",
+		"", "a", "a/b", "//", "//a", "/a/", "/a//b", "/.", "/..", "/a/.", "/a/..", "/a/./b", "/a/../b", "/./a",
+	} {
+		want := strings.HasPrefix(p, "/") && path.Clean(p) == p
+		assert.Equal(t, want, cleanAbsolute(p), "%q", p)
+	}
+	assert.Zero(t, testing.AllocsPerRun(100, func() { cleanAbsolute("/usr/lib/x86_64-linux-gnu/libc.so.6") }))
 }
