@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
-	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -52,8 +51,9 @@ func main() {
 		// The supervisor's heap is mostly the view's nodes and read set,
 		// which live until the commit: collecting at 1.5× the live heap
 		// instead of 2× keeps its peak RSS a fifth lower (dpkg -i: 53
-		// MiB, was 66) at no measurable cost in time (docs/performance.md).
-		debug.SetGCPercent(gcPercent)
+		// MiB, was 66) at no measurable cost in time (docs/performance.md);
+		// a small heap is not collected below heapGoalFloor (gc.go).
+		setGC()
 	}
 	os.Exit(run(os.Args[1:]))
 }
@@ -62,9 +62,6 @@ func main() {
 // serves in-program transactions (interpose.DefaultMaxWorkers otherwise):
 // workers are started only while all are busy.
 const programsMaxWorkers = 1024
-
-// gcPercent is txexec's GOGC unless the environment sets one.
-const gcPercent = 50
 
 func run(args []string) int {
 	if len(args) > 0 && args[0] == "help" {
