@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
-	"os"
 
 	"golang.org/x/sys/unix"
 )
@@ -144,7 +143,7 @@ func regValue(regs *unix.PtraceRegs, r reg) uint64 {
 type injector struct {
 	t     *tracer
 	tid   int
-	mem   *os.File
+	mem   int // /proc/TID/mem, a plain descriptor (openMem)
 	saved unix.PtraceRegs
 	// orig are the bytes the code was written over at origAt, nil
 	// before.
@@ -164,7 +163,7 @@ func (t *tracer) newInjector(tid int) (*injector, bool) {
 	if err := unix.PtraceGetRegs(tid, &in.saved); err != nil {
 		return nil, false
 	}
-	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", tid), os.O_RDWR|unix.O_CLOEXEC, 0)
+	mem, err := openMem(tid)
 	if err != nil {
 		return nil, false
 	}
@@ -194,11 +193,11 @@ func (in *injector) run(code []byte, at uint64) (regs unix.PtraceRegs, ok bool) 
 		return regs, false
 	}
 	orig := make([]byte, len(code))
-	if _, err := in.mem.ReadAt(orig, int64(at)); err != nil {
+	if err := preadFull(in.mem, orig, at); err != nil {
 		return regs, false
 	}
 	in.orig, in.origAt = orig, at
-	if _, err := in.mem.WriteAt(code, int64(at)); err != nil {
+	if err := pwriteAll(in.mem, code, at); err != nil {
 		return regs, false
 	}
 	regs = in.saved
@@ -220,7 +219,7 @@ func (in *injector) run(code []byte, at uint64) (regs unix.PtraceRegs, ok bool) 
 func (in *injector) restore() {
 	if !in.dead {
 		if in.orig != nil {
-			in.mem.WriteAt(in.orig, int64(in.origAt))
+			pwriteAll(in.mem, in.orig, in.origAt)
 		}
 		unix.PtraceSetRegs(in.tid, &in.saved)
 	}
@@ -228,7 +227,7 @@ func (in *injector) restore() {
 
 // close closes the thread's memory, after restore and what is written
 // into the new mappings.
-func (in *injector) close() { in.mem.Close() }
+func (in *injector) close() { unix.Close(in.mem) }
 
 // sharedFDs returns the descriptors a new image of tgid maps (agentCode):
 // the tree's and a new ring's, the caller's. ringMade says whether Ring
@@ -320,14 +319,14 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 	}
 	// The configuration last: without its magic the rewriter leaves the
 	// image alone.
-	if _, err := in.mem.WriteAt(agentBlob, int64(f.Base)); err != nil {
+	if err := pwriteAll(in.mem, agentBlob, uint64(f.Base)); err != nil {
 		return sig, true
 	}
 	page := f.inject.page
 	if f.Cwd != nil {
 		page = f.configPageWithCwd(f.Cwd(tid))
 	}
-	in.mem.WriteAt(page, int64(f.Base+agentConfigOff))
+	pwriteAll(in.mem, page, uint64(f.Base+agentConfigOff))
 	return sig, true
 }
 

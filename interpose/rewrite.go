@@ -119,9 +119,6 @@ func (l *listener) rewriteSite(c *Call) {
 		copy(tramps[i*trampolineSize:], trampoline(s, base+agentEntryOff))
 		binary.LittleEndian.PutUint64(slotVals[8*i:], first+uint64(i)*trampolineSize)
 	}
-	// A plain descriptor, not an *os.File: this one lives for a few
-	// writes, and the runtime's setting up of a file (its finalizer,
-	// non-blocking mode, the poller's try) cost as much as the open.
 	mem, err := openMem(c.Tid)
 	if err != nil {
 		return
@@ -151,7 +148,10 @@ func (l *listener) rewriteSite(c *Call) {
 	}
 }
 
-// openMem opens /proc/TID/mem for writing.
+// openMem opens /proc/TID/mem for reading and writing. A plain
+// descriptor, not an *os.File: the rewriter and the injection use one for
+// a few reads and writes, and the runtime's setting up of a file (its
+// finalizer, non-blocking mode, the poller's try) cost as much as the open.
 func openMem(tid int) (int, error) {
 	for {
 		fd, err := unix.Open("/proc/"+strconv.Itoa(tid)+"/mem", unix.O_RDWR|unix.O_CLOEXEC, 0)
@@ -176,6 +176,24 @@ func pwriteAll(mem int, b []byte, at uint64) error {
 			return os.NewSyscallError("pwrite", err)
 		case n == 0:
 			return io.ErrShortWrite
+		}
+		b, at = b[n:], at+uint64(n)
+	}
+	return nil
+}
+
+// preadFull reads len(b) bytes at address at of mem, a /proc/TID/mem
+// descriptor.
+func preadFull(mem int, b []byte, at uint64) error {
+	for len(b) > 0 {
+		n, err := unix.Pread(mem, b, int64(at))
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return os.NewSyscallError("pread", err)
+		case n == 0:
+			return io.ErrUnexpectedEOF
 		}
 		b, at = b[n:], at+uint64(n)
 	}
