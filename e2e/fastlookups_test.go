@@ -156,6 +156,28 @@ func TestFastLookupsKnownSites(t *testing.T) {
 	assert.Less(t, three-one, procs/2)
 }
 
+// TestFastLookupsKnownSitesAtExec: a static program's known sites are
+// rewritten at its exec stop (docs/fastpath.md §4.4): after the first
+// process, its calls reach the agent without a single notification, where
+// each process cost one before (its first call, with which the batch
+// came).
+func TestFastLookupsKnownSitesAtExec(t *testing.T) {
+	dir, _ := fastFixture(t)
+	bin := buildC(t, dir, "fastlookups", "fastlookups-static", "-static")
+	const procs = 40
+	loop := func(n int) command {
+		script := fmt.Sprintf(`i=0; while [ $i -lt %d ]; do %s sites %d %s || exit 1; i=$((i+1)); done`,
+			procs, bin, n, filepath.Join(dir, "file"))
+		return command{Argv: []string{"sh", "-c", script}, Dir: dir}
+	}
+	// Both loops make the calls the agent forwards (the startup's
+	// readlink of /proc/self/exe, printf's fstat of a descriptor on /dev);
+	// the second a stat, an access and a readlink of a file too.
+	none, some := fastRun(t, loop(0)), fastRun(t, loop(1))
+	t.Logf("trapped calls: %d for %d processes without lookups, %d with", none, procs, some)
+	assert.Less(t, some-none, procs/4)
+}
+
 // TestFastLookupsByDescriptor: openat and fstatat relative to an O_PATH
 // descriptor of a directory, and fstatat of a descriptor with
 // AT_EMPTY_PATH, run natively after their sites' first calls, except

@@ -326,7 +326,9 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 	if f.Cwd != nil {
 		page = f.configPageWithCwd(f.Cwd(tid))
 	}
-	pwriteAll(in.mem, page, uint64(f.Base+agentConfigOff))
+	if pwriteAll(in.mem, page, uint64(f.Base+agentConfigOff)) == nil {
+		t.rewriteKnown(tid, in.mem)
+	}
 	return sig, true
 }
 

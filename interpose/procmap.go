@@ -42,6 +42,7 @@ const procmapQueryIoctl = 3<<30 | uint32(unsafe.Sizeof(procmapQuery{}))<<16 | 'f
 // PROCMAP_QUERY_COVERING_OR_NEXT_VMA, only one that holds the address.
 const (
 	procmapQueryExecutable = 0x04
+	procmapQueryNext       = 0x10 // PROCMAP_QUERY_COVERING_OR_NEXT_VMA
 	procmapQueryFileBacked = 0x20
 )
 
@@ -55,13 +56,14 @@ const _ = uint16(104 - unsafe.Sizeof(procmapQuery{}))
 var errNoProcmapQuery = errors.New("no PROCMAP_QUERY")
 
 // queryExecFileMapping asks maps, a descriptor of /proc/PID/maps, for the
-// executable file mapping that holds address a. found is false when there
-// is none (anonymous memory, a mapping that is not executable, none);
+// executable file mapping that holds address a (with procmapQueryNext in
+// flags: or the first one above it). found is false when there is none
+// (anonymous memory, a mapping that is not executable, none);
 // errNoProcmapQuery when the kernel cannot say.
-func queryExecFileMapping(maps int, a uint64) (q procmapQuery, found bool, err error) {
+func queryExecFileMapping(maps int, a uint64, flags uint64) (q procmapQuery, found bool, err error) {
 	q = procmapQuery{
 		Size:       uint64(unsafe.Sizeof(q)),
-		QueryFlags: procmapQueryExecutable | procmapQueryFileBacked,
+		QueryFlags: procmapQueryExecutable | procmapQueryFileBacked | flags,
 		QueryAddr:  a,
 	}
 	for {

@@ -46,13 +46,13 @@ func TestProcmapQueryMatchesParse(t *testing.T) {
 		unix.Nanosleep(&unix.Timespec{Nsec: 1e6}, nil)
 	}
 	maps := openMaps(t, pid)
-	if _, _, err := queryExecFileMapping(maps, 0); err == errNoProcmapQuery {
+	if _, _, err := queryExecFileMapping(maps, 0, 0); err == errNoProcmapQuery {
 		testenv.SkipOrFail(t, "the kernel has no PROCMAP_QUERY (Linux 6.11)")
 	}
 	execFiles := 0
 	for _, l := range lines {
 		for _, a := range []uint64{l.start, (l.start + l.end) / 2 &^ 7, l.end - 1} {
-			q, found, err := queryExecFileMapping(maps, a)
+			q, found, err := queryExecFileMapping(maps, a, 0)
 			require.NoError(t, err)
 			parsed, parsedFound := parseMappedFile(openMaps(t, pid), a)
 			want := l.exec && l.name != "" && l.name[0] == '/'
@@ -76,7 +76,7 @@ func TestProcmapQueryMatchesParse(t *testing.T) {
 
 	// Addresses in no mapping, below and above them all.
 	for _, a := range []uint64{0, lines[0].start - 1, 1 << 62} {
-		_, found, err := queryExecFileMapping(maps, a)
+		_, found, err := queryExecFileMapping(maps, a, 0)
 		require.NoError(t, err)
 		assert.False(t, found, "%#x", a)
 		_, ok := mappedFile(pid, a)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -111,14 +112,6 @@ func (l *listener) rewriteSite(c *Call) {
 		}
 	}
 
-	n := len(sites)
-	tramps := make([]byte, n*trampolineSize)
-	slotVals := make([]byte, n*8)
-	first := base + trampolinesOff + uint64(free)*trampolineSize
-	for i, s := range sites {
-		copy(tramps[i*trampolineSize:], trampoline(s, base+agentEntryOff))
-		binary.LittleEndian.PutUint64(slotVals[8*i:], first+uint64(i)*trampolineSize)
-	}
 	mem, err := openMem(c.Tid)
 	if err != nil {
 		return
@@ -128,23 +121,86 @@ func (l *listener) rewriteSite(c *Call) {
 	if c.Valid() != nil {
 		return
 	}
+	written, err := writeSites(mem, base, free, sites)
+	l.rewrites.Add(uint64(written))
+	if err != nil {
+		l.cfg.Logf("txexec: pid %d: rewrite a call site: %v", c.Tid, err)
+	}
+	if fileOK && written > 0 {
+		l.known.add(file.version, file.offsetOf(ip), sites[0])
+	}
+}
+
+// writeSites rewrites sites through mem, a descriptor of the image's
+// /proc/PID/mem, with the trampolines and slots from the free'th on, which
+// must have room: the trampolines and their slots first, then each site's
+// jump. It returns how many sites were rewritten (the first ones, in
+// order) and why it stopped short, if it did.
+func writeSites(mem int, base uint64, free int, sites []site) (int, error) {
+	n := len(sites)
+	tramps := make([]byte, n*trampolineSize)
+	slotVals := make([]byte, n*8)
+	first := base + trampolinesOff + uint64(free)*trampolineSize
+	for i, s := range sites {
+		copy(tramps[i*trampolineSize:], trampoline(s, base+agentEntryOff))
+		binary.LittleEndian.PutUint64(slotVals[8*i:], first+uint64(i)*trampolineSize)
+	}
 	if err := pwriteAll(mem, tramps, first); err != nil {
-		return
+		return 0, err
 	}
 	if err := pwriteAll(mem, slotVals, base+slotsOff+uint64(free)*8); err != nil {
-		return
+		return 0, err
 	}
 	for i, s := range sites {
 		jmp := []byte{0xff, 0x24, 0x25, 0, 0, 0, 0}
 		binary.LittleEndian.PutUint32(jmp[3:], uint32(base+slotsOff+uint64(free+i)*8))
 		if err := pwriteAll(mem, jmp, s.ip-siteLen); err != nil {
-			l.cfg.Logf("txexec: pid %d: rewrite the call site at %#x: %v", c.Tid, s.ip-siteLen, err)
+			return i, fmt.Errorf("the call site at %#x: %w", s.ip-siteLen, err)
+		}
+	}
+	return n, nil
+}
+
+// rewriteKnown rewrites, in image tid just given the agent at its exec
+// stop, the sites known in the files the kernel mapped for it (the program,
+// and its interpreter, ld.so), through mem, a descriptor of its
+// /proc/PID/mem. Without it each of those files cost a notification in
+// every process, at its first call (ld.so's access of /etc/ld.so.preload
+// in every process of the C build), which the batch of §4.4 then follows.
+// The image has one thread, which has not run yet; its slots are all free.
+// Anything that fails leaves the rest to the rewriter, as before.
+func (t *tracer) rewriteKnown(tid, mem int) {
+	maps, err := unix.Open("/proc/"+strconv.Itoa(tid)+"/maps", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(maps)
+	m := Memory{Tid: tid}
+	var sites []site
+	for a := uint64(0); ; {
+		q, found, err := queryExecFileMapping(maps, a, procmapQueryNext)
+		if err != nil || !found || q.VMAEnd <= a {
+			break // none left, or a kernel before PROCMAP_QUERY: the rewriter's batches
+		}
+		a = q.VMAEnd
+		if q.Inode == 0 {
 			continue
 		}
-		l.rewrites.Add(1)
+		f, ok := mappingVersion(tid, mapping{start: q.VMAStart, end: q.VMAEnd, pgoff: q.VMAOffset})
+		if !ok {
+			continue
+		}
+		if room := trampolineN - keepFreeTrampolines - len(sites); room > 0 {
+			sites = append(sites, t.sites.quietSites(m, f, 0, room)...)
+		}
 	}
-	if fileOK {
-		l.known.add(file.version, file.offsetOf(ip), sites[0])
+	if len(sites) == 0 {
+		return
+	}
+	written, err := writeSites(mem, uint64(t.fast.Base), 0, sites)
+	t.rewrites.Add(uint64(written))
+	if err != nil {
+		t.logf("txexec: pid %d: rewrite a known call site: %v", tid, err)
 	}
 }
 
@@ -349,7 +405,7 @@ func mappedFile(tid int, a uint64) (mapping, bool) {
 	}
 	defer unix.Close(maps)
 	var m mapping
-	q, found, err := queryExecFileMapping(maps, a)
+	q, found, err := queryExecFileMapping(maps, a, 0)
 	switch {
 	case err == errNoProcmapQuery:
 		if m, found = parseMappedFile(maps, a); !found {
@@ -360,6 +416,13 @@ func mappedFile(tid int, a uint64) (mapping, bool) {
 	default:
 		m = mapping{start: q.VMAStart, end: q.VMAEnd, pgoff: q.VMAOffset}
 	}
+	return mappingVersion(tid, m)
+}
+
+// mappingVersion is m, a file mapping of process tid, with the version of
+// its file (through map_files, which names the mapped file itself,
+// whatever its path has become since); false if that is no regular file.
+func mappingVersion(tid int, m mapping) (mapping, bool) {
 	// map_files names a mapping by its range in unpadded hex (maps pads
 	// to 8 digits, which map_files refuses).
 	var st unix.Stat_t

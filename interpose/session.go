@@ -399,6 +399,7 @@ func (s *Session) startStub(filter func() ([]unix.SockFilter, error)) error {
 	}
 	s.lst = newListener(rights[0], s.cfg)
 	s.lst.tr = s.tr
+	s.tr.sites, s.tr.rewrites = &s.lst.known, &s.lst.rewrites
 	s.lst.start(s.cfg.Workers)
 	if _, err := ours.Write([]byte{1}); err != nil {
 		return fail(fmt.Errorf("release stub: %w", err))

@@ -133,8 +133,13 @@ type tracer struct {
 	cleanup map[int]func()
 	// reaped: exits reaped while a stop was served, for run to handle.
 	reaped []reapedExit
-	// fast, when set, injects the fast-lookup agent at every exec stop.
-	fast *FastLookups
+	// fast, when set, injects the fast-lookup agent at every exec stop;
+	// sites are the call sites known by file, which the exec stop
+	// rewrites in the files the kernel mapped (rewriteKnown), and
+	// rewrites counts them with the rewriter's (the listener's).
+	fast     *FastLookups
+	sites    *knownSites
+	rewrites *atomic.Uint64
 	// freshRing: forked children to give a ring of their own at their
 	// first stop (fast.Shared).
 	freshRing map[int]bool
