@@ -183,8 +183,8 @@ func (t *tracer) rewriteKnown(tid, mem int) {
 			break // none left, or a kernel before PROCMAP_QUERY: the rewriter's batches
 		}
 		a = q.VMAEnd
-		if q.Inode == 0 {
-			continue
+		if q.Inode == 0 || !t.sites.knows(FileID{Dev: unix.Mkdev(q.DevMajor, q.DevMinor), Ino: q.Inode}) {
+			continue // none known: not worth map_files's lookup of the version
 		}
 		f, ok := mappingVersion(tid, mapping{start: q.VMAStart, end: q.VMAEnd, pgoff: q.VMAOffset})
 		if !ok {
@@ -486,6 +486,10 @@ type knownSites struct {
 	mu sync.Mutex
 	// +checklocks:mu
 	files map[exeVersion]map[uint64]knownSite
+	// ids are the files that have sites in files, of any version: the
+	// exec stop asks before it reads a mapping's version.
+	// +checklocks:mu
+	ids map[FileID]bool
 }
 
 // knownSite is a site known at an offset of a file.
@@ -505,8 +509,9 @@ func (k *knownSites) add(v exeVersion, off uint64, s site) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.files == nil || len(k.files) >= maxKnownFiles {
-		k.files = map[exeVersion]map[uint64]knownSite{}
+		k.files, k.ids = map[exeVersion]map[uint64]knownSite{}, map[FileID]bool{}
 	}
+	k.ids[v.id] = true
 	sites := k.files[v]
 	if sites == nil {
 		sites = map[uint64]knownSite{}
@@ -515,6 +520,13 @@ func (k *knownSites) add(v exeVersion, off uint64, s site) {
 	if len(sites) < maxKnownSites {
 		sites[off] = knownSite{s.nr, string(s.replay)}
 	}
+}
+
+// knows reports whether some version of file id has known sites.
+func (k *knownSites) knows(id FileID) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.ids[id]
 }
 
 // quietSites returns up to max sites known in m's file, other than the one
