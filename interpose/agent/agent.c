@@ -417,11 +417,15 @@ static int tx_begin_at(u64 dev, u64 ino, const char *name, struct tx *x) {
 	return 1;
 }
 
-// path_changed reports whether the transaction changed clean absolute path
-// or, as a subtree, a path above it: what the view names there, and the
-// attributes it shows of it (a link count, a removed directory's), may
-// differ from the host's.
-static int path_changed(const struct fl_tree *t, const char *path) {
+// changed_on_path reports whether the transaction changed, as a subtree,
+// a directory above clean absolute path, or the path itself with an entry
+// of kind at least min: FL_CHANGED_SELF for any change (what the view names
+// there, and the attributes it shows of it, a link count, a removed
+// directory's, may differ from the host's: path_changed), FL_CHANGED_SUBTREE
+// for a change of its name alone (made, removed, renamed or staged: the
+// view may name the object otherwise; an entry made in it changes only its
+// attributes: name_changed).
+static int changed_on_path(const struct fl_tree *t, const char *path, u64 min) {
 	u64 h = FL_FNV_OFFSET;
 	int i;
 	for (i = 0; path[i]; i++) {
@@ -432,26 +436,15 @@ static int path_changed(const struct fl_tree *t, const char *path) {
 		}
 		h = fl_fnv_step(h, (unsigned char)path[i]);
 	}
-	return i > 1 && changed_kind(t, fl_key(h)) != 0;
+	return i > 1 && changed_kind(t, fl_key(h)) >= min;
 }
 
-// name_changed reports whether the transaction changed the name of clean
-// absolute path or of a directory above it (an FL_CHANGED_SUBTREE entry:
-// made, removed, renamed, or staged), so that the view may name the object
-// otherwise; a change of its attributes alone (FL_CHANGED_SELF: an entry
-// made in it) leaves its name.
+static int path_changed(const struct fl_tree *t, const char *path) {
+	return changed_on_path(t, path, FL_CHANGED_SELF);
+}
+
 static int name_changed(const struct fl_tree *t, const char *path) {
-	u64 h = FL_FNV_OFFSET;
-	int i;
-	for (i = 0; path[i]; i++) {
-		if (path[i] == '/') {
-			u64 key = i == 0 ? fl_key(fl_fnv_step(h, '/')) : fl_key(h);
-			if (changed_kind(t, key) == FL_CHANGED_SUBTREE)
-				return 1;
-		}
-		h = fl_fnv_step(h, (unsigned char)path[i]);
-	}
-	return i > 1 && changed_kind(t, fl_key(h)) == FL_CHANGED_SUBTREE;
+	return changed_on_path(t, path, FL_CHANGED_SUBTREE);
 }
 
 // tx_begin_fd is tx_begin for a lookup of descriptor fd itself
