@@ -110,9 +110,7 @@ func TestFastLookupsTxCwdChanged(t *testing.T) {
 // working directory aborts the transaction exactly as without the option.
 func TestFastLookupsTxCwdHostChange(t *testing.T) {
 	_, bin := fastFixture(t)
-	tests := []struct {
-		name, outside, path, why string
-	}{
+	tests := []hostChange{
 		{"chmod", "chmod 0600 sub/b", "sub/b", "its mode or owner was changed by another process after it was read"},
 		{"created", "echo surprise > sub/missing", "sub/missing", "created by another process after the transaction found it absent"},
 	}
@@ -123,18 +121,7 @@ func TestFastLookupsTxCwdHostChange(t *testing.T) {
 		require.NoError(t, os.Mkdir(filepath.Join(work, "sub"), 0o755))
 		require.NoError(t, os.WriteFile(filepath.Join(work, "sub", "b"), []byte("b\n"), 0o644))
 	}
-	reset()
-	c := command{Argv: []string{"sh", "-c", reads}, Dir: work}
-	_, slow := runStats(t, transaction, c)
-	c.TxArgs = fastLookups
-	_, fast := runStats(t, transaction, c)
-	require.Greater(t, slow["trapped_calls"]-fast["trapped_calls"], 90, "the stats ran natively")
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := abortsAsWithout(t, work, reads, tt.outside, reset)
-			assert.Equal(t, fmt.Sprintf("txexec: transaction 1 aborted: conflict on %s (%s)\n", filepath.Join(work, tt.path), tt.why), got)
-		})
-	}
+	hostChangeCases(t, work, reads, reset, 90, tests)
 }
 
 // TestFastLookupsCwdVfork: a vfork child that changes its working

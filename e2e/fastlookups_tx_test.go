@@ -169,9 +169,7 @@ rm %[3]s/f && echo bb > %[3]s/g && %[1]s paths 50 %[3]s/f %[3]s/g %[3]s && ls -l
 // natively (checked by the count of calls served).
 func TestFastLookupsTxHostChange(t *testing.T) {
 	dir, bin := fastFixture(t)
-	tests := []struct {
-		name, outside, path, why string
-	}{
+	tests := []hostChange{
 		{"chmod", "chmod 0600 b", "b", "its mode or owner was changed by another process after it was read"},
 		{"removed", "rm b", "b", "removed by another process after it was read"},
 		{"created", "echo surprise > missing", "missing", "created by another process after the transaction found it absent"},
@@ -190,12 +188,28 @@ func TestFastLookupsTxHostChange(t *testing.T) {
 			require.NoError(t, os.RemoveAll(filepath.Join(work, name)))
 		}
 	}
+	hostChangeCases(t, work, reads, reset, 100, tests)
+}
+
+// hostChange is a change another process makes to what a transaction
+// read (outside, a shell command in the work directory), and the conflict
+// it aborts the transaction with: on path, for why.
+type hostChange struct {
+	name, outside, path, why string
+}
+
+// hostChangeCases checks that reads (a shell command in work, from the
+// state reset makes) run more than fewer of their calls natively with the
+// option than without, and that each change in tests, made while the
+// transaction waits, aborts it as without the option, with its conflict.
+func hostChangeCases(t *testing.T, work, reads string, reset func(), fewer int, tests []hostChange) {
+	t.Helper()
 	reset()
 	c := command{Argv: []string{"sh", "-c", reads}, Dir: work}
 	_, slow := runStats(t, transaction, c)
 	c.TxArgs = fastLookups
 	_, fast := runStats(t, transaction, c)
-	require.Greater(t, slow["trapped_calls"]-fast["trapped_calls"], 100, "the stats ran natively")
+	require.Greater(t, slow["trapped_calls"]-fast["trapped_calls"], fewer, "the stats ran natively")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := abortsAsWithout(t, work, reads, tt.outside, reset)
