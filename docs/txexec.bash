@@ -86,7 +86,7 @@ _txexec() {
 	elif [[ " --on-exit --retry --unsupported --output --signals --exclude --undo --repeat --state-dir " == *" $prev "* ]]; then
 		_txexec_value "$prev" "$cur"
 	elif [[ $cur == -* ]]; then
-		mapfile -t COMPREPLY < <(compgen -W '--on-exit= --retry --no-durable --unsupported= --output= --signals= --exclude --undo= --passthrough --in-program --fast-lookups --trace --deterministic --record --repeat --vary-seed --state-dir --version --help -h' -- "$cur")
+		mapfile -t COMPREPLY < <(compgen -W '--on-exit= --retry --no-durable --unsupported= --output= --signals= --exclude --undo= --passthrough --in-program --fast-lookups --no-fast-lookups --trace --deterministic --record --repeat --vary-seed --state-dir --version --help -h' -- "$cur")
 		[[ ${#COMPREPLY[@]} -eq 1 && ${COMPREPLY[0]} == *= ]] && compopt -o nospace 2>/dev/null
 	elif ((lead)); then
 		mapfile -t COMPREPLY < <(compgen -W 'log show commit abort recover wrap unwrap replay export parallel undo gc' -- "$cur"; compgen -c -- "$cur")

@@ -34,7 +34,8 @@ type runEffects struct {
 	// the transaction will abort whatever the rest of the tree does.
 	abortCertain func(status int) bool
 
-	// fast is --fast-lookups' configuration, nil without it.
+	// fast is the fast path's configuration (on by default), nil when
+	// it is off (--no-fast-lookups, or an option that excludes it).
 	fast *interpose.FastLookups
 
 	// ready is closed once sess is set: the command may exit before

@@ -654,10 +654,10 @@ func fastLookups(k *syscalls.Kernel) *interpose.FastLookups {
 // executes from a descriptor txexec opened: a file reached through a mount
 // of another mount namespace than the caller's is executed without its
 // set-ID bits and file capabilities (mnt_may_suid), so such a tree gets no
-// namespace of its own, and no native opens. (txexec wrap refuses to record
-// --fast-lookups today; this keeps a wrapped program's privileges if the
-// fast path is ever on for it, as it was in a run of the whole e2e suite
-// with the option forced on.)
+// namespace of its own, and no native opens. (A wrapped run has the fast
+// path off today, runWrapped; this keeps a wrapped program's privileges if
+// it is ever on for one, as it was in a run of the whole e2e suite with the
+// option forced on.)
 func txFastLookups(k *syscalls.Kernel, t *txn.Transaction, excludes []string, wrapped bool) (f *interpose.FastLookups, end func(), err error) {
 	treeFD, err := t.FastLookups.ReadOnlyFD()
 	if err != nil {

@@ -150,6 +150,10 @@ func runWrapped(args []string) int {
 		return fail("%s: %v", r.conf, err)
 	}
 	o.Argv = r.argv
+	// A wrapped set-ID program runs without the fast path: txexec wrap
+	// never records --fast-lookups, and the agent would be one more piece
+	// of code mapped into a privileged process for every caller.
+	o.FastLookups = false
 	// Opened as root and executed through its descriptor with the
 	// caller's ids: an original with file capabilities is in an entry
 	// only root can search (docs/semantics.md §7).

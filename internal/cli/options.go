@@ -52,13 +52,18 @@ type Run struct {
 	Excludes    []string
 	Passthrough bool
 	InProgram   bool // --in-program (Passthrough too)
-	// FastLookups is --fast-lookups (experimental): lookups made natively
-	// by an agent in the program (docs/fastpath.md).
+	// FastLookups is the fast path for read-only lookups: made natively
+	// by an agent in the program (docs/fastpath.md). On unless
+	// --no-fast-lookups, or an option it cannot be combined with, is given.
 	FastLookups bool
-	KeepUndo    bool // --undo=keep: keep before-images for txexec undo
-	Trace       bool
-	TraceFile   string // "": stderr
-	StateDir    string // "": $TXEXEC_STATE_DIR or the default
+	// FastLookupsAsked is --fast-lookups given explicitly: with an option
+	// the fast path cannot be combined with, that is an error rather than
+	// the fast path left off.
+	FastLookupsAsked bool
+	KeepUndo         bool // --undo=keep: keep before-images for txexec undo
+	Trace            bool
+	TraceFile        string // "": stderr
+	StateDir         string // "": $TXEXEC_STATE_DIR or the default
 	// Deterministic runs the command in the deterministic environment
 	// with Seed (--deterministic[=SEED]).
 	Deterministic bool
@@ -81,7 +86,7 @@ type Run struct {
 // Defaults is a Run before any option.
 func Defaults() Run {
 	return Run{OnExit: txn.OnExitSuccess, Durable: true, Unsupported: syscalls.PolicyAbort,
-		Output: OutputLive, Signals: signals.Defer, KeepUndo: true}
+		Output: OutputLive, Signals: signals.Defer, KeepUndo: true, FastLookups: true}
 }
 
 // ValueKind is whether an option takes a value.
@@ -227,19 +232,26 @@ var Options = []Option{
 	},
 	{
 		Name: "fast-lookups",
-		Help: "experimental: stat, access, readlink and read-only opens made natively in the program",
-		Doc: "Experimental: an agent mapped into every program of the tree at its exec makes " +
-			"stat, statx, access, readlink and read-only opens of absolute paths, and stat, statx and openat relative " +
-			"to a directory descriptor or of a descriptor (AT_EMPTY_PATH), natively, from call sites the supervisor " +
-			"rewrites while it serves their first call (docs/fastpath.md); paths relative to the working directory, " +
-			"symlinks to follow, paths under /proc, /sys and /dev, opens for writing, Go programs and multi-threaded " +
-			"processes stay on the supervisor. In a transaction the same calls, also with . and .. in the path, are made " +
-			"natively only where the view has walked and the transaction changed nothing, opens only in a mount namespace " +
-			"of the tree's own whose mounts update no atime (so /proc/self/mountinfo shows noatime), and every " +
-			"call made natively is added to the read set. Not with --deterministic, --in-program or --trace. " +
-			"The agent shows in /proc/self/maps, and its O_PATH opens are real ones; " +
-			"docs/semantics.md lists the other differences.",
-		set: func(r *Run, _ string) error { r.FastLookups = true; return nil },
+		Help: "make read-only lookups natively in the program (the default)",
+		Doc: "The default: an agent mapped into every program of the tree at its exec makes " +
+			"stat, statx, access, readlink, getcwd and read-only opens, by path or relative to a descriptor, " +
+			"natively, from call sites the supervisor rewrites while it serves their first call (docs/fastpath.md). " +
+			"In a transaction a call is made natively only where the view has walked and the transaction changed " +
+			"nothing on the way, and every call made natively is added to the read set: the transaction's " +
+			"isolation, conflicts and symlink checks are the same as without it. Paths under /proc, /sys and /dev, " +
+			"opens for writing, Go programs and multi-threaded processes stay on the supervisor. Native opens need " +
+			"a mount namespace of the tree's own whose mounts update no atime (so /proc/self/mountinfo shows noatime). " +
+			"The agent shows in /proc/self/maps, and its O_PATH opens are real ones; docs/semantics.md lists the " +
+			"other differences. Off with --deterministic, --in-program and --trace (an error when asked for with them), " +
+			"and for wrapped set-ID programs.",
+		set: func(r *Run, _ string) error { r.FastLookups, r.FastLookupsAsked = true, true; return nil },
+	},
+	{
+		Name: "no-fast-lookups",
+		Help: "every lookup served by the supervisor",
+		Doc: "Turn the fast path off: every call the filter traps reaches the supervisor, as in releases before " +
+			"it was the default (for comparisons, and for programs that must not have the agent mapped).",
+		set: func(r *Run, _ string) error { r.FastLookups, r.FastLookupsAsked = false, false; return nil },
 	},
 	{
 		Name: "trace", Kind: OptionalValue, Arg: "FILE", Complete: CompleteFile,
@@ -463,6 +475,10 @@ func parseOptions(args []string, table []Option, words map[string][]string) (*Ru
 
 // checkCombinations refuses options that need another, or exclude it.
 func checkCombinations(r *Run) error {
+	if r.FastLookups && !r.FastLookupsAsked && (r.Deterministic || r.InProgram || r.Trace) {
+		// The default gives way to an option that excludes it.
+		r.FastLookups = false
+	}
 	switch {
 	case r.Repeat > 0 && !r.Deterministic:
 		return Usagef("--repeat needs --deterministic")

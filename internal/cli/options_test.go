@@ -36,25 +36,32 @@ func TestParse(t *testing.T) {
 		{"signals", []string{"--signals=immediate", "x"}, with(func(r *Run) { r.Signals = signals.Immediate; r.Argv = []string{"x"} })},
 		{"excludes repeat", []string{"--exclude", "/a", "--exclude=/b", "x"}, with(func(r *Run) { r.Excludes = []string{"/a", "/b"}; r.Argv = []string{"x"} })},
 		{"passthrough", []string{"--passthrough", "x"}, with(func(r *Run) { r.Passthrough = true; r.Argv = []string{"x"} })},
-		{"in-program, an alias of passthrough", []string{"--in-program", "x"}, with(func(r *Run) { r.Passthrough, r.InProgram = true, true; r.Argv = []string{"x"} })},
-		{"fast lookups", []string{"--passthrough", "--fast-lookups", "x"}, with(func(r *Run) { r.Passthrough, r.FastLookups = true, true; r.Argv = []string{"x"} })},
-		{"fast lookups in a transaction", []string{"--fast-lookups", "x"}, with(func(r *Run) { r.FastLookups = true; r.Argv = []string{"x"} })},
-		{"trace to stderr", []string{"--trace", "x"}, with(func(r *Run) { r.Trace = true; r.Argv = []string{"x"} })},
-		{"trace to a file", []string{"--trace=/t", "x"}, with(func(r *Run) { r.Trace, r.TraceFile = true, "/t"; r.Argv = []string{"x"} })},
+		{"in-program, an alias of passthrough", []string{"--in-program", "x"}, with(func(r *Run) { r.Passthrough, r.InProgram, r.FastLookups = true, true, false; r.Argv = []string{"x"} })},
+		{"fast lookups", []string{"--passthrough", "--fast-lookups", "x"}, with(func(r *Run) { r.Passthrough, r.FastLookupsAsked = true, true; r.Argv = []string{"x"} })},
+		{"fast lookups in a transaction", []string{"--fast-lookups", "x"}, with(func(r *Run) { r.FastLookupsAsked = true; r.Argv = []string{"x"} })},
+		{"no fast lookups", []string{"--no-fast-lookups", "x"}, with(func(r *Run) { r.FastLookups = false; r.Argv = []string{"x"} })},
+		{"the last of the two wins", []string{"--no-fast-lookups", "--fast-lookups", "x"}, with(func(r *Run) { r.FastLookupsAsked = true; r.Argv = []string{"x"} })},
+		{"and the other way", []string{"--fast-lookups", "--no-fast-lookups", "x"}, with(func(r *Run) { r.FastLookups = false; r.Argv = []string{"x"} })},
+		{"no fast lookups by default with --trace", []string{"--trace", "--passthrough", "x"}, with(func(r *Run) {
+			r.Trace, r.Passthrough, r.FastLookups = true, true, false
+			r.Argv = []string{"x"}
+		})},
+		{"trace to stderr", []string{"--trace", "x"}, with(func(r *Run) { r.Trace, r.FastLookups = true, false; r.Argv = []string{"x"} })},
+		{"trace to a file", []string{"--trace=/t", "x"}, with(func(r *Run) { r.Trace, r.TraceFile, r.FastLookups = true, "/t", false; r.Argv = []string{"x"} })},
 		{"state-dir", []string{"--state-dir", "/s", "x"}, with(func(r *Run) { r.StateDir = "/s"; r.Argv = []string{"x"} })},
 		{"help without a command", []string{"--help"}, with(func(r *Run) { r.Help = true; r.Argv = []string{} })},
 		{"-h after options", []string{"--retry", "1", "-h"}, with(func(r *Run) { r.Retry, r.Help = 1, true; r.Argv = []string{} })},
 		{"version", []string{"--version"}, with(func(r *Run) { r.Version = true; r.Argv = []string{} })},
 		{"a one-dash word is the command", []string{"-x"}, with(func(r *Run) { r.Argv = []string{"-x"} })},
 		{"-- then an option-like command", []string{"--", "--help"}, with(func(r *Run) { r.Argv = []string{"--help"} })},
-		{"deterministic", []string{"--deterministic", "x"}, with(func(r *Run) { r.Deterministic = true; r.Argv = []string{"x"} })},
-		{"deterministic with a seed", []string{"--deterministic=42", "x"}, with(func(r *Run) { r.Deterministic, r.Seed = true, 42; r.Argv = []string{"x"} })},
+		{"deterministic", []string{"--deterministic", "x"}, with(func(r *Run) { r.Deterministic, r.FastLookups = true, false; r.Argv = []string{"x"} })},
+		{"deterministic with a seed", []string{"--deterministic=42", "x"}, with(func(r *Run) { r.Deterministic, r.Seed, r.FastLookups = true, 42, false; r.Argv = []string{"x"} })},
 		{"repeat", []string{"--deterministic", "--repeat", "3", "--vary-seed", "x"}, with(func(r *Run) {
-			r.Deterministic, r.Repeat, r.VarySeed = true, 3, true
+			r.Deterministic, r.Repeat, r.VarySeed, r.FastLookups = true, 3, true, false
 			r.Argv = []string{"x"}
 		})},
 		{"record is deterministic", []string{"--record", "--deterministic=7", "x"}, with(func(r *Run) {
-			r.Record, r.Deterministic, r.Seed = true, true, 7
+			r.Record, r.Deterministic, r.Seed, r.FastLookups = true, true, 7, false
 			r.Argv = []string{"x"}
 		})},
 	} {
