@@ -24,7 +24,7 @@ func BenchmarkFastLookups(b *testing.B) {
 		b.Run(op, func(b *testing.B) {
 			ms := []mode{
 				{name: "native", prefix: func(testing.TB) []string { return nil }},
-				{name: "passthrough", prefix: func(tb testing.TB) []string { return []string{txexecBinary(tb), "--passthrough", "--"} }},
+				{name: "passthrough", prefix: func(tb testing.TB) []string { return served(txexecBinary(tb), "--passthrough") }},
 				{name: "passthrough-fast", prefix: func(tb testing.TB) []string {
 					return []string{txexecBinary(tb), "--passthrough", "--fast-lookups", "--"}
 				}},

@@ -52,10 +52,10 @@ func gapModes(percall string) []gapMode {
 		{name: "floor-native", argv: floorRun("-m"), counted: true},
 		{name: "floor", argv: floorRun("-s"), counted: true},
 		{name: "passthrough", counted: true, argv: func(tb testing.TB, n, iters int, dir string) []string {
-			return fixture(txexecBinary(tb), "--passthrough", "--")(tb, n, iters, dir)
+			return fixture(served(txexecBinary(tb), "--passthrough")...)(tb, n, iters, dir)
 		}},
 		{name: "tx", counted: true, argv: func(tb testing.TB, n, iters int, dir string) []string {
-			return fixture(txexecBinary(tb), "--")(tb, n, iters, dir)
+			return fixture(served(txexecBinary(tb))...)(tb, n, iters, dir)
 		}},
 	}
 }

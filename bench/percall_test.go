@@ -66,6 +66,24 @@ const (
 	BaseEnv = "TXEXEC_BENCH_BASE"
 )
 
+// served is bin's command line before "--" with opts and every trapped
+// call served by the supervisor: the fast path for read-only lookups is
+// the default, and these benchmarks measure the calls it would take off
+// the supervisor. A base build from before that default knows no
+// --no-fast-lookups, and has the fast path off.
+func served(bin string, opts ...string) []string {
+	argv := append([]string{bin}, opts...)
+	knows, _ := knowsNoFast.LoadOrStore(bin, sync.OnceValue(func() bool {
+		return exec.Command(bin, "--no-fast-lookups", "--passthrough", "--", "true").Run() == nil
+	}))
+	if knows.(func() bool)() {
+		argv = append(argv, "--no-fast-lookups")
+	}
+	return append(argv, "--")
+}
+
+var knowsNoFast sync.Map // binary path -> func() bool
+
 var (
 	txexecOnce sync.Once
 	txexecBin  string
@@ -177,8 +195,8 @@ var asNobody = []string{"setpriv", "--reuid=65534", "--regid=65534", "--clear-gr
 func modes(op string) []mode {
 	ms := []mode{
 		{name: "native", prefix: func(testing.TB) []string { return nil }},
-		{name: "passthrough", prefix: func(tb testing.TB) []string { return []string{txexecBinary(tb), "--passthrough", "--"} }},
-		{name: "tx", prefix: func(tb testing.TB) []string { return []string{txexecBinary(tb), "--"} }},
+		{name: "passthrough", prefix: func(tb testing.TB) []string { return served(txexecBinary(tb), "--passthrough") }},
+		{name: "tx", prefix: func(tb testing.TB) []string { return served(txexecBinary(tb)) }},
 	}
 	switch op {
 	case "read", "write":
@@ -187,13 +205,13 @@ func modes(op string) []mode {
 		ms = append(ms, mode{name: "floor", floorArgs: []string{"-s"}},
 			mode{name: "passthrough-other-user", otherUser: true,
 				prefix: func(tb testing.TB) []string {
-					return append([]string{txexecBinary(tb), "--passthrough", "--"}, asNobody...)
+					return append(served(txexecBinary(tb), "--passthrough"), asNobody...)
 				}},
 			mode{name: "tx-other-user", otherUser: true,
-				prefix: func(tb testing.TB) []string { return append([]string{txexecBinary(tb), "--"}, asNobody...) }})
+				prefix: func(tb testing.TB) []string { return append(served(txexecBinary(tb)), asNobody...) }})
 		if base := os.Getenv(BaseEnv); base != "" {
 			ms = append(ms, mode{name: "passthrough-other-user-base", otherUser: true,
-				prefix: func(testing.TB) []string { return append([]string{base, "--passthrough", "--"}, asNobody...) }})
+				prefix: func(testing.TB) []string { return append(served(base, "--passthrough"), asNobody...) }})
 		}
 	case "open":
 		ms = append(ms, mode{name: "floor", floorArgs: []string{"-s", "-o"}})
@@ -204,8 +222,8 @@ func modes(op string) []mode {
 	}
 	if base := os.Getenv(BaseEnv); base != "" {
 		ms = append(ms,
-			mode{name: "passthrough-base", prefix: func(testing.TB) []string { return []string{base, "--passthrough", "--"} }},
-			mode{name: "tx-base", prefix: func(testing.TB) []string { return []string{base, "--"} }})
+			mode{name: "passthrough-base", prefix: func(testing.TB) []string { return served(base, "--passthrough") }},
+			mode{name: "tx-base", prefix: func(testing.TB) []string { return served(base) }})
 	}
 	return ms
 }

@@ -85,8 +85,11 @@ func countSupervisor(tb testing.TB, perf, txexec, bin, op string, n int) supervi
 	dir := WorkDir(tb)
 	tmp := tb.TempDir()
 	data, stats := filepath.Join(tmp, "perf.data"), filepath.Join(tmp, "stats")
-	argv := append([]string{"record", "-q", "-e", "raw_syscalls:sys_enter", "-a", "-o", data, "--",
-		txexec, "--"}, PercallArgs(bin, op, dir, n)...)
+	// -N: no build-id cache, whose hard links into ~/.debug change the
+	// ctime of every binary perf sees (a conflict for any transaction
+	// running meanwhile that read one).
+	argv := append(append([]string{"record", "-N", "-q", "-e", "raw_syscalls:sys_enter", "-a", "-o", data, "--"},
+		served(txexec)...), PercallArgs(bin, op, dir, n)...)
 	cmd := exec.Command(perf, argv...)
 	cmd.Env = append(os.Environ(), "TXEXEC_STATS="+stats, "TXEXEC_STATE_DIR="+filepath.Join(tmp, "state"))
 	if out, err := cmd.CombinedOutput(); err != nil {

@@ -112,13 +112,15 @@ type workloadMode struct {
 var workloadModes = []workloadMode{
 	{name: "native"},
 	{name: "native+sync", syncfs: true},
-	{name: "passthrough", txexec: true, opts: []string{"--passthrough"}},
-	// The fast path for read-only lookups (docs/fastpath.md), next to
-	// plain passthrough: what it saves in whole programs.
+	// Every trapped call served by the supervisor (--no-fast-lookups) in
+	// passthrough, aci and durable; the fast path for read-only lookups
+	// (docs/fastpath.md), the default, in passthrough+fast and
+	// durable+fast: what it saves in whole programs.
+	{name: "passthrough", txexec: true, opts: []string{"--passthrough", "--no-fast-lookups"}},
 	{name: "passthrough+fast", txexec: true, opts: []string{"--passthrough", "--fast-lookups"}},
-	{name: "aci", txexec: true, opts: []string{"--no-durable"}},
-	{name: "durable", txexec: true},
-	// The same in a transaction: durable, the default, with the fast path.
+	{name: "aci", txexec: true, opts: []string{"--no-durable", "--no-fast-lookups"}},
+	{name: "durable", txexec: true, opts: []string{"--no-fast-lookups"}},
+	// txexec's default: durable, with the fast path.
 	{name: "durable+fast", txexec: true, opts: []string{"--fast-lookups"}},
 }
 

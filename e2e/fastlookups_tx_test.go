@@ -49,7 +49,7 @@ func runStats(t *testing.T, m mode, c command) (result, map[string]int) {
 func abortsAsWithout(t *testing.T, work, reads, outside string, reset func()) string {
 	t.Helper()
 	var stderr [2]string
-	for i, opts := range [][]string{nil, fastLookups} {
+	for i, opts := range [][]string{noFastLookups, fastLookups} {
 		if reset != nil {
 			reset()
 		}
@@ -99,7 +99,7 @@ func fastAsNative(t *testing.T, c command, n, atMost int) {
 	t.Helper()
 	nat := run(t, native, c)
 	require.Equal(t, 0, nat.Status, nat.Stderr)
-	slow, slowStats := runStats(t, transaction, c)
+	slow, slowStats := runStats(t, transaction, withoutFast(c))
 	c.TxArgs = fastLookups
 	fast, fastStats := runStats(t, transaction, c)
 	for _, r := range []result{slow, fast} {
@@ -147,7 +147,7 @@ rm %[3]s/f && echo bb > %[3]s/g && %[1]s paths 50 %[3]s/f %[3]s/g %[3]s && ls -l
 			var host [2]string
 			for i, fast := range []bool{false, true} {
 				require.NoError(t, os.RemoveAll(w))
-				c := command{Argv: []string{"sh", "-c", script}, Dir: dir, TxArgs: opts}
+				c := withoutFast(command{Argv: []string{"sh", "-c", script}, Dir: dir, TxArgs: opts})
 				if fast {
 					c.TxArgs = append(append([]string(nil), opts...), fastLookups...)
 				}
@@ -206,7 +206,7 @@ func hostChangeCases(t *testing.T, work, reads string, reset func(), fewer int, 
 	t.Helper()
 	reset()
 	c := command{Argv: []string{"sh", "-c", reads}, Dir: work}
-	_, slow := runStats(t, transaction, c)
+	_, slow := runStats(t, transaction, withoutFast(c))
 	c.TxArgs = fastLookups
 	_, fast := runStats(t, transaction, c)
 	require.Greater(t, slow["trapped_calls"]-fast["trapped_calls"], fewer, "the stats ran natively")
@@ -329,7 +329,7 @@ func TestFastLookupsTxOpenMix(t *testing.T) {
 	dir, bin := fastFixture(t)
 	for _, opts := range [][]string{nil, {"--on-exit=abort"}} {
 		c := command{Argv: []string{bin, "openmix", "20", dir}, Dir: dir, TxArgs: opts}
-		slow := run(t, transaction, c)
+		slow := run(t, transaction, withoutFast(c))
 		c.TxArgs = append(append([]string(nil), opts...), fastLookups...)
 		fast := run(t, transaction, c)
 		assert.Equal(t, 0, fast.Status, fast.Stderr)
@@ -453,7 +453,7 @@ func TestFastLookupsTxLinksSeeChanges(t *testing.T) {
 	// The file the transaction wrote has a new inode at every run.
 	inode := regexp.MustCompile(`v=[0-9]+`)
 	var outs [2]string
-	for i, opts := range [][]string{nil, fastLookups} {
+	for i, opts := range [][]string{noFastLookups, fastLookups} {
 		c := command{Argv: []string{"sh", "-c", script}, Dir: dir, TxArgs: append([]string{"--on-exit=abort"}, opts...)}
 		r := run(t, transaction, c)
 		require.Equal(t, 0, r.Status, r.Stderr)
@@ -493,7 +493,7 @@ func TestFastLookupsTxReadlinkChangedDir(t *testing.T) {
 	c := command{Argv: []string{"sh", "-c", script}, Dir: dir, TxArgs: []string{"--on-exit=abort"}}
 	nat := run(t, native, c)
 	require.Equal(t, 0, nat.Status, nat.Stderr)
-	slow, slowStats := runStats(t, transaction, c)
+	slow, slowStats := runStats(t, transaction, withoutFast(c))
 	c.TxArgs = append(c.TxArgs, fastLookups...)
 	fast, fastStats := runStats(t, transaction, c)
 	for _, r := range []result{slow, fast} {
@@ -557,7 +557,7 @@ func TestFastLookupsTxOwnObjects(t *testing.T) {
 %[1]s paths 100 %[2]s/new/x %[2]s/sub/../new/x && mkdir %[2]s/new && echo x > %[2]s/new/x && %[1]s paths 100 %[2]s/new/x %[2]s/sub/../new/x`, bin, dir)
 	var got [2]result
 	var stats [2]map[string]int
-	for i, opts := range [][]string{{"--on-exit=abort"}, append([]string{"--on-exit=abort"}, fastLookups...)} {
+	for i, opts := range [][]string{{"--on-exit=abort", "--no-fast-lookups"}, append([]string{"--on-exit=abort"}, fastLookups...)} {
 		got[i], stats[i] = runStats(t, transaction, command{Argv: []string{"sh", "-c", script}, Dir: dir, TxArgs: opts})
 		require.Equal(t, 0, got[i].Status, got[i].Stderr)
 	}
@@ -601,7 +601,7 @@ os.utime(d, (5, 6))
 st = os.stat(d)
 print(oct(st.st_mode & 0o777), st.st_mtime, st.st_nlink)`
 	var got [2]result
-	for i, opts := range [][]string{{"--on-exit=abort"}, append([]string{"--on-exit=abort"}, fastLookups...)} {
+	for i, opts := range [][]string{{"--on-exit=abort", "--no-fast-lookups"}, append([]string{"--on-exit=abort"}, fastLookups...)} {
 		got[i] = run(t, transaction, command{Argv: []string{"python3", "-c", script}, Dir: dir, TxArgs: opts})
 		require.Equal(t, 0, got[i].Status, got[i].Stderr)
 	}
@@ -615,7 +615,7 @@ print(oct(st.st_mode & 0o777), st.st_mtime, st.st_nlink)`
 // open descriptor reads the data, not the attributes.
 func TestFastLookupsTxDataReadChmod(t *testing.T) {
 	for _, other := range []string{"chmod 0600 f", "chown 1:1 f"} {
-		for _, opts := range [][]string{nil, fastLookups} {
+		for _, opts := range [][]string{noFastLookups, fastLookups} {
 			s := newTxState(t)
 			work := t.TempDir()
 			require.NoError(t, os.WriteFile(filepath.Join(work, "f"), []byte("file\n"), 0o644))

@@ -183,7 +183,7 @@ func TestTOCTTOUSymlinkSwap(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, "written by the victim\n", string(secret), "natively the swap redirects the write")
 		})
-		for _, opts := range [][]string{nil, {"--fast-lookups"}} {
+		for _, opts := range [][]string{{"--no-fast-lookups"}, {"--fast-lookups"}} {
 			t.Run(tc.name+"/txexec is not"+strings.Join(append([]string{""}, opts...), " "), func(t *testing.T) {
 				s := newTocttouScene(t, tc.targetUID)
 				state := t.TempDir()
