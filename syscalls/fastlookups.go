@@ -130,14 +130,15 @@ func (f *FastRings) Drain() bool {
 // supervisor serves, which the program waits for. That drain stays: it
 // feeds what is left, in order, as before. The goroutine looks every
 // backgroundBusy while it finds records, backing off to backgroundIdle
-// when it finds none. A record fed after a change the transaction made
+// when it finds none, and to backgroundAsleep once it has found none for
+// backgroundNap (nextLook). A record fed after a change the transaction made
 // since the call is a read of the host before the change: its generation
 // says so (docs/fastpath.md §4.7), however late the feed.
 func (f *FastRings) Background() {
 	f.stop, f.done = make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(f.done)
-		wait := backgroundBusy
+		wait, idle := backgroundBusy, time.Duration(0)
 		t := time.NewTimer(wait)
 		defer t.Stop()
 		for {
@@ -146,11 +147,7 @@ func (f *FastRings) Background() {
 				return
 			case <-t.C:
 			}
-			if f.Drain() {
-				wait = backgroundBusy
-			} else {
-				wait = min(2*wait, backgroundIdle)
-			}
+			wait, idle = nextLook(wait, idle, f.Drain())
 			t.Reset(wait)
 		}
 	}()
@@ -158,12 +155,30 @@ func (f *FastRings) Background() {
 
 // How often Background looks at the rings: while they hold records (a
 // ring of 1,024 fills in a few milliseconds of a program that makes
-// nothing but lookups, and a full ring forwards its calls), and at most
-// when they hold none.
+// nothing but lookups, and a full ring forwards its calls), at most when
+// they hold none, and once they have held none for backgroundNap: a tree
+// that waits (an interactive shell, a sleep) is not woken 125 times a
+// second, each look waking two or three of the supervisor's threads. A
+// burst after such a nap fills a ring at worst before the next look, and
+// its full ring forwards one call a ring, which drains it.
 const (
-	backgroundBusy = 500 * time.Microsecond
-	backgroundIdle = 8 * time.Millisecond
+	backgroundBusy   = 500 * time.Microsecond
+	backgroundIdle   = 8 * time.Millisecond
+	backgroundNap    = time.Second
+	backgroundAsleep = 250 * time.Millisecond
 )
+
+// nextLook is the wait before Background's next look, after a look that
+// found records or not, and how long the rings have held none (idle).
+func nextLook(wait, idle time.Duration, found bool) (time.Duration, time.Duration) {
+	switch {
+	case found:
+		return backgroundBusy, 0
+	case idle+wait >= backgroundNap:
+		return backgroundAsleep, idle + wait
+	}
+	return min(2*wait, backgroundIdle), idle + wait
+}
 
 // Finish turns the fast path off for the whole tree and drains every ring
 // left: the commit's validation must see every record, and its

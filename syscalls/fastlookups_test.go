@@ -136,3 +136,29 @@ func TestFastRingsBackground(t *testing.T) {
 	require.ErrorAs(t, v.Validate(nil), &conflict)
 	assert.Equal(t, absent, conflict.Path)
 }
+
+// TestNextLook: Background looks often while the rings hold records,
+// backs off to 8 ms while they hold none, and to 250 ms once they have held
+// none for a second; records bring it back at once.
+func TestNextLook(t *testing.T) {
+	wait, idle := backgroundBusy, time.Duration(0)
+	var waits []time.Duration
+	for range 6 {
+		wait, idle = nextLook(wait, idle, false)
+		waits = append(waits, wait)
+	}
+	assert.Equal(t, []time.Duration{time.Millisecond, 2 * time.Millisecond, 4 * time.Millisecond,
+		8 * time.Millisecond, 8 * time.Millisecond, 8 * time.Millisecond}, waits)
+	looks := 6
+	for wait < backgroundAsleep {
+		wait, idle = nextLook(wait, idle, false)
+		looks++
+	}
+	assert.GreaterOrEqual(t, idle, backgroundNap, "asleep only after a second without records")
+	assert.Less(t, looks, 140)
+	wait, idle = nextLook(wait, idle, false)
+	assert.Equal(t, backgroundAsleep, wait)
+	wait, idle = nextLook(wait, idle, true)
+	assert.Equal(t, backgroundBusy, wait)
+	assert.Zero(t, idle)
+}
