@@ -332,7 +332,7 @@ func (v *Tx) Utimens(c *Caller, at *Handle, path string, ts *[2]unix.Timespec, f
 			}
 			if v.StampTimes {
 				// "Now" is the view's clock, not the host kernel's.
-				now := v.now()
+				now := v.nowLocked()
 				for i := range times {
 					if times[i].Nsec == unix.UTIME_NOW {
 						times[i] = now

@@ -29,7 +29,7 @@ func (v *Tx) stampLocked(n *Node, st *unix.Stat_t) error {
 	if n.stamped != nil && *n.stamped == st.Mtim {
 		return nil
 	}
-	t := v.now()
+	t := v.nowLocked()
 	if n.changed != nil {
 		t = *n.changed // a directory's entries: the view's own time
 	}
@@ -89,7 +89,7 @@ func (v *Tx) stampAllLocked() error {
 		at := n.changed
 		if at == nil {
 			if t == nil {
-				now := v.now()
+				now := v.nowLocked()
 				t = &now
 			}
 			at = t

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"txexec/fastlookup"
+	"txexec/internal/sysx"
 	"txexec/store"
 )
 
@@ -56,9 +57,13 @@ type Tx struct {
 	// the transaction listed it, by directory path.
 	hostMade         []hostMade
 	madeAfterListing map[string]map[string]bool
-	// Now is the clock for directory times (tests and deterministic runs
-	// replace it).
+	// Now, when set, is the clock the view stamps its own changes with
+	// (directory times, ctimes: see nowLocked): deterministic runs set
+	// their virtual clock, tests one of their own. Unset, the view
+	// stamps with clock, the kernel's.
 	Now func() time.Time
+	// clock reads the time the kernel stamps files with (see nowLocked).
+	clock *sysx.FileClock
 	// SortedListings lists host directories by name instead of in the
 	// host's order (deterministic runs; see Listing).
 	SortedListings bool
@@ -186,9 +191,15 @@ func NewTx(host *Host, staging string, opt TxOptions) (*Tx, error) {
 		unix.Close(rfd)
 		return nil, err
 	}
+	clock, err := sysx.NewFileClock()
+	if err != nil {
+		unix.Close(home.fd)
+		unix.Close(rfd)
+		return nil, err
+	}
 	v := &Tx{
-		host: host, home: home, newArea: opt.NewArea, noatime: noatime, roRootFd: -1,
-		nodes: map[FileID]*Node{}, reads: map[string]readRecord{}, Now: time.Now,
+		host: host, home: home, newArea: opt.NewArea, noatime: noatime, roRootFd: -1, clock: clock,
+		nodes: map[FileID]*Node{}, reads: map[string]readRecord{},
 		areas: map[uint64]*area{mnt: home}, areaErrs: map[uint64]error{},
 		fast: opt.FastLookups,
 	}
@@ -457,23 +468,47 @@ func (v *Tx) newStagedNameLocked() string {
 	return strconv.Itoa(v.seq) + "-" + hex.EncodeToString(r[:])
 }
 
-func (v *Tx) now() unix.Timespec {
-	t := v.Now()
-	return unix.NsecToTimespec(t.UnixNano())
+// nowLocked is the time the view stamps a change of its own with: Now's
+// when set, else the kernel's file clock's. The kernel stamps the
+// transaction's staged objects itself as processes write them, and its
+// stamps are not CLOCK_REALTIME's (sysx.FileClock): a directory stamped
+// from CLOCK_REALTIME could show an mtime after that of a file written
+// just after its entries changed, which Linux never shows. The file
+// clock's reading is a stamp the kernel made now, so it keeps the order of
+// the changes with the stamps of every file changed before or after it.
+// A reading the kernel refuses (it never has) dooms the transaction.
+//
+// Preconditions: v.mu held.
+func (v *Tx) nowLocked() unix.Timespec {
+	if v.Now != nil {
+		return unix.NsecToTimespec(v.Now().UnixNano())
+	}
+	t, err := v.clock.Now()
+	if err != nil {
+		if v.doomed == nil {
+			v.doomed = fmt.Errorf("read the kernel's file clock: %w", err)
+		}
+		return unix.NsecToTimespec(time.Now().UnixNano())
+	}
+	return t
 }
 
 // touchDirLocked records a change to dir's entries (its mtime and ctime).
+//
+// Preconditions: v.mu held.
 func (v *Tx) touchDirLocked(dir *Node) {
 	v.fastNodeLocked(dir, fastlookup.ChangedSelf)
-	t := v.now()
+	t := v.nowLocked()
 	dir.changed = &t
 }
 
 // touchCtimeLocked records a change to n's inode that its backing object
 // does not show (see Node.ctime).
+//
+// Preconditions: v.mu held.
 func (v *Tx) touchCtimeLocked(n *Node) {
 	v.fastNodeLocked(n, fastlookup.ChangedSelf)
-	t := v.now()
+	t := v.nowLocked()
 	n.ctime = &t
 }
 

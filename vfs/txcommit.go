@@ -474,4 +474,5 @@ func (v *Tx) Close() {
 			a.fd = -1
 		}
 	}
+	v.clock.Close()
 }
