@@ -32,6 +32,12 @@
 //     host's order (by name with SortedListings, in deterministic runs)
 //     with stable per-name cookies (passthrough directories excepted).
 //     Host listings leave staging areas out (isAreaName).
+//   - The times the view sets itself (a changed directory's mtime and
+//     ctime, the ctime of a link count or name change) are stamps of the
+//     kernel's file clock (sysx.FileClock), so they keep the order of the
+//     changes with the kernel's stamps of the staged objects processes
+//     write (Tx.nowLocked); only Tx.Now, a deterministic run's virtual
+//     clock, replaces it.
 //   - With StampTimes (deterministic runs), a staged object's atime and
 //     mtime are the view's clock's: set on the object when a stat through
 //     the view, or the commit, finds them moved by the host kernel

@@ -123,3 +123,15 @@ func TestFileClockAsAnotherUser(t *testing.T) {
 	}))
 	assert.False(t, before(got, start), "%v after %v", got, start)
 }
+
+// BenchmarkFileClockNow: one reading (utimensat and fstat of a memfd).
+func BenchmarkFileClockNow(b *testing.B) {
+	c, err := sysx.NewFileClock()
+	require.NoError(b, err)
+	defer c.Close()
+	for b.Loop() {
+		if _, err := c.Now(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
