@@ -476,7 +476,11 @@ func (v *Tx) newStagedNameLocked() string {
 // just after its entries changed, which Linux never shows. The file
 // clock's reading is a stamp the kernel made now, so it keeps the order of
 // the changes with the stamps of every file changed before or after it.
-// A reading the kernel refuses (it never has) dooms the transaction.
+// Each stamp takes a reading of its own (two system calls, about 1.4 µs;
+// a tar x of 4,000 files ran no slower): one shared by the stamps of an
+// operation could precede a stamp the kernel gave in between to an object
+// the operation staged. A reading the kernel refuses (it never has) dooms
+// the transaction.
 //
 // Preconditions: v.mu held.
 func (v *Tx) nowLocked() unix.Timespec {
