@@ -64,3 +64,17 @@ func TestDirTimesKeepTheKernelsOrder(t *testing.T) {
 		})
 	}
 }
+
+// TestFileClockFailureDooms: a change the view cannot stamp with the
+// kernel's file clock (here: its file closed) dooms the transaction,
+// saying why, rather than showing a time from another clock.
+func TestFileClockFailureDooms(t *testing.T) {
+	e := newEnv(t, nil)
+	require.NoError(t, e.v.Doomed())
+	require.NoError(t, e.v.clock.Close())
+	require.NoError(t, e.v.Mkdir(e.c, e.c.Cwd, "d", 0o755))
+	err := e.v.Doomed()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "read the kernel's file clock")
+	assert.ErrorIs(t, err, unix.EBADF)
+}
