@@ -27,8 +27,14 @@ func TestProcessParity(t *testing.T) {
 		{name: "forks in a loop", argv: []string{"sh", "-c", `for i in 1 2 3 4 5 6 7 8; do (echo $i > f$i) & done; wait; cat f*`}},
 		{name: "wait for a pid", argv: []string{"sh", "-c", `sleep 0.1 & wait $!; echo $?`}},
 		{name: "exit statuses", argv: []string{"sh", "-c", `sh -c 'exit 7' & wait $!; echo $?; sh -c 'kill -TERM $$'; echo $?; (exit 300); echo $?`}},
-		{name: "wait -n", argv: []string{"bash", "-c", `mkfifo f; (read x < f; exit 4) & (exit 5) & wait -n; echo $?; echo go > f; wait -n; echo $?; rm f`}},
-		{name: "waitid via bash wait -p", argv: []string{"bash", "-c", `(exit 3) & p=$!; wait -n -p who; echo "$? $((who == p))"`}},
+		// bash's wait -n returns a job that ends while it waits, not one
+		// that ended before (natively too: put a sleep before it and it
+		// waits for the next), so each child ends only once the shell is
+		// blocked in wait4 (w): otherwise the test would race the shell
+		// (it lost about once in 100 runs).
+		{name: "wait -n", argv: []string{"bash", "-c", blockedInWait +
+			`mkfifo f; (read x < f; w; exit 4) & (w; exit 5) & wait -n; echo $?; echo go > f; wait -n; echo $?; rm f`}},
+		{name: "waitid via bash wait -p", argv: []string{"bash", "-c", blockedInWait + `(w; exit 3) & p=$!; wait -n -p who; echo "$? $((who == p))"`}},
 		{name: "setsid makes a session leader", argv: []string{"sh", "-c",
 			`setsid --wait sh -c 'read -r pid comm state ppid pgrp sid rest < /proc/$$/stat; [ "$sid" = "$$" ] && [ "$pgrp" = "$$" ] && echo session-leader'`}},
 		// bash's "[1]+ Done" notice depends on whether the job ends
@@ -44,6 +50,10 @@ func TestProcessParity(t *testing.T) {
 		t.Run(p.name, p.check)
 	}
 }
+
+// blockedInWait defines w, a shell function that returns once the shell
+// ($$) is blocked in wait4 (pid -1, no options): what bash's wait -n makes.
+const blockedInWait = `w() { until awk '$1 == 61 && $4 == "0x0" { f = 1 } END { exit !f }' /proc/$$/syscall; do sleep 0.01; done; }; `
 
 // TestProcessFifoMadeInTransaction: a FIFO made in the transaction works
 // inside it, is not on the host before the commit, and is committed as an
