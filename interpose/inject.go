@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 )
@@ -273,16 +274,17 @@ func (in *injector) runShared(code []byte, openEnd int, fds []int) (unix.PtraceR
 	return regs, ok
 }
 
-// injectAgent maps the agent into the new image of tid. It returns the
-// signal to deliver when the thread is resumed (a stop signal that arrived
-// while the injected code ran), and false when the thread is gone (its
-// exit is left for the tracer's loop, t.reaped).
-func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
+// injectAgent maps the agent into the new image of tid, whose executable
+// is exe (statExe; nil if unknown). It returns the signal to deliver when
+// the thread is resumed (a stop signal that arrived while the injected
+// code ran), and false when the thread is gone (its exit is left for the
+// tracer's loop, t.reaped).
+func (t *tracer) injectAgent(tid int, exe *unix.Stat_t) (sig unix.Signal, alive bool) {
 	f := t.fast
 	if f.Allowed != nil && !f.Allowed(tid) {
 		return 0, true
 	}
-	if t.goImage(tid) {
+	if t.goImage(tid, exe) {
 		return 0, true
 	}
 	in, ok := t.newInjector(tid)
@@ -340,12 +342,7 @@ func (t *tracer) injectAgent(tid int) (sig unix.Signal, alive bool) {
 // resumed, and false when it is gone.
 func (t *tracer) replaceRing(child int) (sig unix.Signal, alive bool) {
 	f := t.fast
-	m := Memory{Tid: child}
-	var cfg [8]byte
-	if m.Read(f.Base+agentConfigOff, cfg[:]) != nil || binary.LittleEndian.Uint64(cfg[:]) != agentMagic {
-		return 0, true
-	}
-	if m.Read(f.Base+agentConfigOff+agentTreeOff, cfg[:]) != nil || binary.LittleEndian.Uint64(cfg[:]) == 0 {
+	if magic, tree, ok := f.configWords(child); !ok || magic != agentMagic || tree == 0 {
 		return 0, true
 	}
 	in, ok := t.newInjector(child)
@@ -371,6 +368,30 @@ func (t *tracer) replaceRing(child int) (sig unix.Signal, alive bool) {
 		f.DisableAgent(child)
 	}
 	return in.sig, true
+}
+
+// configWords reads the magic and the tree's address of the agent's
+// configuration in the address space of tid (agent_config.magic and
+// .tree), in one process_vm_readv of two ranges; ok is false when either
+// cannot be read.
+func (f *FastLookups) configWords(tid int) (magic, tree uint64, ok bool) {
+	var m, tr [8]byte
+	local := []unix.Iovec{{Base: &m[0], Len: 8}, {Base: &tr[0], Len: 8}}
+	remote := []unix.RemoteIovec{
+		{Base: f.Base + agentConfigOff, Len: 8},
+		{Base: f.Base + agentConfigOff + agentTreeOff, Len: 8},
+	}
+	n, err := unix.ProcessVMReadv(tid, local, remote, 0)
+	if err == unix.ENOSYS || err == unix.EPERM {
+		// Memory's fallback, /proc/PID/mem.
+		mem := Memory{Tid: tid}
+		if mem.Read(remote[0].Base, m[:]) != nil || mem.Read(remote[1].Base, tr[:]) != nil {
+			return 0, 0, false
+		}
+	} else if err != nil || n != 16 {
+		return 0, 0, false
+	}
+	return binary.LittleEndian.Uint64(m[:]), binary.LittleEndian.Uint64(tr[:]), true
 }
 
 // runInjected resumes tid into the injected code and waits for the int3's
@@ -428,13 +449,13 @@ func (t *tracer) runInjected(tid int) (regs unix.PtraceRegs, pending unix.Signal
 // goImage is the package's goImage, remembered for each version of an
 // executable (its identity, size and ctime, which any change to it moves):
 // reading the ELF section headers of every image costs more than the rest
-// of a lookup. Only the tracer's thread calls it.
-func (t *tracer) goImage(tid int) bool {
-	var st unix.Stat_t
-	if unix.Stat(fmt.Sprintf("/proc/%d/exe", tid), &st) != nil {
+// of a lookup. exe is the executable of tid (statExe), nil if unknown.
+// Only the tracer's thread calls it.
+func (t *tracer) goImage(tid int, exe *unix.Stat_t) bool {
+	if exe == nil {
 		return true // unknown: no agent
 	}
-	key := exeVersion{id: FileID{Dev: st.Dev, Ino: st.Ino}, size: st.Size, ctime: st.Ctim}
+	key := exeVersion{id: FileID{Dev: exe.Dev, Ino: exe.Ino}, size: exe.Size, ctime: exe.Ctim}
 	if isGo, ok := t.goImages[key]; ok {
 		return isGo
 	}
@@ -455,6 +476,16 @@ type exeVersion struct {
 
 // maxGoImages bounds tracer.goImages.
 const maxGoImages = 4096
+
+// statExe returns the attributes of the executable of process tid
+// (/proc/TID/exe), or nil if they cannot be had.
+func statExe(tid int) *unix.Stat_t {
+	var st unix.Stat_t
+	if unix.Stat("/proc/"+strconv.Itoa(tid)+"/exe", &st) != nil {
+		return nil
+	}
+	return &st
+}
 
 // goImage reports whether the executable of tid is a Go program.
 func goImage(tid int) bool {

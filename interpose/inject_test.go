@@ -281,7 +281,7 @@ func TestInjectAgentFailureCleansUp(t *testing.T) {
 	tr.fast = &FastLookups{Base: DefaultAgentBase, Shared: &s.SharedMemory}
 	require.NoError(t, tr.fast.check())
 	fdsBefore := openFDs(t, pid)
-	sig, alive := tr.injectAgent(pid)
+	sig, alive := tr.injectAgent(pid, statExe(pid))
 	assert.True(t, alive)
 	assert.Zero(t, sig)
 	assert.Equal(t, []int{pid}, s.failedTgids())

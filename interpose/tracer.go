@@ -343,10 +343,15 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 		// The kernel has opened the program: the name it was given can go.
 		t.settle(former)
 		t.settle(tid)
+		// The new image's executable, read once for the check below and
+		// the agent's (goImage): nothing can change it while the thread
+		// is stopped here.
+		var exe *unix.Stat_t
+		if planned || t.fast != nil {
+			exe = statExe(tid)
+		}
 		if planned {
-			var st unix.Stat_t
-			err := unix.Stat(fmt.Sprintf("/proc/%d/exe", tid), &st)
-			if err != nil || (FileID{Dev: st.Dev, Ino: st.Ino}) != want {
+			if exe == nil || (FileID{Dev: exe.Dev, Ino: exe.Ino}) != want {
 				t.logf("txexec: killed pid %d: it executed something other than %s (its path was changed during execve)", tid, path)
 				unix.Kill(tid, unix.SIGKILL)
 				ptrace(unix.PTRACE_CONT, tid, 0, 0)
@@ -367,7 +372,7 @@ func (t *tracer) stopped(tid int, ws unix.WaitStatus) {
 		var sig unix.Signal
 		if t.fast != nil {
 			var alive bool
-			if sig, alive = t.injectAgent(tid); !alive {
+			if sig, alive = t.injectAgent(tid, exe); !alive {
 				return
 			}
 		}
