@@ -32,7 +32,28 @@ type FastRings struct {
 	byProc map[int]*fastlookup.Ring
 	// +checklocks:mu
 	users map[*fastlookup.Ring]int
+
+	// keptMu guards the rings Background's goroutine makes ahead and
+	// closes. Lock order: mu, then keptMu.
+	keptMu sync.Mutex
+	// spare are rings made ahead, never given to any process: Ring hands
+	// them out, each once.
+	// +checklocks:keptMu
+	spare []*fastlookup.Ring
+	// retired are rings no process maps any more, drained and their
+	// holes released, to be closed.
+	// +checklocks:keptMu
+	retired []*fastlookup.Ring
+	// keeping says Background's goroutine runs: without it, a dropped
+	// ring is closed at once, on the caller's goroutine.
+	// +checklocks:keptMu
+	keeping bool
 }
+
+// spareRingN is how many rings Background's goroutine keeps made ahead:
+// one process takes one at its exec, a forked child one at its first
+// stop. When none is left, Ring makes its own.
+const spareRingN = 4
 
 // NewFastRings makes the rings' registry of the tree of view v.
 func NewFastRings(v *vfs.Tx, tree *fastlookup.Tree) *FastRings {
@@ -40,9 +61,11 @@ func NewFastRings(v *vfs.Tx, tree *fastlookup.Tree) *FastRings {
 }
 
 // Ring makes a new ring for process tgid, replacing the one it had, and
-// returns its memfd (interpose.SharedMemory.Ring).
+// returns its memfd (interpose.SharedMemory.Ring). With Background
+// running, the ring is usually one made ahead (a spare, which no process
+// has mapped), so that making it costs the tracer's thread nothing.
 func (f *FastRings) Ring(tgid int) (int, error) {
-	g, err := fastlookup.NewRing()
+	g, err := f.fresh()
 	if err != nil {
 		return -1, err
 	}
@@ -52,6 +75,82 @@ func (f *FastRings) Ring(tgid int) (int, error) {
 	f.byProc[tgid] = g
 	f.users[g]++
 	return g.FD(), nil
+}
+
+// fresh returns a ring no process has mapped: a spare, or a new one.
+func (f *FastRings) fresh() (*fastlookup.Ring, error) {
+	f.keptMu.Lock()
+	n := len(f.spare)
+	var g *fastlookup.Ring
+	if n > 0 {
+		g = f.spare[n-1]
+		f.spare[n-1] = nil
+		f.spare = f.spare[:n-1]
+	}
+	f.keptMu.Unlock()
+	if g != nil {
+		return g, nil
+	}
+	return fastlookup.NewRing()
+}
+
+// retire closes ring g, which no process maps any more and which has been
+// drained: on Background's goroutine when it runs (the unmapping and the
+// close cost about as much as making the ring), else now.
+func (f *FastRings) retire(g *fastlookup.Ring) {
+	f.keptMu.Lock()
+	if !f.keeping {
+		f.keptMu.Unlock()
+		g.Close()
+		return
+	}
+	f.retired = append(f.retired, g)
+	f.keptMu.Unlock()
+}
+
+// keep closes the retired rings and makes spares up to spareRingN; it
+// reports whether it had anything to do.
+func (f *FastRings) keep() bool {
+	return f.closeRetired() || f.makeSpares()
+}
+
+// closeRetired closes every retired ring, and reports whether there was
+// any.
+func (f *FastRings) closeRetired() bool {
+	f.keptMu.Lock()
+	retired := f.retired
+	f.retired = nil
+	f.keptMu.Unlock()
+	for _, g := range retired {
+		g.Close()
+	}
+	return len(retired) > 0
+}
+
+// makeSpares makes rings until spareRingN are spare (or one cannot be
+// made: Ring then makes its own, and reports the error), and reports
+// whether it made any.
+func (f *FastRings) makeSpares() bool {
+	made := false
+	for {
+		f.keptMu.Lock()
+		n := len(f.spare)
+		f.keptMu.Unlock()
+		if n >= spareRingN {
+			return made
+		}
+		g, err := fastlookup.NewRing()
+		if err != nil {
+			return made
+		}
+		made = true
+		// The first look at an empty ring maps its first page: done
+		// here, not in the drain that first finds the ring.
+		g.Pending()
+		f.keptMu.Lock()
+		f.spare = append(f.spare, g)
+		f.keptMu.Unlock()
+	}
 }
 
 // Failed forgets the ring of tgid, which it could not map
@@ -103,7 +202,7 @@ func (f *FastRings) dropLocked(tgid int) {
 	}
 	delete(f.users, g)
 	f.View.FeedFastLookupsReleasing(g)
-	g.Close()
+	f.retire(g)
 }
 
 // Drain feeds every ring's published records into the read set: before a
@@ -134,10 +233,21 @@ func (f *FastRings) Drain() bool {
 // backgroundNap (nextLook). A record fed after a change the transaction made
 // since the call is a read of the host before the change: its generation
 // says so (docs/fastpath.md §4.7), however late the feed.
+//
+// At each look it also closes the rings dropped since the last and makes
+// rings ahead (keep), so that the tracer's thread, which a process waits
+// for at each of its stops, neither makes nor closes one (each costs it
+// about 20 µs, docs/fastpath.md §14). It does so at the looks it makes
+// anyway, never woken for it: a goroutine woken by the tracer's thread
+// was seen to take the CPU from it at once.
 func (f *FastRings) Background() {
 	f.stop, f.done = make(chan struct{}), make(chan struct{})
+	f.keptMu.Lock()
+	f.keeping = true
+	f.keptMu.Unlock()
 	go func() {
 		defer close(f.done)
+		f.keep()
 		wait, idle := backgroundBusy, time.Duration(0)
 		t := time.NewTimer(wait)
 		defer t.Stop()
@@ -147,7 +257,8 @@ func (f *FastRings) Background() {
 				return
 			case <-t.C:
 			}
-			wait, idle = nextLook(wait, idle, f.Drain())
+			kept := f.keep()
+			wait, idle = nextLook(wait, idle, f.Drain() || kept)
 			t.Reset(wait)
 		}
 	}()
@@ -191,8 +302,19 @@ func (f *FastRings) Finish() {
 	}
 	f.Tree.Enable(false)
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	for tgid := range f.byProc {
 		f.dropLocked(tgid)
+	}
+	f.mu.Unlock()
+	// Nothing maps a ring any more: the retired ones and the spares are
+	// closed now, and a ring dropped later is closed at once.
+	f.keptMu.Lock()
+	f.keeping = false
+	spare := f.spare
+	f.spare = nil
+	f.keptMu.Unlock()
+	f.closeRetired()
+	for _, g := range spare {
+		g.Close()
 	}
 }

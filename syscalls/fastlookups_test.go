@@ -162,3 +162,86 @@ func TestNextLook(t *testing.T) {
 	assert.Equal(t, backgroundBusy, wait)
 	assert.Zero(t, idle)
 }
+
+// TestFastRingsSpares: with Background running, Ring hands out rings made
+// ahead, each once and empty whatever the rings before it held, and a ring
+// dropped at an exit or a replacement is closed off the caller's
+// goroutine, after its records were fed; Finish closes every ring left,
+// the spares too.
+func TestFastRingsSpares(t *testing.T) {
+	host, err := vfs.NewHost()
+	require.NoError(t, err)
+	tree, err := fastlookup.NewTree()
+	require.NoError(t, err)
+	defer tree.Close()
+	tree.Enable(true)
+	v, err := vfs.NewTx(host, t.TempDir(), vfs.TxOptions{FastLookups: tree})
+	require.NoError(t, err)
+	defer v.Close()
+	f := NewFastRings(v, tree)
+	f.Background()
+	spares := func() []*fastlookup.Ring {
+		f.keptMu.Lock()
+		defer f.keptMu.Unlock()
+		return append([]*fastlookup.Ring(nil), f.spare...)
+	}
+	require.Eventually(t, func() bool { return len(spares()) == spareRingN }, 30*time.Second, time.Millisecond, "spares made ahead")
+	ringOf := func(tgid int) *fastlookup.Ring {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.byProc[tgid]
+	}
+	absent := filepath.Join(t.TempDir(), "absent")
+	seen := map[*fastlookup.Ring]bool{}
+	for tgid := 1; tgid <= 3*spareRingN; tgid++ {
+		ahead := spares()
+		fd, err := f.Ring(tgid)
+		require.NoError(t, err)
+		g := ringOf(tgid)
+		require.NotNil(t, g)
+		assert.Equal(t, fd, g.FD())
+		if len(ahead) > 0 {
+			assert.Contains(t, ahead, g, "ring %d: a spare", tgid)
+		}
+		assert.False(t, seen[g], "ring %d handed out twice", tgid)
+		seen[g] = true
+		assert.False(t, g.Pending(), "ring %d: empty", tgid)
+		assert.Zero(t, g.Tail(), "ring %d: never used", tgid)
+		// Each ring gets a record, which its drop feeds.
+		require.True(t, g.Append(&fastlookup.Record{Generation: tree.Generation(), Nr: unix.SYS_NEWFSTATAT,
+			Path: absent, Result: -int64(unix.ENOENT)}))
+		if tgid%2 == 0 {
+			f.Exited(tgid)
+		} else {
+			_, err := f.Ring(tgid) // a new image's: the old one is dropped
+			require.NoError(t, err)
+			assert.NotSame(t, g, ringOf(tgid))
+			f.Exited(tgid)
+		}
+	}
+	// Every ring dropped is closed in the background: the spares are the
+	// only rings left open, and after Finish none is.
+	require.Eventually(t, func() bool { return ringMemfds(t) == len(spares()) }, 30*time.Second, time.Millisecond,
+		"dropped rings closed in the background")
+	f.Finish()
+	assert.Empty(t, spares())
+	assert.Zero(t, ringMemfds(t), "every ring closed by Finish")
+	// The records were fed: the absence is in the read set.
+	require.NoError(t, os.WriteFile(absent, nil, 0o644))
+	var conflict *vfs.ConflictError
+	require.ErrorAs(t, v.Validate(nil), &conflict)
+	assert.Equal(t, absent, conflict.Path)
+}
+
+// ringMemfds counts this process's descriptors of rings' memfds.
+func ringMemfds(t *testing.T) int {
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	n := 0
+	for _, e := range ents {
+		if target, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && target == "/memfd:txexec-fastlookup-ring (deleted)" {
+			n++
+		}
+	}
+	return n
+}
