@@ -143,6 +143,9 @@ func Start(cfg Config) (*Session, error) {
 	if cfg.Logf == nil {
 		cfg.Logf = func(f string, a ...any) { fmt.Fprintf(os.Stderr, f+"\n", a...) }
 	}
+	if err := quietStops(); err != nil {
+		return nil, err
+	}
 	// The filter is compiled while the stub starts (a re-executed txexec
 	// initializing its runtime): libseccomp takes a few milliseconds over
 	// the whole syscall table, part of every run's fixed cost.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -166,4 +167,21 @@ func TestStartFailsOnABadFilter(t *testing.T) {
 	var ws unix.WaitStatus
 	_, werr := unix.Wait4(-1, &ws, unix.WNOHANG, nil)
 	assert.Equal(t, unix.ECHILD, werr, "no child left behind")
+}
+
+// TestQuietStops: after a session starts, the supervisor's SIGCHLD action
+// has SA_NOCLDSTOP (a tracee's ptrace stops send it no signal), and the Go
+// runtime's handler is still the one installed.
+func TestQuietStops(t *testing.T) {
+	var before, after kernelSigaction
+	_, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGCHLD), 0, uintptr(unsafe.Pointer(&before)), unsafe.Sizeof(before.mask), 0, 0)
+	require.Zero(t, e)
+	require.NotEqual(t, uintptr(sigDfl), before.handler, "the runtime handles SIGCHLD")
+	require.NoError(t, quietStops())
+	_, _, e = unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGCHLD), 0, uintptr(unsafe.Pointer(&after)), unsafe.Sizeof(after.mask), 0, 0)
+	require.Zero(t, e)
+	assert.NotZero(t, after.flags&saNoCldStop, "SA_NOCLDSTOP")
+	assert.Equal(t, before.handler, after.handler)
+	assert.Equal(t, before.flags|saNoCldStop, after.flags)
+	assert.Equal(t, before.mask, after.mask)
 }
