@@ -9,7 +9,9 @@ import (
 // (--fast-lookups, docs/fastpath.md; steps 1 and 2: the lookups by path, a
 // read-only open, and statat's fstatat relative to a directory descriptor),
 // and what the option adds to a fork and exec of a static program (the
-// agent's injection, a ring of the child's own), in the per-call fixture: natively, under `txexec --passthrough --`,
+// agent's injection, a ring of the child's own) and to a posix_spawn of it
+// (spawn: a vfork, as make and gcc start their children, whose child
+// shares its parent's ring until its exec), in the per-call fixture: natively, under `txexec --passthrough --`,
 // under `txexec --passthrough --fast-lookups --` and in a transaction with
 // the option, `txexec --fast-lookups --` (with BaseEnv, the base build's
 // too: tx-fast-base), in one run. The fixture's first call of each site is
@@ -20,7 +22,7 @@ import (
 //	go test ./bench -run '^$' -bench FastLookups -benchtime 2000x
 func BenchmarkFastLookups(b *testing.B) {
 	bin := BuildPercall(b)
-	for _, op := range []string{"stat", "statx", "access", "open", "statat", "exec"} {
+	for _, op := range []string{"stat", "statx", "access", "open", "statat", "exec", "spawn"} {
 		b.Run(op, func(b *testing.B) {
 			ms := []mode{
 				{name: "native", prefix: func(testing.TB) []string { return nil }},

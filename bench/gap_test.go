@@ -175,13 +175,13 @@ func TestPercallLoopsAndProcesses(t *testing.T) {
 		}
 		return ParseNsPerCall(out)
 	}
-	for _, args := range [][]string{{"-o", "busy", "-b", "1000"}, {"-o", "stat", "-b", "1000"}, {"-o", "fork"}, {"-o", "exec", "-x", tiny}} {
+	for _, args := range [][]string{{"-o", "busy", "-b", "1000"}, {"-o", "stat", "-b", "1000"}, {"-o", "fork"}, {"-o", "exec", "-x", tiny}, {"-o", "spawn", "-x", tiny}} {
 		ns, err := run(args...)
 		if err != nil || !(ns > 0) {
 			t.Errorf("percall %q: %v, %g ns per call", args, err, ns)
 		}
 	}
-	for _, args := range [][]string{{"-o", "open", "-b", "10"}, {"-o", "exec"}, {"-o", "exec", "-x", "tiny"}, {"-o", "stat", "-x", tiny}, {"-o", "busy", "-b", "-1"}} {
+	for _, args := range [][]string{{"-o", "open", "-b", "10"}, {"-o", "exec"}, {"-o", "spawn"}, {"-o", "exec", "-x", "tiny"}, {"-o", "stat", "-x", tiny}, {"-o", "busy", "-b", "-1"}} {
 		if _, err := run(args...); err == nil {
 			t.Errorf("percall %q: want a usage error", args)
 		}

@@ -12,7 +12,7 @@
 //
 // Usage: percall -o OP -d DIR [-n N] [-w W] [-F] [-b B] [-x PROG]
 //   -o OP   stat | statat | statx | open | access | create | unlink | mkdir | rmdir |
-//           link | read | write | listdir | busy | fork | exec
+//           link | read | write | listdir | busy | fork | exec | spawn
 //   -d DIR  absolute directory prepared by the harness: DIR/file is an
 //           unmodified 1 MiB host file
 //   -n N    timed calls (default 10000; rounded up to a multiple of 64)
@@ -23,7 +23,7 @@
 //   -b B    (stat and busy) B iterations of a CPU loop after each call: a
 //           program that computes between its calls (bench/floor's
 //           notify_floor.c -b runs the same loop)
-//   -x PROG (exec) the absolute path of the program to execute
+//   -x PROG (exec, spawn) the absolute path of the program to execute
 //
 // What one call is:
 //   stat    stat(DIR/file)
@@ -50,6 +50,8 @@
 //   exec    fork(); the child execve()s PROG (a tiny static program that
 //           only exits: no dynamic loader, so no path call after execve);
 //           waitpid
+//   spawn   posix_spawn() of PROG (glibc's clone(CLONE_VM|CLONE_VFORK): how
+//           make and gcc start their children); waitpid
 // The paired operations (create/unlink, mkdir/rmdir, link/unlink) run in
 // blocks of 64 over 64 names reused block after block: the timed half of a
 // block, then the untimed half that restores the directory.
@@ -62,6 +64,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <spawn.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -169,6 +172,19 @@ static void do_exec(void) {
 			char *argv[] = {(char *)exec_prog, NULL};
 			execve(exec_prog, argv, environ);
 			_exit(127);
+		}
+		reap(pid);
+	}
+}
+
+static void do_spawn(void) {
+	for (int i = 0; i < BLOCK; i++) {
+		pid_t pid;
+		char *argv[] = {(char *)exec_prog, NULL};
+		int err = posix_spawn(&pid, exec_prog, NULL, NULL, argv, environ);
+		if (err != 0) {
+			errno = err;
+			die("posix_spawn");
 		}
 		reap(pid);
 	}
@@ -302,6 +318,7 @@ static const struct op ops[] = {
 	{"busy", 0, do_busy, NULL, NULL},
 	{"fork", 0, do_fork, NULL, NULL},
 	{"exec", 0, do_exec, NULL, NULL},
+	{"spawn", 0, do_spawn, NULL, NULL},
 };
 
 static uint64_t run_blocks(const struct op *o, long blocks) {
@@ -375,7 +392,7 @@ int main(int argc, char **argv) {
 		if (strcmp(ops[i].name, opname) == 0)
 			o = &ops[i];
 	if (!o || busy_iters < 0 || (busy_iters && o->timed != do_stat && o->timed != do_busy) ||
-	    (o->timed == do_exec) != (exec_prog != NULL) || (exec_prog && exec_prog[0] != '/'))
+	    (o->timed == do_exec || o->timed == do_spawn) != (exec_prog != NULL) || (exec_prog && exec_prog[0] != '/'))
 		return usage();
 	strcpy(dir, d);
 	snprintf(file, sizeof(file), "%s/file", dir);

@@ -42,7 +42,7 @@ const minCalls = 256
 // machine's noise averages out.
 const ioScale = 50
 
-// procScale divides b.N for fork and exec, which cost a few hundred
+// procScale divides b.N for fork, exec and spawn, which cost a few hundred
 // microseconds each.
 const procScale = 4
 
@@ -51,7 +51,7 @@ func calls(op string, n int) int {
 	switch op {
 	case "read", "write":
 		return max(n, minCalls) * ioScale
-	case "fork", "exec":
+	case "fork", "exec", "spawn":
 		return max(n/procScale, minCalls)
 	}
 	return max(n, minCalls)
@@ -260,7 +260,7 @@ func runFixture(tb testing.TB, m mode, bin, op string, n int) float64 {
 		}
 	}
 	argv := append(append(m.prefix(tb), PercallArgs(bin, op, dir, n)...), m.args...)
-	if op == "exec" {
+	if op == "exec" || op == "spawn" {
 		argv = append(argv, "-x", tinyBinary(tb))
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
