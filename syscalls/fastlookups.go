@@ -186,7 +186,10 @@ func (f *FastRings) Exited(tid int) {
 
 // dropLocked ends process tgid's use of its ring: the ring is drained,
 // and when no other process maps it, its holes (slots reserved by a thread
-// killed in the agent) are released and it is closed.
+// killed in the agent) are released and it is closed. A ring with no slot
+// reserved past what was drained (most, at an exit: the background drain
+// fed them) has nothing to feed and no hole: the view's lock, which a
+// handler may hold, is not waited for.
 //
 // Preconditions: f.mu held.
 func (f *FastRings) dropLocked(tgid int) {
@@ -197,11 +200,15 @@ func (f *FastRings) dropLocked(tgid int) {
 	delete(f.byProc, tgid)
 	f.users[g]--
 	if f.users[g] > 0 {
-		f.View.FeedFastLookups(g)
+		if g.Pending() {
+			f.View.FeedFastLookups(g)
+		}
 		return
 	}
 	delete(f.users, g)
-	f.View.FeedFastLookupsReleasing(g)
+	if g.Pending() {
+		f.View.FeedFastLookupsReleasing(g)
+	}
 	f.retire(g)
 }
 

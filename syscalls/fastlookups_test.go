@@ -245,3 +245,39 @@ func ringMemfds(t *testing.T) int {
 	}
 	return n
 }
+
+// TestFastRingsDropHole: a process that exits with a slot of its ring
+// reserved and never published (a thread killed in the agent) and a
+// record published after it: the drop feeds the record behind the hole.
+// A ring with nothing reserved is dropped without feeding.
+func TestFastRingsDropHole(t *testing.T) {
+	host, err := vfs.NewHost()
+	require.NoError(t, err)
+	tree, err := fastlookup.NewTree()
+	require.NoError(t, err)
+	defer tree.Close()
+	tree.Enable(true)
+	v, err := vfs.NewTx(host, t.TempDir(), vfs.TxOptions{FastLookups: tree})
+	require.NoError(t, err)
+	defer v.Close()
+	f := NewFastRings(v, tree)
+	for _, tgid := range []int{1, 2} {
+		_, err := f.Ring(tgid)
+		require.NoError(t, err)
+	}
+	f.mu.Lock()
+	g := f.byProc[1]
+	f.mu.Unlock()
+	_, ok := g.Reserve() // the hole
+	require.True(t, ok)
+	absent := filepath.Join(t.TempDir(), "absent")
+	require.True(t, g.Append(&fastlookup.Record{Generation: tree.Generation(), Nr: unix.SYS_NEWFSTATAT,
+		Path: absent, Result: -int64(unix.ENOENT)}))
+	f.Exited(1)
+	f.Exited(2) // empty
+	assert.Zero(t, ringMemfds(t), "both closed")
+	require.NoError(t, os.WriteFile(absent, nil, 0o644))
+	var conflict *vfs.ConflictError
+	require.ErrorAs(t, v.Validate(nil), &conflict, "the record behind the hole was fed")
+	assert.Equal(t, absent, conflict.Path)
+}
