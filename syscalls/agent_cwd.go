@@ -26,7 +26,9 @@ import (
 // shared with another address space (CLONE_FS without CLONE_VM), whose
 // page a chdir would have to change too. A child that shared its parent's
 // address space or context and execs or exits may leave the parent's its
-// own again: the parent's is published again then.
+// own again: the parent's is published again then, if anything was
+// published meanwhile (a posix_spawn's child that only execs changes
+// nothing: the parent's page still holds what it did).
 type AgentCwds struct {
 	// Publish writes cwd into the agent of the address space of thread
 	// tid (interpose.FastLookups.PublishCwd).
@@ -43,9 +45,20 @@ type AgentCwds struct {
 	mu sync.Mutex
 	// sharers are the processes that share the address space or the
 	// context of the process that cloned them (CLONE_VM or CLONE_FS
-	// without CLONE_THREAD), by pid, and that one's pid.
+	// without CLONE_THREAD), by pid, and that one's pid and whether a
+	// working directory was published since the clone.
 	// +checklocks:mu
-	sharers map[int]int
+	sharers map[int]sharer
+}
+
+// sharer is a process that shares the address space or the context of
+// its parent (AgentCwds.sharers).
+type sharer struct {
+	parent int
+	// published says a working directory was published, into some
+	// address space, since the clone: the parent's may differ from what
+	// its page holds.
+	published bool
 }
 
 // cwdChanged publishes the working directory of fs, which a chdir or
@@ -84,15 +97,18 @@ func (k *Kernel) agentCwdsClone(parentTgid, child int, flags uint64) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.sharers == nil {
-		a.sharers = map[int]int{}
+		a.sharers = map[int]sharer{}
 	}
-	a.sharers[child] = parentTgid
+	a.sharers[child] = sharer{parent: parentTgid}
 }
 
 // agentCwdsLeft publishes again the working directory of the address space
 // of the process that cloned process pid, which shared it or its context,
 // now that pid has execed (a new address space; the context it keeps) or
-// exited.
+// exited, if any was published since the clone: else the parent's page
+// still holds its own (§15 of docs/fastpath.md: a publication costs the
+// tracer's thread an open of /proc/PID/mem and four system calls more, at
+// the exec of every child that posix_spawn or vfork started).
 func (k *Kernel) agentCwdsLeft(pid int) {
 	a := k.AgentCwds
 	if a == nil {
@@ -100,13 +116,13 @@ func (k *Kernel) agentCwdsLeft(pid int) {
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	parent, ok := a.sharers[pid]
+	sh, ok := a.sharers[pid]
 	if !ok {
 		return
 	}
 	delete(a.sharers, pid)
-	if k.Procs.Thread(parent) != nil {
-		k.publishCwdLocked(parent)
+	if sh.published && k.Procs.Thread(sh.parent) != nil {
+		k.publishCwdLocked(sh.parent)
 	}
 }
 
@@ -118,7 +134,16 @@ func (k *Kernel) agentCwdsLeft(pid int) {
 //
 // Preconditions: k.AgentCwds.mu held.
 func (k *Kernel) publishCwdLocked(tid int) {
-	err := k.AgentCwds.Publish(tid, k.agentCwd(tid))
+	a := k.AgentCwds
+	// Whichever address space this is, a sharer's parent may be in it
+	// or use a context published here: each republishes when it leaves.
+	for pid, sh := range a.sharers {
+		if !sh.published {
+			sh.published = true
+			a.sharers[pid] = sh
+		}
+	}
+	err := a.Publish(tid, k.agentCwd(tid))
 	if err == nil || errors.Is(err, unix.ESRCH) || errors.Is(err, os.ErrNotExist) || unix.Kill(tid, 0) != nil {
 		return // done, or the process is gone
 	}
