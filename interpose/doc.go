@@ -40,6 +40,9 @@
 //   - Every ptrace request is made from the tracer's locked thread.
 //   - The tracer waits with __WNOTHREAD, so sessions in one process never see
 //     each other's children.
+//   - The tracer learns of every stop from wait4 alone: the supervisor's
+//     SIGCHLD has SA_NOCLDSTOP (sigchld.go), so a tracee's ptrace stops send
+//     it no signal.
 //
 // Lock order: tracer.mu and listener.mu are leaves.
 package interpose

@@ -3,7 +3,9 @@ package interpose
 import (
 	_ "embed"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"sync"
@@ -435,15 +437,14 @@ func (f *FastLookups) DisableAgent(tid int) error {
 	if m.Read(f.Base+agentConfigOff, magic[:]) != nil || binary.LittleEndian.Uint64(magic[:]) != agentMagic {
 		return nil
 	}
-	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", tid), os.O_RDWR|unix.O_CLOEXEC, 0)
+	mem, err := openMem(tid)
 	if err != nil {
 		return err
 	}
-	defer mem.Close()
+	defer unix.Close(mem)
 	var one [4]byte
 	binary.LittleEndian.PutUint32(one[:], 1)
-	_, err = mem.WriteAt(one[:], int64(f.Base+agentConfigOff+8))
-	return err
+	return goneIfShort(pwriteAll(mem, one[:], uint64(f.Base+agentConfigOff+8)))
 }
 
 // AgentCwd is what the agent of a process knows of its working directory
@@ -497,29 +498,39 @@ func (f *FastLookups) PublishCwd(tid int, cwd AgentCwd) error {
 	if m.Read(f.Base+agentConfigOff, magic[:]) != nil || binary.LittleEndian.Uint64(magic[:]) != agentMagic {
 		return nil
 	}
-	addr := int64(f.Base + agentConfigOff + agentCwdOff)
+	addr := uint64(f.Base + agentConfigOff + agentCwdOff)
 	if err := m.Read(uintptr(addr), seq[:4]); err != nil {
 		return err
 	}
 	odd := binary.LittleEndian.Uint32(seq[:]) | 1
-	mem, err := os.OpenFile(fmt.Sprintf("/proc/%d/mem", tid), os.O_RDWR|unix.O_CLOEXEC, 0)
+	// A plain descriptor, as the rewriter's (openMem).
+	mem, err := openMem(tid)
 	if err != nil {
 		return err
 	}
-	defer mem.Close()
+	defer unix.Close(mem)
 	body := make([]byte, 24+len(cwd.Path))
 	binary.LittleEndian.PutUint32(body[4:], uint32(len(cwd.Path)))
 	binary.LittleEndian.PutUint64(body[8:], cwd.Dev)
 	binary.LittleEndian.PutUint64(body[16:], cwd.Ino)
 	copy(body[24:], cwd.Path)
 	binary.LittleEndian.PutUint32(seq[:], odd)
-	if _, err := mem.WriteAt(seq[:4], addr); err != nil {
-		return err
+	if err := pwriteAll(mem, seq[:4], addr); err != nil {
+		return goneIfShort(err)
 	}
-	if _, err := mem.WriteAt(body[4:], addr+4); err != nil {
-		return err
+	if err := pwriteAll(mem, body[4:], addr+4); err != nil {
+		return goneIfShort(err)
 	}
 	binary.LittleEndian.PutUint32(seq[:], odd+1)
-	_, err = mem.WriteAt(seq[:4], addr)
+	return goneIfShort(pwriteAll(mem, seq[:4], addr))
+}
+
+// goneIfShort is err, or ESRCH for a write of /proc/PID/mem that wrote
+// nothing: the kernel's mem_rw copies nothing once the address space is
+// gone (the process exited meanwhile).
+func goneIfShort(err error) error {
+	if errors.Is(err, io.ErrShortWrite) {
+		return unix.ESRCH
+	}
 	return err
 }
