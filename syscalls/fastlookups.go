@@ -244,7 +244,7 @@ func (f *FastRings) Drain() bool {
 // At each look it also closes the rings dropped since the last and makes
 // rings ahead (keep), so that the tracer's thread, which a process waits
 // for at each of its stops, neither makes nor closes one (each costs it
-// about 20 µs, docs/fastpath.md §14). It does so at the looks it makes
+// about 20 µs, docs/fastpath.md §15). It does so at the looks it makes
 // anyway, never woken for it: a goroutine woken by the tracer's thread
 // was seen to take the CPU from it at once.
 func (f *FastRings) Background() {
