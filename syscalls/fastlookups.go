@@ -48,6 +48,10 @@ type FastRings struct {
 	// ring is closed at once, on the caller's goroutine.
 	// +checklocks:keptMu
 	keeping bool
+	// taken says Ring took a ring since the goroutine last made spares:
+	// a tree that starts no process after its command pays for none.
+	// +checklocks:keptMu
+	taken bool
 }
 
 // spareRingN is how many rings Background's goroutine keeps made ahead:
@@ -80,6 +84,7 @@ func (f *FastRings) Ring(tgid int) (int, error) {
 // fresh returns a ring no process has mapped: a spare, or a new one.
 func (f *FastRings) fresh() (*fastlookup.Ring, error) {
 	f.keptMu.Lock()
+	f.taken = true
 	n := len(f.spare)
 	var g *fastlookup.Ring
 	if n > 0 {
@@ -111,7 +116,9 @@ func (f *FastRings) retire(g *fastlookup.Ring) {
 // keep closes the retired rings and makes spares up to spareRingN; it
 // reports whether it had anything to do.
 func (f *FastRings) keep() bool {
-	return f.closeRetired() || f.makeSpares()
+	closed := f.closeRetired()
+	made := f.makeSpares()
+	return closed || made
 }
 
 // closeRetired closes every retired ring, and reports whether there was
@@ -128,9 +135,16 @@ func (f *FastRings) closeRetired() bool {
 }
 
 // makeSpares makes rings until spareRingN are spare (or one cannot be
-// made: Ring then makes its own, and reports the error), and reports
-// whether it made any.
+// made: Ring then makes its own, and reports the error), if Ring took one
+// since the last time, and reports whether it made any.
 func (f *FastRings) makeSpares() bool {
+	f.keptMu.Lock()
+	taken := f.taken
+	f.taken = false
+	f.keptMu.Unlock()
+	if !taken {
+		return false
+	}
 	made := false
 	for {
 		f.keptMu.Lock()
@@ -254,7 +268,6 @@ func (f *FastRings) Background() {
 	f.keptMu.Unlock()
 	go func() {
 		defer close(f.done)
-		f.keep()
 		wait, idle := backgroundBusy, time.Duration(0)
 		t := time.NewTimer(wait)
 		defer t.Stop()

@@ -163,11 +163,12 @@ func TestNextLook(t *testing.T) {
 	assert.Zero(t, idle)
 }
 
-// TestFastRingsSpares: with Background running, Ring hands out rings made
-// ahead, each once and empty whatever the rings before it held, and a ring
-// dropped at an exit or a replacement is closed off the caller's
-// goroutine, after its records were fed; Finish closes every ring left,
-// the spares too.
+// TestFastRingsSpares: spares are made once a process took a ring, not
+// before (a tree of one process pays for none); with Background running,
+// Ring hands out rings made ahead, each once and empty whatever the rings
+// before it held, and a ring dropped at an exit or a replacement is closed
+// off the caller's goroutine, after its records were fed; Finish closes
+// every ring left, the spares too.
 func TestFastRingsSpares(t *testing.T) {
 	host, err := vfs.NewHost()
 	require.NoError(t, err)
@@ -179,12 +180,17 @@ func TestFastRingsSpares(t *testing.T) {
 	require.NoError(t, err)
 	defer v.Close()
 	f := NewFastRings(v, tree)
-	f.Background()
 	spares := func() []*fastlookup.Ring {
 		f.keptMu.Lock()
 		defer f.keptMu.Unlock()
 		return append([]*fastlookup.Ring(nil), f.spare...)
 	}
+	assert.False(t, f.keep(), "no ring taken: none made ahead")
+	assert.Empty(t, spares())
+	_, err = f.Ring(1)
+	require.NoError(t, err)
+	f.Exited(1)
+	f.Background()
 	require.Eventually(t, func() bool { return len(spares()) == spareRingN }, 30*time.Second, time.Millisecond, "spares made ahead")
 	ringOf := func(tgid int) *fastlookup.Ring {
 		f.mu.Lock()
@@ -193,7 +199,7 @@ func TestFastRingsSpares(t *testing.T) {
 	}
 	absent := filepath.Join(t.TempDir(), "absent")
 	seen := map[*fastlookup.Ring]bool{}
-	for tgid := 1; tgid <= 3*spareRingN; tgid++ {
+	for tgid := 2; tgid <= 3*spareRingN; tgid++ {
 		ahead := spares()
 		fd, err := f.Ring(tgid)
 		require.NoError(t, err)
