@@ -222,11 +222,14 @@ type Counts struct {
 	// Forks are new processes (fork, vfork, clone without CLONE_THREAD),
 	// Threads new threads, Execs execs that replaced an image.
 	Forks, Threads, Execs uint64
+	// ExecStops are the execve and execveat calls the tracer served
+	// (their seccomp stops), failed ones included.
+	ExecStops uint64
 }
 
 // Counts returns the process-tree events seen so far.
 func (s *Session) Counts() Counts {
-	return Counts{Forks: s.tr.forks.Load(), Threads: s.tr.threads.Load(), Execs: s.tr.execs.Load()}
+	return Counts{Forks: s.tr.forks.Load(), Threads: s.tr.threads.Load(), Execs: s.tr.execs.Load(), ExecStops: s.tr.execStops.Load()}
 }
 
 // Live lists the threads of the tree that are still running.

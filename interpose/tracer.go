@@ -119,6 +119,8 @@ type tracer struct {
 	// vfork, clone without CLONE_THREAD), new threads and successful
 	// execs, as the tracer's events report them (Session.Counts).
 	forks, threads, execs atomic.Uint64
+	// execStops counts the execve and execveat stops served (exec).
+	execStops atomic.Uint64
 
 	// The fields below are touched only on the tracer thread.
 	// known: threads whose creation the parent's event has reported.
@@ -453,6 +455,7 @@ func (t *tracer) exec(tid int) {
 	default:
 		return
 	}
+	t.execStops.Add(1)
 	// A pending exec of this thread that never reached PTRACE_EVENT_EXEC
 	// failed in the kernel.
 	t.settle(tid)

@@ -43,6 +43,9 @@ import (
 //	                  answered first
 //	execs=N           execs that replaced a process image (PTRACE_EVENT_EXEC),
 //	                  the command's own included
+//	exec_stops=N      execve and execveat calls the tracer stopped and served,
+//	                  failed ones included (the fast path answers some
+//	                  failures without a stop: docs/fastpath.md §15)
 //	forks=N           new processes: fork, vfork, clone without CLONE_THREAD
 //	                  (PTRACE_EVENT_FORK, _VFORK, _CLONE)
 //	threads=N         new threads (clone with CLONE_THREAD)
@@ -100,12 +103,13 @@ func trappedByCall() string {
 // this txexec, for TXEXEC_STATS.
 var treeEvents treeCounts
 
-type treeCounts struct{ forks, threads, execs atomic.Uint64 }
+type treeCounts struct{ forks, threads, execs, execStops atomic.Uint64 }
 
 func (c *treeCounts) add(n interpose.Counts) {
 	c.forks.Add(n.Forks)
 	c.threads.Add(n.Threads)
 	c.execs.Add(n.Execs)
+	c.execStops.Add(n.ExecStops)
 }
 
 const (
@@ -181,9 +185,9 @@ func (h *benchHooks) finish() {
 	hwm, err := vmHWM("/proc/self/status")
 	if err == nil {
 		s := fmt.Sprintf("vmhwm_bytes=%d\nstaging_bytes=%d\nstaging_files=%d\ntrapped_calls=%d\n"+
-			"%sexecs=%d\nforks=%d\nthreads=%d\nfast_records=%d\ncommit_ns=%d\n",
+			"%sexecs=%d\nexec_stops=%d\nforks=%d\nthreads=%d\nfast_records=%d\ncommit_ns=%d\n",
 			hwm, h.stagingBytes, h.stagingFiles, trappedCalls.Load(), trappedByCall(),
-			treeEvents.execs.Load(), treeEvents.forks.Load(), treeEvents.threads.Load(), fastlookup.RecordsFed(),
+			treeEvents.execs.Load(), treeEvents.execStops.Load(), treeEvents.forks.Load(), treeEvents.threads.Load(), fastlookup.RecordsFed(),
 			h.commit.Nanoseconds())
 		err = os.WriteFile(h.statsPath, []byte(s), 0o644)
 	}
