@@ -7,7 +7,11 @@
 // (open, openat) through from (stat and lstat it makes as newfstatat), or
 // forwarded from the forward page, which the filter notifies as any other
 // call. getcwd it answers itself, from the working directory the
-// supervisor publishes in its configuration, or forwards.
+// supervisor publishes in its configuration, or forwards. execve, whose
+// site the tracer rewrites once the view failed it with ENOENT or ENOTDIR,
+// it decides as access(path, F_OK): such a failure made natively is the
+// answer, anything else the real execve from the forward page, which the
+// filter stops for the tracer (do_execve).
 //
 // It runs in the middle of whatever the program was doing (a rewritten site
 // is a plain jump), on the program's stack: it touches no vector register
@@ -60,6 +64,7 @@ typedef unsigned short u16;
 #define NR_close 3
 #define NR_fcntl 72
 #define NR_getcwd 79
+#define NR_execve 59
 #define F_GETFL 3
 
 #define AT_FDCWD (-100)
@@ -880,17 +885,18 @@ static long tx_skip(struct tx *x, const struct regs *r) {
 }
 
 // tx_absent answers a call tx_begin returned 2 for: ENOENT, recorded as
-// the call's with x->rpath (D/C), if an lstat of D/C natively finds
-// nothing; else the call is forwarded.
-static long tx_absent(struct tx *x, const struct regs *r) {
+// the call r's with x->rpath (D/C), if an lstat of D/C natively finds
+// nothing; else the call fw is forwarded (r itself, but for an execve
+// decided as the access it records).
+static long tx_absent(struct tx *x, const struct regs *r, const struct regs *fw) {
 	struct kstat st;
 	if (sys4(NR_newfstatat, AT_FDCWD, (long)x->rpath, (long)&st, AT_SYMLINK_NOFOLLOW) != -ENOENT)
-		return tx_forward(x, r);
+		return tx_forward(x, fw);
 	// With "..": the call's own path too, whose walk checks search
 	// permission on the directories it leaves.
 	if (x->dots &&
 	    sys4(NR_newfstatat, AT_FDCWD, (long)x->orig, (long)&st, AT_SYMLINK_NOFOLLOW) != -ENOENT)
-		return tx_forward(x, r);
+		return tx_forward(x, fw);
 	tx_record(x, r->nr == NR_open ? NR_openat : r->nr, -ENOENT, 0);
 	return -ENOENT;
 }
@@ -945,7 +951,7 @@ static long do_newfstatat(const struct regs *r) {
 	case 0:
 		return forward(r);
 	case 2:
-		return tx_absent(xp, r);
+		return tx_absent(xp, r, r);
 	}
 	long ret = sys4(NR_newfstatat, at, (long)path, r->a3, flags | nofollow(xp, AT_SYMLINK_NOFOLLOW));
 	if (cwd_error(path == abs, ret))
@@ -1000,7 +1006,7 @@ static long do_statx(const struct regs *r) {
 	case 0:
 		return forward(r);
 	case 2:
-		return tx_absent(xp, r);
+		return tx_absent(xp, r, r);
 	}
 	long ret = agent_syscall6(NR_statx, at, (long)path, flags | nofollow(xp, AT_SYMLINK_NOFOLLOW),
 	                          (long)mask, r->a5, 0);
@@ -1094,7 +1100,7 @@ static long do_open(const struct regs *r, long dirfd, const char *path, long fla
 	case 0:
 		return forward(r);
 	case 2:
-		return tx_absent(xp, r);
+		return tx_absent(xp, r, r);
 	}
 	if (xp)
 		return tx_open(r, at, path, flags, xp);
@@ -1133,7 +1139,7 @@ static long do_readlink(const struct regs *r, long dirfd, const char *path, char
 	case 0:
 		return forward(r);
 	case 2:
-		return tx_absent(xp, r);
+		return tx_absent(xp, r, r);
 	}
 	struct kstat st, again;
 	long ret = sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&st, AT_SYMLINK_NOFOLLOW);
@@ -1166,37 +1172,60 @@ static long do_readlink(const struct regs *r, long dirfd, const char *path, char
 // where the caller follows one (in a transaction, always: the record's
 // identity). access checks with the real ids, lstat with the effective
 // ones: when the lstat fails, only the errors every caller would get
-// (ENOENT, ENOTDIR from the access itself) are answered here.
-static long do_access(const struct regs *r, long dirfd, const char *path, long mode, long flags) {
+// (ENOENT, ENOTDIR from the access itself) are answered here. fw is the
+// call forwarded instead of r: r itself, or for do_execve the execve whose
+// path r, access(path, F_OK), decides; then only those two failures are
+// answered here, and every other outcome is the real execve (exec_only).
+static long do_access(const struct regs *r, const struct regs *fw, long dirfd, const char *path, long mode,
+                      long flags) {
 	struct tx x, *xp;
 	long at;
 	char abs[FL_PATH_MAX];
+	int exec_only = fw != r;
 	if ((flags & ~(long)(AT_EACCESS | AT_SYMLINK_NOFOLLOW)) != 0 || (mode & ~7l) != 0 ||
 	    ((u64)path >= 4096 && path[0] != '/' && (int)dirfd != AT_FDCWD))
-		return forward(r); // relative to a descriptor
+		return forward(fw); // relative to a descriptor
 	switch (start(AT_FDCWD, &path, abs, (flags & AT_SYMLINK_NOFOLLOW) ? 0 : TX_FOLLOW, &at, &x, &xp)) {
 	case 0:
-		return forward(r);
+		return forward(fw);
 	case 2:
-		return tx_absent(xp, r);
+		return tx_absent(xp, r, fw);
 	}
 	struct kstat st;
 	int nf = nofollow(xp, AT_SYMLINK_NOFOLLOW);
 	if (xp || !(flags & AT_SYMLINK_NOFOLLOW)) {
 		long ret = sys4(NR_newfstatat, AT_FDCWD, (long)path, (long)&st, nf);
 		if (ret == 0 && !(flags & AT_SYMLINK_NOFOLLOW) && is_link(st.mode))
-			return tx_skip(xp, r);
+			return tx_skip(xp, fw);
 		if (ret < 0) {
+			if (exec_only && ret != -ENOENT && ret != -ENOTDIR)
+				return tx_skip(xp, fw); // execve's own ids: its failure
 			ret = sys4(NR_faccessat2, AT_FDCWD, (long)path, mode, flags | nf);
 			if (ret == -ENOENT || ret == -ENOTDIR)
 				return tx_done(xp, r, ret, 0);
-			return tx_skip(xp, r);
+			return tx_skip(xp, fw);
 		}
 	}
+	if (exec_only)
+		return tx_skip(xp, fw); // it exists: the real execve
 	long ret = sys4(NR_faccessat2, AT_FDCWD, (long)path, mode, flags | nf);
 	if (ret == -ENOSYS || cwd_error(path == abs, ret))
 		return tx_skip(xp, r);
 	return tx_done(xp, r, ret, ret == 0 ? &st : 0);
+}
+
+// do_execve is execve(path, argv, envp) (docs/fastpath.md §15): its site
+// is rewritten once the view failed a call of it with ENOENT or ENOTDIR
+// (a PATH search: gcc's driver, posix_spawnp, the shells). The path is
+// decided as access(path, F_OK) is, and recorded as that access: where
+// that is made natively and fails with ENOENT or ENOTDIR, the failure
+// execve of the same path meets first (it opens the path, following
+// symlinks, with the same ids as the lstat), it is the answer. Anything
+// else is the real execve, made from the forward page, which the filter
+// stops for the tracer as any execve.
+static long do_execve(const struct regs *r) {
+	struct regs acc = {NR_access, r->a1, 0, 0, 0, 0, 0};
+	return do_access(&acc, r, AT_FDCWD, (const char *)r->a1, 0, 0);
 }
 
 // do_getcwd is getcwd(buf, size), answered from the published working
@@ -1254,11 +1283,13 @@ long agent_dispatch(const struct regs *r) {
 	case NR_readlinkat:
 		return do_readlink(r, r->a1, (const char *)r->a2, (char *)r->a3, r->a4);
 	case NR_access:
-		return do_access(r, AT_FDCWD, (const char *)r->a1, r->a2, 0);
+		return do_access(r, r, AT_FDCWD, (const char *)r->a1, r->a2, 0);
 	case NR_faccessat:
-		return do_access(r, r->a1, (const char *)r->a2, r->a3, 0);
+		return do_access(r, r, r->a1, (const char *)r->a2, r->a3, 0);
 	case NR_faccessat2:
-		return do_access(r, r->a1, (const char *)r->a2, r->a3, r->a4);
+		return do_access(r, r, r->a1, (const char *)r->a2, r->a3, r->a4);
+	case NR_execve:
+		return do_execve(r);
 	case NR_getcwd:
 		return do_getcwd(r);
 	case NR_openat:
