@@ -22,7 +22,8 @@
 // injected openat the listener answers with ADDFD, and a new ring at every
 // fork), and the rewrite of call sites to reach it (rewrite.go: glibc's
 // two patterns, and every site known in a file rewritten with the first
-// of a new mapping), and the working directory a caller gives it written
+// of a new mapping; an execve's site by the tracer once the plan failed
+// it with ENOENT or ENOTDIR), and the working directory a caller gives it written
 // into an agent's configuration (PublishCwd: a path, which interpose only
 // copies).
 //

@@ -67,28 +67,39 @@ type site struct {
 // in the same file; any failure leaves the sites as they were (their calls
 // stay on the slow path).
 func (l *listener) rewriteSite(c *Call) {
-	base := uint64(l.fast.Base)
-	ip := c.IP
+	l.tr.rewriteCallSite(c.Tid, c.IP, uint32(c.Nr), c.Valid)
+}
+
+// rewriteCallSite rewrites the call site of call nr that thread tid is
+// stopped in, ip after its syscall instruction, with the sites known in
+// the same file, if it can (see the top of this file); valid reports
+// whether tid is still stopped in that call (a notified call's caller may
+// have been killed; a ptrace stop always is). The listener calls it for a
+// lookup's first call, the tracer's exec stop for an execve the view
+// failed with ENOENT or ENOTDIR (docs/fastpath.md §15). Any failure leaves
+// the sites as they were (their calls stay on the slow path).
+func (t *tracer) rewriteCallSite(tid int, ip uint64, nr uint32, valid func() error) {
+	base := uint64(t.fast.Base)
 	if ip < siteLen || (ip >= base && ip < base+agentMapSize) {
 		return // a forwarded call, or one the agent made
 	}
-	if !l.tr.rewritable(c.Tid) {
+	if !t.rewritable(tid) {
 		return
 	}
 	// The code and the agent's pages are read with a Memory of its own:
 	// they are not the call's arguments (the call may still be answered
 	// with CONTINUE).
-	m := Memory{Tid: c.Tid}
-	replay, ok := readSite(m, ip, uint32(c.Nr))
+	m := Memory{Tid: tid}
+	replay, ok := readSite(m, ip, nr)
 	if !ok {
 		return // not glibc's pattern
 	}
 	var magic [8]byte
 	if m.Read(uintptr(base+agentConfigOff), magic[:]) != nil || binary.LittleEndian.Uint64(magic[:]) != agentMagic ||
-		!l.soleThread(c.Tid) {
+		!t.soleThread(tid) {
 		// No agent in this image, or other threads could be running
 		// the site: not until the next image.
-		l.tr.markUnrewritable(c.Tid)
+		t.markUnrewritable(tid)
 		return
 	}
 	slots := make([]byte, 8*trampolineN)
@@ -104,30 +115,30 @@ func (l *listener) rewriteSite(c *Call) {
 	if free == trampolineN {
 		return // every trampoline taken
 	}
-	sites := []site{{ip, uint32(c.Nr), replay}}
-	file, fileOK := mappedFile(c.Tid, ip-siteLen)
+	sites := []site{{ip, nr, replay}}
+	file, fileOK := mappedFile(tid, ip-siteLen)
 	if fileOK {
 		if room := trampolineN - free - 1 - keepFreeTrampolines; room > 0 {
-			sites = append(sites, l.known.quietSites(m, file, ip, room)...)
+			sites = append(sites, t.sites.quietSites(m, file, ip, room)...)
 		}
 	}
 
-	mem, err := openMem(c.Tid)
+	mem, err := openMem(tid)
 	if err != nil {
 		return
 	}
 	defer unix.Close(mem)
 	// Still the caller, waiting in this call, and not a recycled pid.
-	if c.Valid() != nil {
+	if valid() != nil {
 		return
 	}
 	written, err := writeSites(mem, base, free, sites)
-	l.rewrites.Add(uint64(written))
+	t.rewrites.Add(uint64(written))
 	if err != nil {
-		l.cfg.Logf("txexec: pid %d: rewrite a call site: %v", c.Tid, err)
+		t.logf("txexec: pid %d: rewrite a call site: %v", tid, err)
 	}
 	if fileOK && written > 0 {
-		l.known.add(file.version, file.offsetOf(ip), sites[0])
+		t.sites.add(file.version, file.offsetOf(ip), sites[0])
 	}
 }
 
@@ -365,9 +376,9 @@ func trampoline(s site, entry uint64) []byte {
 
 // soleThread reports whether thread tid is its process's only thread and
 // no other process runs in its address space.
-func (l *listener) soleThread(tid int) bool {
-	created := l.tr.threads.Load() // before /proc: a later thread forces a new look
-	if !l.tr.soleSince(tid, created) {
+func (t *tracer) soleThread(tid int) bool {
+	created := t.threads.Load() // before /proc: a later thread forces a new look
+	if !t.soleSince(tid, created) {
 		st, err := procfs.Status(tid, "Tgid", "Threads")
 		if err != nil {
 			return false
@@ -377,9 +388,9 @@ func (l *listener) soleThread(tid int) bool {
 		if err1 != nil || err2 != nil || tgid != tid || n != 1 {
 			return false
 		}
-		l.tr.noteSole(tid, created)
+		t.noteSole(tid, created)
 	}
-	return !l.tr.sharesVM(tid)
+	return !t.sharesVM(tid)
 }
 
 // mapping is the executable mapping of a file that holds a call site.

@@ -467,6 +467,13 @@ func (t *tracer) exec(tid int) {
 		if plan.Cleanup != nil {
 			plan.Cleanup()
 		}
+		if t.fast != nil && req.Nr == unix.SYS_EXECVE && (plan.Errno == unix.ENOENT || plan.Errno == unix.ENOTDIR) {
+			// The view found no such program: later calls of this
+			// site reach the agent, which answers the same failure
+			// without a stop when it is the host's (docs/fastpath.md
+			// §15); the stopped thread is still in the call.
+			t.rewriteCallSite(tid, regs.Rip, unix.SYS_EXECVE, func() error { return nil })
+		}
 		regs.Orig_rax = ^uint64(0) // skip the call
 		regs.Rax = uint64(-int64(plan.Errno))
 		unix.PtraceSetRegs(tid, &regs)
