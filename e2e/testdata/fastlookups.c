@@ -816,6 +816,28 @@ static int sites(long n, const char *path, int all) {
 	return 0;
 }
 
+// exec_loop tries execve of each path n times (a PATH search that finds
+// nothing) and prints the errno of each one's last try, then execs prog
+// (argv[0] prog, then "done") from the same call site: glibc's execve.
+static int exec_loop(long n, const char *prog, int npaths, char **paths) {
+	int err[64] = {0};
+	if (npaths > 64)
+		npaths = 64;
+	for (long i = 0; i < n; i++)
+		for (int p = 0; p < npaths; p++) {
+			char *args[] = {paths[p], NULL};
+			execve(paths[p], args, environ);
+			err[p] = errno;
+		}
+	for (int p = 0; p < npaths; p++)
+		printf("execve %s errno=%d\n", paths[p], err[p]);
+	fflush(stdout);
+	char *args[] = {(char *)prog, "done", NULL};
+	execve(prog, args, environ);
+	printf("execve %s errno=%d\n", prog, errno);
+	return 1;
+}
+
 int main(int argc, char **argv) {
 	if (argc < 4) {
 		fprintf(stderr, "usage: fastlookups MODE N ARG...\n");
@@ -919,6 +941,8 @@ int main(int argc, char **argv) {
 		return readlink_loop(n, argv[3]);
 	if (strcmp(mode, "sites") == 0 || strcmp(mode, "site") == 0)
 		return sites(n, argv[3], strcmp(mode, "sites") == 0);
+	if (strcmp(mode, "execloop") == 0 && argc >= 5)
+		return exec_loop(n, argv[3], argc - 4, argv + 4);
 	if (strcmp(mode, "openloop") == 0)
 		return open_loop(n, argc - 3, argv + 3);
 	if (strcmp(mode, "fsdir") == 0)
