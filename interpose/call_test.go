@@ -3,6 +3,7 @@ package interpose
 import (
 	"os"
 	"os/exec"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,16 +94,17 @@ func TestSettleRepliesWaitsForTheReply(t *testing.T) {
 	l := &listener{}
 	c := &Call{listener: l}
 	l.replying.Store(1)
-	done := make(chan struct{})
+	// cleared is set just before the reply ends: SettleReplies, which
+	// returns once it has ended, must find it set. (A channel closed just
+	// after would race its return.)
+	var cleared atomic.Bool
 	go func() {
 		time.Sleep(30 * time.Millisecond)
+		cleared.Store(true)
 		l.replying.Store(0)
-		close(done)
 	}()
 	c.SettleReplies()
-	select {
-	case <-done:
-	default:
+	if !cleared.Load() {
 		t.Fatal("SettleReplies returned while a reply was in flight")
 	}
 
