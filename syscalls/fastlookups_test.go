@@ -103,18 +103,9 @@ func TestFilterFastLookups(t *testing.T) {
 // Finish stops the goroutine; the read set then holds what the record
 // observed (an absence another process's creation conflicts with).
 func TestFastRingsBackground(t *testing.T) {
-	host, err := vfs.NewHost()
-	require.NoError(t, err)
-	tree, err := fastlookup.NewTree()
-	require.NoError(t, err)
-	defer tree.Close()
-	tree.Enable(true)
-	v, err := vfs.NewTx(host, t.TempDir(), vfs.TxOptions{FastLookups: tree})
-	require.NoError(t, err)
-	defer v.Close()
+	f, v, tree := newTestFastRings(t)
 	dir := t.TempDir()
-	f := NewFastRings(v, tree)
-	_, err = f.Ring(1234)
+	_, err := f.Ring(1234)
 	require.NoError(t, err)
 	f.mu.Lock()
 	g := f.byProc[1234]
@@ -170,16 +161,7 @@ func TestNextLook(t *testing.T) {
 // off the caller's goroutine, after its records were fed; Finish closes
 // every ring left, the spares too.
 func TestFastRingsSpares(t *testing.T) {
-	host, err := vfs.NewHost()
-	require.NoError(t, err)
-	tree, err := fastlookup.NewTree()
-	require.NoError(t, err)
-	defer tree.Close()
-	tree.Enable(true)
-	v, err := vfs.NewTx(host, t.TempDir(), vfs.TxOptions{FastLookups: tree})
-	require.NoError(t, err)
-	defer v.Close()
-	f := NewFastRings(v, tree)
+	f, v, tree := newTestFastRings(t)
 	spares := func() []*fastlookup.Ring {
 		f.keptMu.Lock()
 		defer f.keptMu.Unlock()
@@ -187,7 +169,7 @@ func TestFastRingsSpares(t *testing.T) {
 	}
 	assert.False(t, f.keep(), "no ring taken: none made ahead")
 	assert.Empty(t, spares())
-	_, err = f.Ring(1)
+	_, err := f.Ring(1)
 	require.NoError(t, err)
 	f.Exited(1)
 	f.Background()
@@ -257,16 +239,7 @@ func ringMemfds(t *testing.T) int {
 // record published after it: the drop feeds the record behind the hole.
 // A ring with nothing reserved is dropped without feeding.
 func TestFastRingsDropHole(t *testing.T) {
-	host, err := vfs.NewHost()
-	require.NoError(t, err)
-	tree, err := fastlookup.NewTree()
-	require.NoError(t, err)
-	defer tree.Close()
-	tree.Enable(true)
-	v, err := vfs.NewTx(host, t.TempDir(), vfs.TxOptions{FastLookups: tree})
-	require.NoError(t, err)
-	defer v.Close()
-	f := NewFastRings(v, tree)
+	f, v, tree := newTestFastRings(t)
 	for _, tgid := range []int{1, 2} {
 		_, err := f.Ring(tgid)
 		require.NoError(t, err)
@@ -286,4 +259,21 @@ func TestFastRingsDropHole(t *testing.T) {
 	var conflict *vfs.ConflictError
 	require.ErrorAs(t, v.Validate(nil), &conflict, "the record behind the hole was fed")
 	assert.Equal(t, absent, conflict.Path)
+}
+
+// newTestFastRings is the rings' registry of a new transaction's view over
+// the host, with its enabled fast-lookup tree; both closed at the test's
+// end.
+func newTestFastRings(t *testing.T) (*FastRings, *vfs.Tx, *fastlookup.Tree) {
+	t.Helper()
+	host, err := vfs.NewHost()
+	require.NoError(t, err)
+	tree, err := fastlookup.NewTree()
+	require.NoError(t, err)
+	t.Cleanup(func() { tree.Close() })
+	tree.Enable(true)
+	v, err := vfs.NewTx(host, t.TempDir(), vfs.TxOptions{FastLookups: tree})
+	require.NoError(t, err)
+	t.Cleanup(func() { v.Close() })
+	return NewFastRings(v, tree), v, tree
 }
