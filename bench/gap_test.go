@@ -44,7 +44,7 @@ func gapModes(percall string) []gapMode {
 			return append([]string{floorBinary(tb), "-n", strconv.Itoa(n), "-b", strconv.Itoa(iters), "-f", filepath.Join(dir, "file")}, args...)
 		}
 	}
-	return []gapMode{
+	modes := []gapMode{
 		{name: "gap", argv: func(tb testing.TB, n, iters int, dir string) []string {
 			return []string{percall, "-o", "busy", "-d", dir, "-n", strconv.Itoa(n), "-b", strconv.Itoa(iters)}
 		}},
@@ -58,6 +58,12 @@ func gapModes(percall string) []gapMode {
 			return fixture(served(txexecBinary(tb))...)(tb, n, iters, dir)
 		}},
 	}
+	if base := os.Getenv(BaseEnv); base != "" {
+		modes = append(modes,
+			gapMode{name: "passthrough-base", counted: true, argv: fixture(served(base, "--passthrough")...)},
+			gapMode{name: "tx-base", counted: true, argv: fixture(served(base)...)})
+	}
+	return modes
 }
 
 // BenchmarkFloorGap times a loop of stat calls, each followed by a
@@ -72,6 +78,8 @@ func gapModes(percall string) []gapMode {
 // counted by the kernel's perf events where it lets us (else switches from rusage, no
 // migrations; the "switch-counter:" line says which: SwitchCounter) over
 // a run of n calls less one of 64, so that start-up and commit drop out.
+// With TXEXEC_BENCH_BASE, the base build's (passthrough-base, tx-base) too,
+// in the same run.
 func BenchmarkFloorGap(b *testing.B) {
 	bin := BuildPercall(b)
 	perUS := busyItersPerUS(b, bin)

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"txexec/internal/procfs"
+	"txexec/internal/sysx"
 )
 
 // Handler answers intercepted calls. Handle runs on a notification worker;
@@ -247,6 +248,7 @@ func (s *Session) Kill() {
 func (s *Session) tracerThread(filter func() ([]unix.SockFilter, error), started chan<- error) {
 	// Never unlocked: the thread is the tracer and exits with the goroutine.
 	runtime.LockOSThread()
+	_ = sysx.UnbatchThread() // a failure leaves it a batch thread: slower, not wrong
 	defer close(s.done)
 	if err := s.startStub(filter); err != nil {
 		started <- err
@@ -515,6 +517,7 @@ func (l *listener) worker() {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer l.wg.Done()
+	_ = sysx.UnbatchThread() // a failure leaves it a batch thread: slower, not wrong
 	restore, err := workerSignals(l.cfg.Profiled)
 	if err != nil {
 		l.cfg.Logf("txexec: worker signal mask: %v", err)
@@ -531,10 +534,12 @@ func (l *listener) worker() {
 		l.mu.Unlock()
 	}()
 	var n seccompNotif
+	var pass schedPass
 	for !l.stopping.Load() {
 		if !l.claimReceiver() && !l.waitStandby() {
 			return
 		}
+		pass.step()
 		err := notifRecv(l.fd, &n)
 		l.receivers.Add(-1)
 		if err != nil {

@@ -184,7 +184,9 @@ func (t *tracer) liveTids() []int {
 func (t *tracer) run(cmd int) unix.WaitStatus {
 	t.cmd = cmd
 	var cmdStatus unix.WaitStatus
+	var pass schedPass
 	for {
+		pass.step()
 		var ws unix.WaitStatus
 		tid, err := unix.Wait4(-1, &ws, unix.WALL|waitNoThread, nil)
 		if err == unix.EINTR {

@@ -55,6 +55,7 @@ func main() {
 		// a small heap is not collected below heapGoalFloor (gc.go).
 		setGC()
 	}
+	go batchRuntimeMonitor()
 	os.Exit(run(os.Args[1:]))
 }
 
