@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,23 +34,18 @@ func batchMonitorSoon(t *testing.T) int {
 // goes to SCHED_BATCH with its niceness kept, whether sysmon polls (the
 // process busy) or sleeps until woken (every P idle).
 func TestBatchRuntimeMonitor(t *testing.T) {
-	stop := make(chan struct{})
 	busy := make(chan struct{})
+	var stopped atomic.Bool
 	go func() { // keeps a P running, so that sysmon polls
 		close(busy)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
+		for !stopped.Load() {
 		}
 	}()
 	<-busy
 	before, err := unix.Getpriority(unix.PRIO_PROCESS, os.Getpid())
 	require.NoError(t, err)
 	tid := batchMonitorSoon(t)
-	close(stop)
+	stopped.Store(true)
 	assert.NotEqual(t, os.Getpid(), tid, "not the main thread")
 	assert.NotEqual(t, unix.Gettid(), tid, "not the caller")
 	attr, err := unix.SchedGetAttr(tid, 0)
