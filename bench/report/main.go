@@ -384,6 +384,7 @@ var baseUnits = []baseUnit{
 	{"cpu-ns/call", "before: CPU µs", "after: CPU µs", us},
 	{"handler-syscalls/call", "before: handler system calls per call", "after", count},
 	{"syscalls/call", "before: all system calls per call", "after", count},
+	{"cs/call", "before: context switches per call", "after", count},
 }
 
 func count(v float64) string {
