@@ -94,6 +94,24 @@ func (t *Tree) ObjectChanged(dev, ino uint64) bool {
 	}
 }
 
+// NativeFstat reports whether the agent answers the fstat of a descriptor
+// of (dev, ino), a changed object, natively (step 5): an own object in the
+// natives table.
+func (t *Tree) NativeFstat(dev, ino uint64) bool {
+	key := ObjectKey(dev, ino)
+	for i := key & (NativesN - 1); ; i = (i + 1) & (NativesN - 1) {
+		e := &t.t.natives[i]
+		switch atomic.LoadUint64(&e.key) {
+		case key:
+			if e.dev == dev && e.ino == ino {
+				return true
+			}
+		case KeyEmpty:
+			return false
+		}
+	}
+}
+
 // sharedKind is the kind of the changed-set entry for key (0: none).
 func (t *Tree) sharedKind(key uint64) Kind {
 	for i := key & (ChangedN - 1); ; i = (i + 1) & (ChangedN - 1) {

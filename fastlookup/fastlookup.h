@@ -37,7 +37,10 @@
  *   4. make the call natively (last component never followed);
  *   5. if the observed identity is in the changed objects, publish the
  *      slot with nr = FL_NR_NONE, then forward (a thread never waits in a
- *      forwarded call holding an unpublished slot);
+ *      forwarded call holding an unpublished slot); but the fstat of a
+ *      descriptor (AT_EMPTY_PATH) of a regular file whose identity is in
+ *      natives, checked after the call, is answered with what the call
+ *      returned, its slot published with nr = FL_NR_NONE;
  *   6. fill the slot, then release-store slot->seq = h + 1; a record that
  *      repeats one the process published before (its fingerprint is in
  *      seen) is published empty instead, as it would tell the supervisor
@@ -50,7 +53,7 @@
 
 #include <stdint.h>
 
-#define FL_LAYOUT_VERSION 4
+#define FL_LAYOUT_VERSION 5
 
 #define FL_CHANGED_N  16384 /* changed-set slots (a power of two) */
 #define FL_OBJECTS_N  16384 /* changed-object slots (a power of two) */
@@ -59,10 +62,11 @@
 #define FL_SEEN_N     512   /* a ring's fingerprints of records (a power of two) */
 #define FL_PATH_MAX   256   /* longest path a record holds, with its NUL */
 #define FL_LINKS_N    512   /* symlink slots (a power of two) */
+#define FL_NATIVES_N  16384 /* own objects with a native fstat (a power of two) */
 
 /* Slots are probed linearly from key & (N - 1).
- * Keys: 0 marks an empty slot, 1 a removed fast directory (probing goes on
- * past it; the slot is never reused). fl_key maps a hash onto the rest. */
+ * Keys: 0 marks an empty slot, 1 a removed fast directory or own object
+ * (probing goes on past it; the slot is never reused). fl_key maps a hash onto the rest. */
 #define FL_KEY_EMPTY   0
 #define FL_KEY_REMOVED 1
 
@@ -110,6 +114,19 @@ struct fl_link {
 	char target[FL_PATH_MAX - 8];
 };
 
+/* An object of the view's own (a regular file the transaction created or
+ * staged) whose fstat by the kernel answers every field as the view's stat
+ * of it would (docs/fastpath.md §16): a changed object, and yet the agent
+ * answers the fstat of a descriptor of it natively (step 5), recording
+ * nothing (the view's stat of its own object reads nothing of the host).
+ * dev and ino are written first, then key (release); the view sets key to
+ * FL_KEY_REMOVED, for good, before it makes a change that would set the
+ * two answers apart (a ctime or link count of its own). */
+struct fl_native {
+	uint64_t key; /* fl_object_key(dev, ino) */
+	uint64_t dev, ino;
+};
+
 struct fl_tree {
 	uint32_t version; /* FL_LAYOUT_VERSION */
 	uint32_t enabled; /* 0: every call is forwarded */
@@ -121,6 +138,7 @@ struct fl_tree {
 	struct fl_fastdir fastdirs[FL_FASTDIRS_N];
 	struct fl_dirid dirids[FL_FASTDIRS_N];
 	struct fl_link links[FL_LINKS_N];
+	struct fl_native natives[FL_NATIVES_N];
 };
 
 struct fl_record {

@@ -6,7 +6,7 @@ import "unsafe"
 // structures below must match it byte for byte (TestLayoutMatchesC).
 
 // LayoutVersion is FL_LAYOUT_VERSION.
-const LayoutVersion = 4
+const LayoutVersion = 5
 
 // Table sizes (slots, powers of two) and the longest path a record holds,
 // with its NUL.
@@ -18,6 +18,7 @@ const (
 	SeenN     = 512
 	PathMax   = 256
 	LinksN    = 512
+	NativesN  = 16384
 )
 
 // TreeSize and RingSize are the sizes of a tree's and a ring's memfd.
@@ -26,7 +27,7 @@ const (
 	RingSize = int(unsafe.Sizeof(ringLayout{}))
 )
 
-// Reserved keys: an empty slot and a removed fast directory.
+// Reserved keys: an empty slot and a removed fast directory or own object.
 const (
 	KeyEmpty   = 0
 	KeyRemoved = 1
@@ -82,6 +83,12 @@ type linkEntry struct {
 	target [PathMax - 8]byte
 }
 
+// nativeEntry is struct fl_native.
+type nativeEntry struct {
+	key      uint64
+	dev, ino uint64
+}
+
 // treeLayout is struct fl_tree.
 type treeLayout struct {
 	version    uint32
@@ -93,6 +100,7 @@ type treeLayout struct {
 	fastDirs   [FastDirsN]fastDirEntry
 	dirIDs     [FastDirsN]dirIDEntry
 	links      [LinksN]linkEntry
+	natives    [NativesN]nativeEntry
 }
 
 // recordLayout is struct fl_record.

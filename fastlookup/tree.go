@@ -42,6 +42,11 @@ type Tree struct {
 	// links are the symlinks published (the shared links table), each
 	// with its target.
 	links map[string]string
+	// natives are the own objects published in the shared natives table,
+	// by identity, with their slot (-1 once dropped); nativesUsed the
+	// slots ever taken.
+	natives     map[[2]uint64]int
+	nativesUsed int
 }
 
 // dirID is a fast directory known by its identity: its path, and its slot
@@ -69,7 +74,7 @@ func NewTree() (*Tree, error) {
 		mem: mem, t: (*treeLayout)(mem.ptr()), gen: 1,
 		changed: map[string]*changeMark{}, objects: map[[2]uint64]uint64{},
 		fastDirs: map[string]int{}, fastDirsByDir: map[string][]string{}, linked: map[string]bool{},
-		dirIDs: map[[2]uint64]*dirID{}, links: map[string]string{},
+		dirIDs: map[[2]uint64]*dirID{}, links: map[string]string{}, natives: map[[2]uint64]int{},
 	}
 	t.t.version = LayoutVersion
 	return t, nil
@@ -394,4 +399,45 @@ func parentOf(p string) string {
 		return "/"
 	}
 	return p[:i]
+}
+
+// AddNative publishes an object of the view's own, (dev, ino), as one whose
+// fstat the agent answers natively (struct fl_native, docs/fastpath.md
+// §16): the view's stat of it is, field for field, the kernel's fstat of
+// it. It reports whether it is published: not once the table is full (its
+// fstat is then forwarded, as any changed object's), nor once dropped.
+// The caller publishes it before a program can hold a descriptor of it.
+func (t *Tree) AddNative(dev, ino uint64) bool {
+	id := [2]uint64{dev, ino}
+	if slot, ok := t.natives[id]; ok {
+		return slot >= 0
+	}
+	if t.nativesUsed+1 > maxLoad(NativesN) {
+		return false
+	}
+	key := ObjectKey(dev, ino)
+	for i := key & (NativesN - 1); ; i = (i + 1) & (NativesN - 1) {
+		e := &t.t.natives[i]
+		if atomic.LoadUint64(&e.key) != KeyEmpty {
+			continue // at most maxLoad slots taken: an empty slot exists
+		}
+		t.nativesUsed++
+		e.dev, e.ino = dev, ino
+		atomic.StoreUint64(&e.key, key) // release: after the identity
+		t.natives[id] = int(i)
+		return true
+	}
+}
+
+// DropNative takes (dev, ino) out of the natives table for good: the view
+// is about to answer its stat otherwise than the kernel's fstat (a ctime
+// or link count of its own). The agent checks the table after its fstat,
+// so one that still finds the entry made its call before the change.
+func (t *Tree) DropNative(dev, ino uint64) {
+	id := [2]uint64{dev, ino}
+	slot, ok := t.natives[id]
+	if ok && slot >= 0 {
+		atomic.StoreUint64(&t.t.natives[slot].key, KeyRemoved)
+	}
+	t.natives[id] = -1
 }

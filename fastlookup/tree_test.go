@@ -313,3 +313,33 @@ func TestTreeLinks(t *testing.T) {
 	assert.Less(t, at, g, "the subtree above, at its first change")
 	assert.False(t, tr.AddLink("/long", "/"+strings.Repeat("x", PathMax)), "a target that does not fit")
 }
+
+// TestTreeNatives: an own object added to the natives table is found by
+// the agent's check, another identity (with the same hash's slot or not)
+// is not, a dropped one never again, and a full table adds no more.
+func TestTreeNatives(t *testing.T) {
+	tr := newTree(t)
+	require.True(t, tr.AddNative(5, 6))
+	assert.True(t, tr.AddNative(5, 6), "again: still there")
+	assert.True(t, tr.NativeFstat(5, 6))
+	assert.False(t, tr.NativeFstat(5, 7))
+	assert.False(t, tr.NativeFstat(6, 6))
+	require.True(t, tr.AddNative(5, 7))
+	tr.DropNative(5, 6)
+	assert.False(t, tr.NativeFstat(5, 6), "dropped")
+	assert.True(t, tr.NativeFstat(5, 7), "the probe goes on past a dropped slot")
+	assert.False(t, tr.AddNative(5, 6), "dropped for good")
+	assert.False(t, tr.NativeFstat(5, 6))
+	tr.DropNative(9, 9) // never added: nothing to drop, and never added after
+	assert.False(t, tr.AddNative(9, 9))
+
+	added := 0
+	for i := uint64(0); i < NativesN; i++ {
+		if tr.AddNative(100, i) {
+			added++
+		}
+	}
+	assert.Equal(t, maxLoad(NativesN)-2, added, "the table stops at its load limit")
+	assert.True(t, tr.NativeFstat(100, 0))
+	assert.False(t, tr.NativeFstat(100, NativesN-1))
+}
