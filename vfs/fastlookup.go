@@ -85,7 +85,8 @@ func (v *Tx) fastNodeLocked(n *Node, dirKind fastlookup.Kind) {
 // fastOwnObjectLocked publishes an object of the view's own (a staged
 // copy, a path token, an O_TMPFILE file), before the program can hold a
 // descriptor of it: the view answers a lookup of such a descriptor with
-// the object it stands for, so the agent must forward it.
+// the object it stands for, so the agent must forward it (but the fstat of
+// one that fastNativeLocked publishes too).
 //
 // Preconditions: v.mu held.
 func (v *Tx) fastOwnObjectLocked(id FileID) {
@@ -94,6 +95,47 @@ func (v *Tx) fastOwnObjectLocked(id FileID) {
 	}
 	v.fast.ChangeObject(id.Dev, id.Ino)
 	v.publishLocked()
+}
+
+// fastNativeLocked publishes n's staged object, just registered, as one
+// whose fstat the agent answers natively (Tree.AddNative), when the view's
+// stat of n is the kernel's fstat of that object, field for field
+// (nativeFstatLocked).
+//
+// Preconditions: v.mu held; fastOwnObjectLocked published the object.
+func (v *Tx) fastNativeLocked(n *Node) {
+	if v.fast != nil && v.nativeFstatLocked(n) {
+		v.fast.AddNative(n.stagedID.Dev, n.stagedID.Ino)
+	}
+}
+
+// nativeFstatLocked reports whether statAsLocked answers for n exactly
+// what the kernel's fstat of n's staged object does: a regular file of the
+// view's own (created or staged by the transaction; not an O_TMPFILE
+// file, not a host object that keeps its identity), whose device, inode
+// number, mode, owner, size, blocks and times are the object's, with no
+// times the view stamps (deterministic runs), no ctime of the view's own
+// (a rename, a link count changed, an attribute change the object does
+// not show: Node.ctime) and the object's own link count (one, or a view
+// count that stagedLinksLocked gave the object).
+//
+// Preconditions: v.mu held.
+func (v *Tx) nativeFstatLocked(n *Node) bool {
+	return n.typ == unix.S_IFREG && n.staged != "" && !n.anon && !n.keepsIdentity() && !n.removed &&
+		!v.StampTimes && !v.VirtualInodes && n.ctime == nil && n.changed == nil && !n.areaChild &&
+		(!n.nlinkSet || n.nlink == uint64(1+n.extraLinks))
+}
+
+// fastNotNativeLocked takes n's staged object out of the agent's natives
+// for good (Tree.DropNative), before the view answers its stat otherwise
+// than the object's own fstat: a ctime or link count of its own, or
+// another staged object.
+//
+// Preconditions: v.mu held.
+func (v *Tx) fastNotNativeLocked(n *Node) {
+	if v.fast != nil && n.staged != "" && !n.anon {
+		v.fast.DropNative(n.stagedID.Dev, n.stagedID.Ino)
+	}
 }
 
 // dirPathsLocked are the absolute paths directory d has: in the view, and

@@ -721,3 +721,93 @@ func TestFeedDescriptor(t *testing.T) {
 	require.Error(t, e.v.Doomed())
 	assert.Contains(t, e.v.Doomed().Error(), "a fast lookup read a descriptor of an object the transaction changed")
 }
+
+// TestNativeFstatIsTheViews: the agent answers the fstat of a descriptor of
+// an object in the natives table itself (fastlookup.h step 5); so for
+// every such object, after every kind of change, the view's stat of the
+// descriptor must be the kernel's fstat, field for field. The files the
+// transaction created or staged are in it; a file linked, renamed,
+// unlinked, one whose ctime alone changed, a hard-linked host file and an
+// O_TMPFILE file are not (their stat in the view is not their object's).
+func TestNativeFstatIsTheViews(t *testing.T) {
+	e := newFastEnv(t, func(dir string) {
+		fastTree(dir)
+		must(os.Link(filepath.Join(dir, "d/g"), filepath.Join(dir, "d/g2")))
+	})
+	// native fstats fd as the agent does and reports whether the agent
+	// answers it; when it does, the view's answer must be the same.
+	native := func(fd int, what string) bool {
+		t.Helper()
+		var st unix.Stat_t
+		require.NoError(t, unix.Fstat(fd, &st))
+		if !e.tree.NativeFstat(st.Dev, st.Ino) {
+			return false
+		}
+		assert.True(t, e.tree.ObjectChanged(st.Dev, st.Ino), "%s: an own object is a changed one", what)
+		dup, err := unix.Dup(fd)
+		require.NoError(t, err)
+		h, err := e.v.HandleOf(e.c, dup)
+		require.NoError(t, err)
+		defer h.Release()
+		view, err := e.v.Stat(e.c, h, "", unix.AT_EMPTY_PATH)
+		require.NoError(t, err)
+		assert.Equal(t, view, st, "%s: the view's stat is the kernel's fstat", what)
+		return true
+	}
+	open := func(path string, flags int) int {
+		t.Helper()
+		fd, err := e.v.Open(e.c, e.c.Cwd, path, OpenHow{Flags: uint64(flags), Mode: 0o640})
+		require.NoError(t, err, path)
+		t.Cleanup(func() { unix.Close(fd) })
+		return fd
+	}
+
+	made := open("d/new", unix.O_CREAT|unix.O_RDWR)
+	assert.True(t, native(made, "created"))
+	_, err := unix.Write(made, []byte("some data"))
+	require.NoError(t, err)
+	assert.True(t, native(made, "written"))
+	require.NoError(t, unix.Ftruncate(made, 3))
+	assert.True(t, native(made, "truncated by descriptor"))
+	require.NoError(t, e.v.Truncate(e.c, e.c.Cwd, "d/new", 100000))
+	assert.True(t, native(made, "truncated by path"))
+	require.NoError(t, e.v.Chmod(e.c, e.c.Cwd, "d/new", 0o600, 0))
+	assert.True(t, native(made, "chmod"))
+	require.NoError(t, e.v.Chown(e.c, e.c.Cwd, "d/new", 1234, 5678, 0))
+	assert.True(t, native(made, "chown"))
+	require.NoError(t, e.v.Utimens(e.c, e.c.Cwd, "d/new", &[2]unix.Timespec{{Sec: 5}, {Sec: 6, Nsec: 7}}, 0))
+	assert.True(t, native(made, "utimensat"))
+	again := open("d/new", unix.O_RDONLY)
+	assert.True(t, native(again, "a second descriptor"))
+
+	staged := open("d/f", unix.O_WRONLY|unix.O_APPEND)
+	assert.True(t, native(staged, "a host file staged"))
+	_, err = unix.Write(staged, []byte("more"))
+	require.NoError(t, err)
+	assert.True(t, native(staged, "a host file staged and written"))
+
+	require.NoError(t, e.v.Link(e.c, e.c.Cwd, "d/new", e.c.Cwd, "d/new2", 0))
+	assert.False(t, native(made, "linked"), "the view's ctime and link count")
+	renamed := open("d/r", unix.O_CREAT|unix.O_RDWR)
+	require.True(t, native(renamed, "created"))
+	require.NoError(t, e.v.Rename(e.c, e.c.Cwd, "d/r", e.c.Cwd, "d/r2", 0))
+	assert.False(t, native(renamed, "renamed"), "the view's ctime")
+	gone := open("d/u", unix.O_CREAT|unix.O_RDWR)
+	require.True(t, native(gone, "created"))
+	require.NoError(t, e.v.Unlink(e.c, e.c.Cwd, "d/u", 0))
+	assert.False(t, native(gone, "unlinked"), "the view's link count, 0")
+	touched := open("d/c", unix.O_CREAT|unix.O_RDWR)
+	require.True(t, native(touched, "created"))
+	require.NoError(t, e.v.Chown(e.c, e.c.Cwd, "d/c", ^uint32(0), ^uint32(0), 0))
+	assert.False(t, native(touched, "chown to -1, -1"), "only the view's ctime moves")
+	linked := open("d/g", unix.O_WRONLY|unix.O_APPEND)
+	assert.False(t, native(linked, "a hard-linked host file staged"), "the view keeps its link count")
+	tmp, err := e.v.Open(e.c, e.c.Cwd, "d", OpenHow{Flags: unix.O_TMPFILE | unix.O_RDWR, Mode: 0o600})
+	require.NoError(t, err)
+	defer unix.Close(tmp)
+	assert.False(t, native(tmp, "O_TMPFILE"))
+	host, err := unix.Open(e.abs("e/x"), unix.O_RDONLY, 0)
+	require.NoError(t, err)
+	defer unix.Close(host)
+	assert.False(t, native(host, "a host file"))
+}

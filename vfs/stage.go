@@ -36,9 +36,11 @@ func (v *Tx) registerStagedAsLocked(n *Node, a *area, name string, st *unix.Stat
 	// A staged directory carries changed attributes, its mode and owner
 	// among them, which decide the searches under it.
 	v.fastNodeLocked(n, fastlookup.ChangedSubtree)
+	v.fastNotNativeLocked(n) // an object it had before
 	n.staged, n.stagedID, n.area = name, idOf(st), a
 	v.nodes[n.stagedID] = n
 	v.fastOwnObjectLocked(n.stagedID)
+	v.fastNativeLocked(n)
 	v.gen++
 }
 
@@ -346,6 +348,7 @@ func (v *Tx) setEntryLocked(dir *Node, name string, n *Node) {
 
 // linkCountLocked adjusts n's link count in the view.
 func (v *Tx) linkCountLocked(n *Node, delta int) {
+	v.fastNotNativeLocked(n)
 	if !n.nlinkSet {
 		st, err := v.statLocked(n)
 		if err != nil {

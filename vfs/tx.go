@@ -512,6 +512,7 @@ func (v *Tx) touchDirLocked(dir *Node) {
 // Preconditions: v.mu held.
 func (v *Tx) touchCtimeLocked(n *Node) {
 	v.fastNodeLocked(n, fastlookup.ChangedSelf)
+	v.fastNotNativeLocked(n)
 	t := v.nowLocked()
 	n.ctime = &t
 }
