@@ -49,6 +49,19 @@
 //   fstatloop N PATH  open PATH read-only read-only, then N times fstat the
 //                   descriptor (glibc: newfstatat(fd, "", AT_EMPTY_PATH))
 //                   and print its size and inode, and whether they stayed
+//   ownfstat N PATH STEP...  for each STEP in turn: make the change it
+//                   names to PATH (create: open it O_RDWR|O_CREAT|O_TRUNC,
+//                   stage: open it O_RDWR|O_APPEND, write, ftruncate,
+//                   truncate (by path), fchmod, fchown (to the owner it
+//                   has), futimens, link (to PATH.l), rename (to PATH.r),
+//                   unlink, touchctime (fchown to -1, -1)), then N times
+//                   fstat the descriptor (glibc: newfstatat(fd, "",
+//                   AT_EMPTY_PATH)), then statx it (which the supervisor
+//                   always serves in a transaction): print the step, the
+//                   stable fields (link count, mode, size, blocks) and
+//                   whether every field of the last fstat (device, inode,
+//                   link count, mode, owner, size, blocks, the three times)
+//                   is the statx's
 //   dirread N DIR NAME...  with an O_PATH descriptor of DIR, for each
 //                   NAME in turn (one call site): N times openat(dirfd,
 //                   NAME), read its first byte, close
@@ -102,6 +115,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -581,6 +595,84 @@ static int fstat_loop(long n, const char *path) {
 	return 0;
 }
 
+// own_step makes the change step names to the file of fd at path (see
+// ownfstat above); 0 when done.
+static int own_step(int *fd, const char *path, const char *step) {
+	char other[4096];
+	int r = 0;
+	if (strcmp(step, "create") == 0)
+		r = (*fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0640)) < 0;
+	else if (strcmp(step, "stage") == 0)
+		r = (*fd = open(path, O_RDWR | O_APPEND)) < 0;
+	else if (strcmp(step, "write") == 0)
+		r = write(*fd, "some data\n", 10) != 10;
+	else if (strcmp(step, "ftruncate") == 0)
+		r = ftruncate(*fd, 3);
+	else if (strcmp(step, "truncate") == 0)
+		r = truncate(path, 100000);
+	else if (strcmp(step, "fchmod") == 0)
+		r = fchmod(*fd, 0600);
+	else if (strcmp(step, "fchown") == 0)
+		r = fchown(*fd, getuid(), getgid());
+	else if (strcmp(step, "futimens") == 0) {
+		struct timespec ts[2] = {{5, 0}, {6, 7}};
+		r = futimens(*fd, ts);
+	} else if (strcmp(step, "link") == 0) {
+		snprintf(other, sizeof other, "%s.l", path);
+		r = link(path, other);
+	} else if (strcmp(step, "rename") == 0) {
+		snprintf(other, sizeof other, "%s.r", path);
+		r = rename(path, other);
+	} else if (strcmp(step, "unlink") == 0)
+		r = unlink(path);
+	else if (strcmp(step, "touchctime") == 0)
+		r = fchown(*fd, (uid_t)-1, (gid_t)-1);
+	else {
+		fprintf(stderr, "unknown step %s\n", step);
+		return 1;
+	}
+	if (r != 0)
+		perror(step);
+	return r;
+}
+
+static int same_time(struct timespec a, struct statx_timestamp b) {
+	return a.tv_sec == b.tv_sec && a.tv_nsec == (long)b.tv_nsec;
+}
+
+static int own_fstat(long n, const char *path, int argc, char **steps) {
+	int fd = -1;
+	for (int a = 0; a < argc; a++) {
+		if (own_step(&fd, path, steps[a]) != 0)
+			return 1;
+		struct stat st;
+		struct statx sx;
+		for (long i = 0; i < n; i++)
+			if (fstat(fd, &st) != 0) {
+				perror("fstat");
+				return 1;
+			}
+		if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &sx) != 0) {
+			perror("statx");
+			return 1;
+		}
+		int same = st.st_dev == makedev(sx.stx_dev_major, sx.stx_dev_minor) && st.st_ino == sx.stx_ino &&
+		           st.st_nlink == sx.stx_nlink && st.st_mode == sx.stx_mode && st.st_uid == sx.stx_uid &&
+		           st.st_gid == sx.stx_gid && st.st_size == (off_t)sx.stx_size &&
+		           st.st_blocks == (blkcnt_t)sx.stx_blocks && same_time(st.st_atim, sx.stx_atime) &&
+		           same_time(st.st_mtim, sx.stx_mtime) && same_time(st.st_ctim, sx.stx_ctime);
+		printf("%s nlink=%lu mode=%o size=%ld blocks=%ld same=%d\n", steps[a], (unsigned long)st.st_nlink,
+		       st.st_mode, (long)st.st_size, (long)st.st_blocks, same);
+		if (!same)
+			printf("  fstat %lu %lu %ld.%09ld %ld.%09ld statx %lu %lu %lld.%09u %lld.%09u\n",
+			       (unsigned long)st.st_ino, (unsigned long)st.st_nlink, (long)st.st_mtim.tv_sec,
+			       st.st_mtim.tv_nsec, (long)st.st_ctim.tv_sec, st.st_ctim.tv_nsec,
+			       (unsigned long)sx.stx_ino, (unsigned long)sx.stx_nlink, (long long)sx.stx_mtime.tv_sec,
+			       sx.stx_mtime.tv_nsec, (long long)sx.stx_ctime.tv_sec, sx.stx_ctime.tv_nsec);
+	}
+	return 0;
+}
+
 static int dir_read(long n, const char *dir, int argc, char **names) {
 	int dfd = open(dir, O_PATH | O_DIRECTORY);
 	if (dfd < 0) {
@@ -949,6 +1041,8 @@ int main(int argc, char **argv) {
 		return fs_dir(n, argv[3]);
 	if (strcmp(mode, "fstatloop") == 0)
 		return fstat_loop(n, argv[3]);
+	if (strcmp(mode, "ownfstat") == 0 && argc >= 5)
+		return own_fstat(n, argv[3], argc - 4, argv + 4);
 	if (strcmp(mode, "dirread") == 0 && argc >= 5)
 		return dir_read(n, argv[3], argc - 4, argv + 4);
 	if (strcmp(mode, "dirloop") == 0)
