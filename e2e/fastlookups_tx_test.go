@@ -575,7 +575,8 @@ func TestFastLookupsTxOwnObjects(t *testing.T) {
 // TestFastLookupsTxOwnFstat: the fstat of a descriptor of a file the
 // transaction created or staged is answered by the agent (fewer than a
 // tenth of the calls at the supervisor) after writes, truncates by
-// descriptor and by path, chmod, chown and utimensat, with every field
+// descriptor and by path, chmod, chown and utimensat, and through a
+// descriptor open for reading (the agent's other way), with every field
 // the view's (the fixture compares each fstat with a statx, which the
 // supervisor serves) and the output of a run without the option; after a
 // link, a rename, an unlink or a chown that changes only the ctime, which
@@ -588,7 +589,7 @@ func TestFastLookupsTxOwnFstat(t *testing.T) {
 		steps  []string
 		native bool
 	}{
-		{"new", []string{"create", "write", "ftruncate", "truncate", "fchmod", "fchown", "futimens"}, true},
+		{"new", []string{"create", "write", "ftruncate", "truncate", "fchmod", "fchown", "futimens", "reopen"}, true},
 		{"file", []string{"stage", "write", "fchmod", "futimens"}, true},
 		{"new", []string{"create", "link"}, false},
 		{"new", []string{"create", "rename"}, false},

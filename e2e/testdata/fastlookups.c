@@ -51,7 +51,8 @@
 //                   and print its size and inode, and whether they stayed
 //   ownfstat N PATH STEP...  for each STEP in turn: make the change it
 //                   names to PATH (create: open it O_RDWR|O_CREAT|O_TRUNC,
-//                   stage: open it O_RDWR|O_APPEND, write, ftruncate,
+//                   stage: open it O_RDWR|O_APPEND, reopen: open it
+//                   O_RDONLY instead, write, ftruncate,
 //                   truncate (by path), fchmod, fchown (to the owner it
 //                   has), futimens, link (to PATH.l), rename (to PATH.r),
 //                   unlink, touchctime (fchown to -1, -1)), then N times
@@ -604,6 +605,10 @@ static int own_step(int *fd, const char *path, const char *step) {
 		r = (*fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0640)) < 0;
 	else if (strcmp(step, "stage") == 0)
 		r = (*fd = open(path, O_RDWR | O_APPEND)) < 0;
+	else if (strcmp(step, "reopen") == 0) {
+		close(*fd);
+		r = (*fd = open(path, O_RDONLY)) < 0;
+	}
 	else if (strcmp(step, "write") == 0)
 		r = write(*fd, "some data\n", 10) != 10;
 	else if (strcmp(step, "ftruncate") == 0)
