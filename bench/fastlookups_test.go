@@ -7,7 +7,8 @@ import (
 
 // BenchmarkFastLookups times the lookups the fast path takes
 // (--fast-lookups, docs/fastpath.md; steps 1 and 2: the lookups by path, a
-// read-only open, and statat's fstatat relative to a directory descriptor),
+// read-only open, statat's fstatat relative to a directory descriptor, and
+// ownfstat's fstat of a file the transaction created, docs/fastpath.md §16),
 // and what the option adds to a fork and exec of a static program (the
 // agent's injection, a ring of the child's own) and to a posix_spawn of it
 // (spawn: a vfork, as make and gcc start their children, whose child
@@ -22,7 +23,7 @@ import (
 //	go test ./bench -run '^$' -bench FastLookups -benchtime 2000x
 func BenchmarkFastLookups(b *testing.B) {
 	bin := BuildPercall(b)
-	for _, op := range []string{"stat", "statx", "access", "open", "statat", "exec", "spawn"} {
+	for _, op := range []string{"stat", "statx", "access", "open", "statat", "ownfstat", "exec", "spawn"} {
 		b.Run(op, func(b *testing.B) {
 			ms := []mode{
 				{name: "native", prefix: func(testing.TB) []string { return nil }},

@@ -12,7 +12,7 @@
 //
 // Usage: percall -o OP -d DIR [-n N] [-w W] [-F] [-b B] [-x PROG]
 //   -o OP   stat | statat | statx | open | access | create | unlink | mkdir | rmdir |
-//           link | read | write | listdir | busy | fork | exec | spawn
+//           link | read | write | listdir | busy | fork | exec | spawn | ownfstat
 //   -d DIR  absolute directory prepared by the harness: DIR/file is an
 //           unmodified 1 MiB host file
 //   -n N    timed calls (default 10000; rounded up to a multiple of 64)
@@ -45,6 +45,9 @@
 //   listdir open(DIR/many, O_DIRECTORY) + getdents64 with a 32 KiB buffer
 //           until the end + close: a whole listing of the harness's
 //           directory of 1000 files (several getdents64 calls)
+//   ownfstat fstat(fd) (glibc: newfstatat(fd, "", AT_EMPTY_PATH)) of
+//           DIR/wfile, which it creates before timing: in a transaction, a
+//           file of the transaction's own
 //   busy    the -b loop alone, no system call: how long the gap is
 //   fork    fork(); the child _exits at once; waitpid
 //   exec    fork(); the child execve()s PROG (a tiny static program that
@@ -204,6 +207,13 @@ static void do_statat(void) {
 			die("fstatat");
 }
 
+static void do_ownfstat(void) {
+	struct stat st;
+	for (int i = 0; i < BLOCK; i++)
+		if (fstat(iofd, &st) != 0)
+			die("fstat");
+}
+
 static void do_open(void) {
 	for (int i = 0; i < BLOCK; i++) {
 		int fd = open(file, O_RDONLY);
@@ -319,6 +329,7 @@ static const struct op ops[] = {
 	{"fork", 0, do_fork, NULL, NULL},
 	{"exec", 0, do_exec, NULL, NULL},
 	{"spawn", 0, do_spawn, NULL, NULL},
+	{"ownfstat", 0, do_ownfstat, NULL, NULL},
 };
 
 static uint64_t run_blocks(const struct op *o, long blocks) {
@@ -407,7 +418,7 @@ int main(int argc, char **argv) {
 		die(dir);
 	if (o->timed == do_read && (iofd = open(file, O_RDONLY)) < 0)
 		die(file);
-	if (o->timed == do_write &&
+	if ((o->timed == do_write || o->timed == do_ownfstat) &&
 	    (iofd = open(wfile, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0)
 		die(wfile);
 
