@@ -31,6 +31,12 @@
 //     the agent checks the changed set at the symlink's path before it
 //     follows one, so a symlink the transaction replaced is forwarded by
 //     that check, not by the table.
+//   - An own object in the natives table (an object of the view's own
+//     whose fstat is native) is dropped (KeyRemoved) before the view
+//     changes what its stat shows apart from the object's own, and never
+//     added again; the agent reads the table after its call, so an entry
+//     it finds means its call came before such a change. A full natives
+//     table only adds no more (their fstats are forwarded, as before).
 //   - An overflowing changed set or object set turns the enabled flag off
 //     for good: the agent then forwards every call.
 //   - Everything read from a ring is untrusted: Ring reads a slot once into

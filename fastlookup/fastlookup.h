@@ -40,7 +40,10 @@
  *      forwarded call holding an unpublished slot); but the fstat of a
  *      descriptor (AT_EMPTY_PATH) of a regular file whose identity is in
  *      natives, checked after the call, is answered with what the call
- *      returned, its slot published with nr = FL_NR_NONE;
+ *      returned, its slot published with nr = FL_NR_NONE (a descriptor
+ *      open for writing is checked so first, before steps 2 and 3: with
+ *      nothing to record, no slot is needed; the enabled flag is read
+ *      after the call too);
  *   6. fill the slot, then release-store slot->seq = h + 1; a record that
  *      repeats one the process published before (its fingerprint is in
  *      seen) is published empty instead, as it would tell the supervisor
