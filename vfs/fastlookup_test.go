@@ -1,6 +1,7 @@
 package vfs
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -110,6 +111,13 @@ func (e *fastEnv) readOf(path string) (readRecord, bool) {
 	defer e.v.mu.Unlock()
 	r, ok := e.v.reads[path]
 	return r, ok
+}
+
+// readSet is a copy of the view's read set.
+func (e *fastEnv) readSet() map[string]readRecord {
+	e.v.mu.Lock()
+	defer e.v.mu.Unlock()
+	return maps.Clone(e.v.reads)
 }
 
 func fastTree(dir string) {
@@ -749,9 +757,11 @@ func TestNativeFstatIsTheViews(t *testing.T) {
 		h, err := e.v.HandleOf(e.c, dup)
 		require.NoError(t, err)
 		defer h.Release()
+		readsBefore := e.readSet()
 		view, err := e.v.Stat(e.c, h, "", unix.AT_EMPTY_PATH)
 		require.NoError(t, err)
 		assert.Equal(t, view, st, "%s: the view's stat is the kernel's fstat", what)
+		assert.Equal(t, readsBefore, e.readSet(), "%s: the view's stat records nothing, nor does the agent", what)
 		return true
 	}
 	open := func(path string, flags int) int {
