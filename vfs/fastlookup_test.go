@@ -821,3 +821,62 @@ func TestNativeFstatIsTheViews(t *testing.T) {
 	defer unix.Close(host)
 	assert.False(t, native(host, "a host file"))
 }
+
+// TestNativeFstatConcurrentWithChanges: an agent that fstats a file of
+// the view's own in a loop, and answers natively while the natives table
+// has it (checked after the call, as the agent does), never answers with
+// what the view would not have: each change that sets the view's answer
+// apart (a link: the link count and the view's ctime; a rename; an
+// unlink) drops the file before the kernel's object changes, so every
+// native answer is the one from before the first change.
+func TestNativeFstatConcurrentWithChanges(t *testing.T) {
+	e := newFastEnv(t, fastTree)
+	fd, err := e.v.Open(e.c, e.c.Cwd, "d/new", OpenHow{Flags: unix.O_CREAT | unix.O_RDWR, Mode: 0o644})
+	require.NoError(t, err)
+	defer unix.Close(fd)
+	var before unix.Stat_t
+	require.NoError(t, unix.Fstat(fd, &before))
+	require.True(t, e.tree.NativeFstat(before.Dev, before.Ino))
+
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	var native, wrong atomic.Int64
+	var bad atomic.Pointer[unix.Stat_t]
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var st unix.Stat_t
+			if unix.Fstat(fd, &st) != nil || !e.tree.NativeFstat(st.Dev, st.Ino) {
+				continue
+			}
+			native.Add(1)
+			if st != before {
+				wrong.Add(1)
+				bad.Store(&st)
+			}
+		}
+	}()
+	var once sync.Once
+	halt := func() { once.Do(func() { close(stop); <-done }) }
+	defer halt()
+	for i := 0; native.Load() < 100; i++ {
+		require.Less(t, i, 1_000_000, "the agent answers no fstat natively")
+		runtime.Gosched()
+	}
+	require.NoError(t, e.v.Link(e.c, e.c.Cwd, "d/new", e.c.Cwd, "d/new2", 0))
+	require.NoError(t, e.v.Rename(e.c, e.c.Cwd, "d/new", e.c.Cwd, "e/new3", 0))
+	require.NoError(t, e.v.Unlink(e.c, e.c.Cwd, "e/new3", 0))
+	after := native.Load()
+	for i := 0; i < 1000; i++ {
+		runtime.Gosched()
+	}
+	halt()
+	assert.Zero(t, wrong.Load(), "a native answer the view would not have given: %+v", bad.Load())
+	assert.False(t, e.tree.NativeFstat(before.Dev, before.Ino))
+	assert.LessOrEqual(t, native.Load(), after+1, "none after the changes (one may have checked before the last)")
+}
