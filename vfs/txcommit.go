@@ -463,6 +463,10 @@ func (v *Tx) Close() {
 		v.roRootFd = -1
 	}
 	for _, s := range v.dirShadows {
+		if b := s.stopBuildLocked(); b != nil {
+			// Its directory goes with the staging area, after this.
+			b.release()
+		}
 		if s.fd >= 0 {
 			unix.Close(s.fd)
 			s.fd = -1
