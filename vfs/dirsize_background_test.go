@@ -12,8 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
-
-	"txexec/proc"
 )
 
 // newEnvUnder is newEnv with the host tree and the staging area in
@@ -37,17 +35,7 @@ func newEnvUnder(t *testing.T, root string, fsType int64, hostDir string, build 
 		dir = mkTemp()
 		build(dir)
 	}
-	host, err := NewHost()
-	require.NoError(t, err)
-	v, err := NewTx(host, mkTemp(), TxOptions{})
-	require.NoError(t, err)
-	t.Cleanup(v.Close)
-	cwd, err := v.OpenDir(dir)
-	require.NoError(t, err)
-	root2, err := v.OpenDir("/")
-	require.NoError(t, err)
-	c := &Caller{Tid: os.Getpid(), Tgid: os.Getpid(), Cred: &proc.Cred{CapEff: ^uint64(0)}, Cwd: cwd, Root: root2, Umask: 0o022}
-	return &env{t: t, dir: dir, v: v, c: c, host: host}
+	return envOver(t, dir, mkTemp())
 }
 
 // buildMan1 makes a host directory man1 of count names in dir.

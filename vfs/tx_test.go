@@ -35,9 +35,16 @@ func newEnv(t *testing.T, build func(dir string)) *env {
 	if build != nil {
 		build(dir)
 	}
+	return envOver(t, dir, t.TempDir())
+}
+
+// envOver is a view over the host tree dir with its staging area in
+// staging, and a root caller whose cwd is dir.
+func envOver(t *testing.T, dir, staging string) *env {
+	t.Helper()
 	host, err := NewHost()
 	require.NoError(t, err)
-	v, err := NewTx(host, t.TempDir(), TxOptions{})
+	v, err := NewTx(host, staging, TxOptions{})
 	require.NoError(t, err)
 	t.Cleanup(v.Close)
 	cwd, err := v.OpenDir(dir)
