@@ -110,3 +110,30 @@ func TestStatsCountExecsForksAndThreads(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsCountServiceTimes: TXEXEC_STATS says how many replies installed
+// a descriptor and how long the workers spent in handlers and replies. A
+// program that opens a file n times more (every call trapped) shows n
+// descriptor replies more, both times grow with the calls, and the
+// supervisor's own CPU time is counted.
+func TestStatsCountServiceTimes(t *testing.T) {
+	testenv.NeedRoot(t, "txexec supervises as root")
+	requireTools(t, "python3")
+	dir := t.TempDir()
+	opens := func(n int) command {
+		return command{Argv: []string{"python3", "-c", "import os\nfor _ in range(" + strconv.Itoa(n) + "): os.close(os.open('/etc/hostname', os.O_RDONLY))"},
+			Dir: dir, TxArgs: noFastLookups}
+	}
+	for _, m := range underTxexec {
+		few, many := statsOf(t, m, opens(10)), statsOf(t, m, opens(1010))
+		for _, k := range []string{"descriptor_replies", "handle_ns", "reply_ns", "supervisor_cpu_ns"} {
+			require.Contains(t, few, k, m.String())
+		}
+		assert.GreaterOrEqual(t, many["descriptor_replies"]-few["descriptor_replies"], 1000, "%s: descriptor replies", m)
+		assert.Less(t, many["descriptor_replies"]-few["descriptor_replies"], 1100, "%s: descriptor replies", m)
+		// Each call costs at least a microsecond of handling and of reply.
+		assert.Greater(t, many["handle_ns"]-few["handle_ns"], 1000*1000, "%s: handle_ns", m)
+		assert.Greater(t, many["reply_ns"]-few["reply_ns"], 1000*1000, "%s: reply_ns", m)
+		assert.Positive(t, many["supervisor_cpu_ns"], m.String())
+	}
+}

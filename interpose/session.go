@@ -99,6 +99,9 @@ type Config struct {
 	// signal), and block every signal around each ADDFD wait instead (see
 	// notifAddfdSend), so that their time is in the profile.
 	Profiled bool
+	// TimeService makes the workers time each call they serve, for
+	// Session.Service: two clock reads per call, off unless asked for.
+	TimeService bool
 }
 
 // DefaultWorkers and DefaultMaxWorkers size the notification worker pool.
@@ -215,6 +218,24 @@ func (s *Session) ServedByNr() map[int]uint64 {
 		}
 	}
 	return m
+}
+
+// Service is where the workers' time went (Config.TimeService), for
+// benchmarks' accounting (TXEXEC_STATS).
+type Service struct {
+	// Handle is the time from a notification's receipt to its reply
+	// (the handlers: copy-in, the view, the host calls, copy-out); Reply
+	// the time in the replies, which for a descriptor (ADDFD) includes the
+	// wait for the caller to take it. Both zero unless TimeService.
+	Handle, Reply time.Duration
+	// DescriptorReplies counts the replies that installed a descriptor.
+	DescriptorReplies uint64
+}
+
+// Service returns the workers' times and descriptor replies so far.
+func (s *Session) Service() Service {
+	l := s.lst
+	return Service{Handle: time.Duration(l.handleNs.Load()), Reply: time.Duration(l.replyNs.Load()), DescriptorReplies: l.fdReplies.Load()}
 }
 
 // Counts are the process-tree events the tracer saw, for benchmarks'
@@ -444,6 +465,11 @@ type listener struct {
 	// servedNr counts the answered calls by number (x86-64 numbers are
 	// below 512; others, such as the in-program API's, are not counted).
 	servedNr [512]atomic.Uint64
+	// fdReplies counts the replies that installed a descriptor;
+	// handleNs and replyNs add up the time the workers spent in handlers
+	// and in replies (Config.TimeService).
+	fdReplies         atomic.Uint64
+	handleNs, replyNs atomic.Int64
 	// fast is Config.FastLookups; rewrites counts the call sites
 	// rewritten; known are the sites rewritten so far, by file; tr is the
 	// session's tracer, which knows the processes (rewrite.go).
@@ -558,6 +584,10 @@ func (l *listener) worker() {
 			default:
 			}
 		}
+		var t0, t1 time.Time
+		if l.cfg.TimeService {
+			t0 = time.Now()
+		}
 		c := newCall(l, &n)
 		r, injected := l.injectedFD(c)
 		if !injected {
@@ -566,11 +596,19 @@ func (l *listener) worker() {
 			}
 			r = l.handle(c)
 		}
+		if l.cfg.TimeService {
+			t1 = time.Now()
+		}
 		var val int64
 		if r.IsFD() {
+			l.fdReplies.Add(1)
 			val, err = l.sendFD(c, r)
 		} else {
 			val, err = c.send(r)
+		}
+		if l.cfg.TimeService {
+			l.handleNs.Add(int64(t1.Sub(t0)))
+			l.replyNs.Add(int64(time.Since(t1)))
 		}
 		l.served.Add(1)
 		if uint(c.Nr) < uint(len(l.servedNr)) {

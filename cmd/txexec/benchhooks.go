@@ -53,6 +53,17 @@ import (
 //	                  records the supervisor fed into the read set (a
 //	                  repeat of a record its process published at the same
 //	                  generation is not published: docs/fastpath.md)
+//	descriptor_replies=N  trapped calls answered with a descriptor
+//	                  (ADDFD: open, creat, dup-like replies), over all
+//	                  --retry attempts
+//	handle_ns=N       time the supervisor's workers spent in handlers, from
+//	                  each notification's receipt to its reply (copy-in,
+//	                  the view, host calls, copy-out), summed over calls
+//	reply_ns=N        time they spent in the replies; a descriptor's
+//	                  includes the wait for the caller to take it
+//	supervisor_cpu_ns=N  txexec's own CPU time (user + system, its threads
+//	                  only, not the command tree's) when the command tree
+//	                  ended: before the commit
 //	commit_ns=N       time of the commit: validation, records, write-through
 //	                  and its syncs (0 with --passthrough, or an abort);
 //	                  execs to commit_ns are over all --retry attempts too
@@ -110,6 +121,26 @@ func (c *treeCounts) add(n interpose.Counts) {
 	c.threads.Add(n.Threads)
 	c.execs.Add(n.Execs)
 	c.execStops.Add(n.ExecStops)
+}
+
+// service adds up the workers' times and descriptor replies of every
+// supervised run, and supervisorCPU is txexec's CPU time when the last
+// run's tree ended, for TXEXEC_STATS.
+var service struct {
+	handle, reply, fdReplies, supervisorCPU atomic.Int64
+}
+
+// addService adds a session's service times and notes txexec's CPU time
+// so far (getrusage(RUSAGE_SELF): the supervisor's threads, not the
+// command tree, whose processes are not txexec's waited-for children).
+func addService(s interpose.Service) {
+	service.handle.Add(int64(s.Handle))
+	service.reply.Add(int64(s.Reply))
+	service.fdReplies.Add(int64(s.DescriptorReplies))
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		service.supervisorCPU.Store(ru.Utime.Nano() + ru.Stime.Nano())
+	}
 }
 
 const (
@@ -185,9 +216,11 @@ func (h *benchHooks) finish() {
 	hwm, err := vmHWM("/proc/self/status")
 	if err == nil {
 		s := fmt.Sprintf("vmhwm_bytes=%d\nstaging_bytes=%d\nstaging_files=%d\ntrapped_calls=%d\n"+
-			"%sexecs=%d\nexec_stops=%d\nforks=%d\nthreads=%d\nfast_records=%d\ncommit_ns=%d\n",
+			"%sexecs=%d\nexec_stops=%d\nforks=%d\nthreads=%d\nfast_records=%d\n"+
+			"descriptor_replies=%d\nhandle_ns=%d\nreply_ns=%d\nsupervisor_cpu_ns=%d\ncommit_ns=%d\n",
 			hwm, h.stagingBytes, h.stagingFiles, trappedCalls.Load(), trappedByCall(),
 			treeEvents.execs.Load(), treeEvents.execStops.Load(), treeEvents.forks.Load(), treeEvents.threads.Load(), fastlookup.RecordsFed(),
+			service.fdReplies.Load(), service.handle.Load(), service.reply.Load(), service.supervisorCPU.Load(),
 			h.commit.Nanoseconds())
 		err = os.WriteFile(h.statsPath, []byte(s), 0o644)
 	}

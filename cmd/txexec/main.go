@@ -553,7 +553,8 @@ func supervise(k *syscalls.Kernel, cmd command, argv []string, a *runEffects) (i
 	signal.Notify(forward, unix.SIGTERM, unix.SIGHUP)
 	defer signal.Stop(forward)
 	cfg := interpose.Config{
-		Profiled: os.Getenv(cpuProfileEnv) != "",
+		Profiled:    os.Getenv(cpuProfileEnv) != "",
+		TimeService: os.Getenv(statsEnv) != "",
 		Path:     cmd.path,
 		Argv:     argv,
 		Env:      cmd.env,
@@ -608,6 +609,7 @@ func supervise(k *syscalls.Kernel, cmd command, argv []string, a *runEffects) (i
 	ws, err := sess.Wait()
 	addTrapped(sess.Served(), sess.ServedByNr())
 	treeEvents.add(sess.Counts())
+	addService(sess.Service())
 	a.finished()
 	if err != nil {
 		return 0, err
