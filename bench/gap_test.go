@@ -25,8 +25,10 @@ type gapMode struct {
 	// argv is the command line for n timed calls of stat on dir/file,
 	// each followed by iters iterations of the CPU loop.
 	argv func(tb testing.TB, n, iters int, dir string) []string
-	// counted says whether its context switches are counted.
-	counted bool
+	// counted says whether its context switches are counted; served
+	// whether txexec serves it (its TXEXEC_STATS then give the workers'
+	// time per call in handlers and in replies).
+	counted, served bool
 }
 
 // gapModes: natively (bench/percall.c, and bench/floor's own native loop,
@@ -51,17 +53,17 @@ func gapModes(percall string) []gapMode {
 		{name: "native", argv: fixture(), counted: true},
 		{name: "floor-native", argv: floorRun("-m"), counted: true},
 		{name: "floor", argv: floorRun("-s"), counted: true},
-		{name: "passthrough", counted: true, argv: func(tb testing.TB, n, iters int, dir string) []string {
+		{name: "passthrough", counted: true, served: true, argv: func(tb testing.TB, n, iters int, dir string) []string {
 			return fixture(served(txexecBinary(tb), "--passthrough")...)(tb, n, iters, dir)
 		}},
-		{name: "tx", counted: true, argv: func(tb testing.TB, n, iters int, dir string) []string {
+		{name: "tx", counted: true, served: true, argv: func(tb testing.TB, n, iters int, dir string) []string {
 			return fixture(served(txexecBinary(tb))...)(tb, n, iters, dir)
 		}},
 	}
 	if base := os.Getenv(BaseEnv); base != "" {
 		modes = append(modes,
-			gapMode{name: "passthrough-base", counted: true, argv: fixture(served(base, "--passthrough")...)},
-			gapMode{name: "tx-base", counted: true, argv: fixture(served(base)...)})
+			gapMode{name: "passthrough-base", counted: true, served: true, argv: fixture(served(base, "--passthrough")...)},
+			gapMode{name: "tx-base", counted: true, served: true, argv: fixture(served(base)...)})
 	}
 	return modes
 }
@@ -77,7 +79,10 @@ func gapModes(percall string) []gapMode {
 // process tree — txexec's threads and the floor's supervisor included —
 // counted by the kernel's perf events where it lets us (else switches from rusage, no
 // migrations; the "switch-counter:" line says which: SwitchCounter) over
-// a run of n calls less one of 64, so that start-up and commit drop out.
+// a run of n calls less one of 64, so that start-up and commit drop out;
+// under txexec also the workers' time per call in handlers
+// (handle-ns/call) and in replies (reply-ns/call), from TXEXEC_STATS over
+// the same two runs.
 // With TXEXEC_BENCH_BASE, the base build's (passthrough-base, tx-base) too,
 // in the same run.
 func BenchmarkFloorGap(b *testing.B) {
@@ -91,15 +96,20 @@ func BenchmarkFloorGap(b *testing.B) {
 			for _, m := range gapModes(bin) {
 				b.Run(m.name, func(b *testing.B) {
 					n := roundUp(max(b.N, minCalls), 64)
-					ns := gapRun(b, m.argv(b, n, iters, WorkDir(b)), nil, nil)
+					ns := gapRun(b, m.argv(b, n, iters, WorkDir(b)), nil, nil, nil)
 					b.ReportMetric(ns, "ns/op")
 					b.ReportMetric(ns, "ns/call")
 					if !m.counted {
 						return
 					}
 					var c [2]SwitchCounts
+					var st [2]map[string]int64
 					for i, k := range []int{gapBaseCalls, n} {
-						gapRun(b, m.argv(b, k, iters, WorkDir(b)), &sw, &c[i])
+						var stats *map[string]int64
+						if m.served {
+							stats = &st[i]
+						}
+						gapRun(b, m.argv(b, k, iters, WorkDir(b)), &sw, &c[i], stats)
 					}
 					calls := float64(n - gapBaseCalls)
 					if calls <= 0 {
@@ -108,6 +118,12 @@ func BenchmarkFloorGap(b *testing.B) {
 					b.ReportMetric((c[1].Switches-c[0].Switches)/calls, "cs/call")
 					if !math.IsNaN(c[1].Migrations) {
 						b.ReportMetric((c[1].Migrations-c[0].Migrations)/calls, "migrations/call")
+					}
+					for _, k := range []string{"handle", "reply"} {
+						// A -base build from before these counts has none.
+						if v, ok := st[1][k+"_ns"]; ok && m.served {
+							b.ReportMetric(float64(v-st[0][k+"_ns"])/calls, k+"-ns/call")
+						}
 					}
 				})
 			}
@@ -121,11 +137,17 @@ const gapBaseCalls = 64
 func roundUp(n, k int) int { return (n + k - 1) / k * k }
 
 // gapRun runs argv with a fresh state directory and returns its ns/call.
-// With a counter, it stores the counts of the run in *counts.
-func gapRun(tb testing.TB, argv []string, counter *SwitchCounter, counts *SwitchCounts) float64 {
+// With a counter, it stores the counts of the run in *counts; with stats,
+// the run's TXEXEC_STATS in *stats.
+func gapRun(tb testing.TB, argv []string, counter *SwitchCounter, counts *SwitchCounts, stats *map[string]int64) float64 {
 	tb.Helper()
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+TempDir(tb, "txexec-bench-state-"))
+	state := TempDir(tb, "txexec-bench-state-")
+	cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+state)
+	statsFile := filepath.Join(state, "bench-stats")
+	if stats != nil {
+		cmd.Env = append(cmd.Env, "TXEXEC_STATS="+statsFile)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	var err error
@@ -140,6 +162,11 @@ func gapRun(tb testing.TB, argv []string, counter *SwitchCounter, counts *Switch
 	ns, err := ParseNsPerCall(stdout.Bytes())
 	if err != nil {
 		tb.Fatalf("%v (stderr: %s)", err, stderr.String())
+	}
+	if stats != nil {
+		if *stats, err = readStats(statsFile); err != nil {
+			tb.Fatalf("bench: %s: %v", strings.Join(cmd.Args, " "), err)
+		}
 	}
 	return ns
 }
@@ -159,7 +186,7 @@ func busyItersPerUS(tb testing.TB, percall string) float64 {
 		best := math.Inf(1)
 		for range 3 {
 			dir := TempDir(tb, "txexec-bench-busy-")
-			best = min(best, gapRun(tb, []string{percall, "-o", "busy", "-d", dir, "-n", "64", "-w", "64", "-b", strconv.Itoa(iters)}, nil, nil))
+			best = min(best, gapRun(tb, []string{percall, "-o", "busy", "-d", dir, "-n", "64", "-w", "64", "-b", strconv.Itoa(iters)}, nil, nil, nil))
 		}
 		busyPerUS = iters / (best / 1000)
 	})

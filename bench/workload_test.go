@@ -65,6 +65,10 @@ import (
 //	                 from TXEXEC_STATS (txexec modes): trapped calls, execs,
 //	                 new processes and threads, the commit's seconds and the
 //	                 staged files
+//	P/M-fdreplies, -handle-s, -reply-s, -supcpu-s
+//	                 likewise: replies that installed a descriptor, the
+//	                 workers' seconds in handlers and in replies, txexec's
+//	                 own CPU seconds while the tree ran
 //	ns/op            the durable phases together
 //
 // and for dpkg one of apt-hello or built-deb (1), saying which package was
@@ -236,6 +240,10 @@ func runWorkload(b *testing.B, w workload) {
 				st.sum[key+"-execs"] += float64(stats["execs"])
 				st.sum[key+"-forks"] += float64(stats["forks"] + stats["threads"])
 				st.sum[key+"-commit-s"] += float64(stats["commit_ns"]) / 1e9
+				st.sum[key+"-fdreplies"] += float64(stats["descriptor_replies"])
+				st.sum[key+"-handle-s"] += float64(stats["handle_ns"]) / 1e9
+				st.sum[key+"-reply-s"] += float64(stats["reply_ns"]) / 1e9
+				st.sum[key+"-supcpu-s"] += float64(stats["supervisor_cpu_ns"]) / 1e9
 				st.sum[key+"-staged"] += float64(stats["staging_files"])
 			}
 			if r.mode.transactional() {

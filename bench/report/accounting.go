@@ -35,6 +35,9 @@ type gapPoint struct {
 	SwitchTx, SwitchNative    float64
 	MigrFloor, MigrPT, MigrTx float64
 	MigrNative                float64
+	// Handle is the workers' time per call in the transaction's handlers
+	// (TXEXEC_STATS handle_ns), NaN when not measured.
+	Handle float64
 }
 
 // floorGaps is the floor-with-gaps table and its target.
@@ -79,7 +82,8 @@ func newFloorGaps(r *Results) *floorGaps {
 		p := gapPoint{Name: g, Nominal: float64(nominal) * 1000, Gap: ns("gap"), Native: ns("native"),
 			Floor: ns("floor") - ns("floor-native"), Passthrough: ns("passthrough") - ns("native"), Tx: ns("tx") - ns("native"),
 			SwitchNative: at("native", "cs/call"), SwitchFloor: at("floor", "cs/call"), SwitchPT: at("passthrough", "cs/call"), SwitchTx: at("tx", "cs/call"),
-			MigrFloor: at("floor", "migrations/call"), MigrPT: at("passthrough", "migrations/call"), MigrTx: at("tx", "migrations/call"), MigrNative: at("native", "migrations/call")}
+			MigrFloor: at("floor", "migrations/call"), MigrPT: at("passthrough", "migrations/call"), MigrTx: at("tx", "migrations/call"), MigrNative: at("native", "migrations/call"),
+			Handle: at("tx", "handle-ns/call")}
 		if math.IsNaN(p.Floor + p.Passthrough + p.Tx) {
 			fg.Met = false
 			continue
@@ -225,6 +229,31 @@ func newWorkloadSwitches(ws []Workload, counter string) *workloadSwitches {
 	return t
 }
 
+// fdCell is the descriptor replies' cell: seconds (count × µs), or "—"
+// when the run did not count them.
+func fdCell(s, n, extra float64) string {
+	if math.IsNaN(s) {
+		return "—"
+	}
+	return fmt.Sprintf("%s (%.0f × %s µs)", secs(s), n, us(extra))
+}
+
+// pctOrDash is a share as a whole percentage, or "—" if not measured.
+func pctOrDash(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return fmt.Sprintf("%.0f%%", 100*v)
+}
+
+// secsOrDash is secs, or "—" for a unit not measured.
+func secsOrDash(v float64) string {
+	if math.IsNaN(v) {
+		return "—"
+	}
+	return secs(v)
+}
+
 func count0(v float64) string {
 	if math.IsNaN(v) {
 		return "—"
@@ -241,7 +270,14 @@ type accounting struct {
 	Fork, Exec, Fixed, EmptyCommit float64
 	// Gaps are the per-gap overheads of a trapped call in a transaction.
 	Gaps []gapPoint
-	Rows [][]string
+	// Handlers says whether the run measured the handlers' time, in the
+	// workloads and in the stat loop; FDExtra is what the bare C
+	// supervisor adds to a call whose reply installs a descriptor over
+	// one whose reply is a value (ns; NaN when not measured): its open +
+	// close less a native one, less its fstatat less a native one.
+	Handlers bool
+	FDExtra  float64
+	Rows     [][]string
 	// Effective are the workloads' overheads per trapped call against
 	// the floor's at their gap.
 	Effective [][]string
@@ -251,8 +287,11 @@ type accounting struct {
 type effectiveTarget struct {
 	Title                 string
 	PerCall, Floor, Ratio float64
-	Target                float64
-	Met                   bool
+	// Mix is the ratio to the floor of the workload's own mix of calls
+	// (NaN when descriptor replies were not counted).
+	Mix    float64
+	Target float64
+	Met    bool
 }
 
 // newAccounting is the accounting table, nil when the run lacks what it
@@ -271,6 +310,16 @@ func newAccounting(r *Results, ws []Workload, fg *floorGaps) *accounting {
 	a.Exec = execTx - execNat - a.Fork
 	if math.IsNaN(a.EmptyCommit) || math.IsNaN(a.Fixed) {
 		return nil
+	}
+	a.FDExtra = (r.firstOf("PerCall/open/floor", "Floor/open-syncwake") - r.NsPerCall("PerCall/open/native")) -
+		(r.firstOf("PerCall/stat/floor", "Floor/syncwake") - r.NsPerCall("PerCall/stat/native"))
+	// orZero is a unit's seconds in the sum: a unit not measured explains
+	// nothing.
+	orZero := func(v float64) float64 {
+		if math.IsNaN(v) {
+			return 0
+		}
+		return v
 	}
 	for _, wl := range ws {
 		if wl.Name == "true" {
@@ -291,19 +340,33 @@ func newAccounting(r *Results, ws []Workload, fg *floorGaps) *accounting {
 		phases := float64(len(wl.Phases))
 		callS, execS, forkS := calls*unit/1e9, execs*a.Exec/1e9, forks*a.Fork/1e9
 		fixedS, writeS := phases*a.Fixed, commit-phases*a.EmptyCommit
-		left := over - callS - execS - forkS - fixedS - writeS
+		// The handlers' time beyond the stat loop's at the same gap, and
+		// what the floor pays more for the descriptor replies.
+		handle := medianOf(wl.times(wl.Handle, "", modeDurable))
+		handlerS := handle - calls*fg.at(gap, func(p gapPoint) float64 { return p.Handle })/1e9
+		fdReplies := medianOf(wl.times(wl.FDReplies, "", modeDurable))
+		fdS := fdReplies * a.FDExtra / 1e9
+		a.Handlers = a.Handlers || !math.IsNaN(handlerS)
+		left := over - callS - execS - forkS - fixedS - writeS - orZero(handlerS) - orZero(fdS)
 		a.Rows = append(a.Rows, []string{wl.Title, secs(nat), secs(over),
 			fmt.Sprintf("%s (%.0f × %s µs)", secs(callS), calls, us(unit)),
+			secsOrDash(handlerS),
+			fdCell(fdS, fdReplies, a.FDExtra),
 			fmt.Sprintf("%s (%.0f × %s µs)", secs(execS), execs, us(a.Exec)),
 			fmt.Sprintf("%s (%.0f × %s µs)", secs(forkS), forks, us(a.Fork)),
 			fmt.Sprintf("%s (%.0f × %s s)", secs(fixedS), phases, secs(a.Fixed)),
 			secs(writeS), secs(left), fmt.Sprintf("%.0f%%", 100*left/over)})
 		eff := over / calls * 1e9
-		a.Effective = append(a.Effective, []string{wl.Title, us(gap), us(eff), us(floor), ratioX(overRatio(eff, floor))})
+		// The floor of this mix of calls: the floor's overhead at the gap,
+		// and its extra for the share of calls answered with a descriptor.
+		mix := floor + fdReplies/calls*a.FDExtra
+		supCPU := medianOf(wl.times(wl.SupCPU, "", modeDurable)) / calls * 1e9
+		a.Effective = append(a.Effective, []string{wl.Title, us(gap), us(eff), us(floor), ratioX(overRatio(eff, floor)),
+			pctOrDash(fdReplies / calls), us(mix), ratioX(overRatio(eff, mix)), us(supCPU)})
 		if wl.Name == "dpkg" || wl.Name == "build" {
 			r := overRatio(eff, floor)
 			a.Targets = append(a.Targets, effectiveTarget{Title: wl.Title, PerCall: eff, Floor: floor, Ratio: r,
-				Target: targetEffective, Met: r <= targetEffective})
+				Mix: overRatio(eff, mix), Target: targetEffective, Met: r <= targetEffective})
 		}
 	}
 	if len(a.Rows) == 0 {

@@ -18,13 +18,13 @@ BenchmarkFloorGap/0us/native-2        2000  1000 ns/call  0.01 cs/call  0 migrat
 BenchmarkFloorGap/0us/floor-native-2  2000  2000 ns/call  0.02 cs/call  0 migrations/call
 BenchmarkFloorGap/0us/floor-2         2000  12000 ns/call  2.0 cs/call  0.01 migrations/call
 BenchmarkFloorGap/0us/passthrough-2   2000  13000 ns/call  2.2 cs/call  -0.01 migrations/call
-BenchmarkFloorGap/0us/tx-2            2000  12000 ns/call  2.1 cs/call  0.02 migrations/call
+BenchmarkFloorGap/0us/tx-2            2000  12000 ns/call  2.1 cs/call  0.02 migrations/call  5000 handle-ns/call
 BenchmarkFloorGap/20us/gap-2          2000  20001 ns/call
 BenchmarkFloorGap/20us/native-2       2000  21000 ns/call  0.01 cs/call  0 migrations/call
 BenchmarkFloorGap/20us/floor-native-2 2000  22000 ns/call  0.02 cs/call  0 migrations/call
 BenchmarkFloorGap/20us/floor-2        2000  34000 ns/call  2.0 cs/call  0 migrations/call
 BenchmarkFloorGap/20us/passthrough-2  2000  37000 ns/call  2.4 cs/call  0 migrations/call
-BenchmarkFloorGap/20us/tx-2           2000  35000 ns/call  2.3 cs/call  0 migrations/call
+BenchmarkFloorGap/20us/tx-2           2000  35000 ns/call  2.3 cs/call  0 migrations/call  7000 handle-ns/call
 `
 
 func TestFloorGaps(t *testing.T) {
@@ -72,10 +72,15 @@ func TestFloorGaps(t *testing.T) {
 
 // accountingSample: the build's 2 s over 1 s native, with 100,000 trapped
 // calls at a gap of 10 µs (1 s native CPU), 100 execs, 200 forks and
-// 0.05 s of commit; an empty transaction 0.02 s over native with a
+// 0.05 s of commit, 0.9 s in handlers, 1,000 descriptor replies and 2 s
+// of supervisor CPU; an empty transaction 0.02 s over native with a
 // 0.01 s commit; a fork 100 µs over native, an exec 300 µs (200 µs
-// beyond its fork).
-const accountingSample = gapSample + `BenchmarkPerCall/fork/native-2   2000  100000 ns/call
+// beyond its fork); the floor's open 38 µs over native, its stat 11 µs.
+const accountingSample = gapSample + `BenchmarkPerCall/open/native-2   2000  2000 ns/call
+BenchmarkPerCall/open/floor-2    2000  40000 ns/call
+BenchmarkPerCall/stat/native-2   2000  1000 ns/call
+BenchmarkPerCall/stat/floor-2    2000  12000 ns/call
+BenchmarkPerCall/fork/native-2   2000  100000 ns/call
 BenchmarkPerCall/fork/tx-2       2000  200000 ns/call
 BenchmarkPerCall/exec/native-2   2000  100000 ns/call
 BenchmarkPerCall/exec/tx-2       2000  400000 ns/call
@@ -84,7 +89,7 @@ phases-true: true
 BenchmarkWorkload/true-2  1  1 ns/op  0.001 true/native-s  0.021 true/durable-s  5 true/durable-calls  0.01 true/durable-commit-s  1 true/durable-execs  0 true/durable-forks  0.001 true/native-cpu-s
 workload-build: make
 phases-build: make
-BenchmarkWorkload/build-2 1 1 ns/op 1 make/native-s 3 make/durable-s 1 make/native-cpu-s 100000 make/durable-calls 100 make/durable-execs 200 make/durable-forks 0.06 make/durable-commit-s 30000 make/native-cs 240000 make/durable-cs 100 make/native-migrations 5000 make/durable-migrations
+BenchmarkWorkload/build-2 1 1 ns/op 1 make/native-s 3 make/durable-s 1 make/native-cpu-s 100000 make/durable-calls 100 make/durable-execs 200 make/durable-forks 0.06 make/durable-commit-s 30000 make/native-cs 240000 make/durable-cs 100 make/native-migrations 5000 make/durable-migrations 1000 make/durable-fdreplies 0.9 make/durable-handle-s 2 make/durable-supcpu-s
 `
 
 func TestAccounting(t *testing.T) {
@@ -97,12 +102,19 @@ func TestAccounting(t *testing.T) {
 	assert.InDelta(t, 200000, a.Exec, 1e-6)
 	assert.InDelta(t, 0.02, a.Fixed, 1e-9)
 	// Overhead 2 s: calls 100,000 × 12.5 µs (the transaction's overhead
-	// half way between 0 and 20 µs) = 1.25 s, execs 0.02 s, forks 0.02 s,
-	// fixed 0.02 s, write-through 0.06 − 0.01 = 0.05 s: 0.64 s left.
-	assert.Equal(t, [][]string{{"parallel C build", "1.00", "2.00", "1.25 (100000 × 12.5 µs)", "0.020 (100 × 200 µs)",
-		"0.020 (200 × 100 µs)", "0.020 (1 × 0.020 s)", "0.050", "0.64", "32%"}}, a.Rows)
-	// 20 µs per trapped call against the floor's 11 µs at a 10 µs gap.
-	assert.Equal(t, [][]string{{"parallel C build", "10.0", "20.0", "11.0", "1.82"}}, a.Effective)
+	// half way between 0 and 20 µs) = 1.25 s, handlers 0.9 s less
+	// 100,000 × 6 µs (the loop's handler at 10 µs) = 0.3 s, descriptor
+	// replies 1,000 × 27 µs (38 − 11) = 0.027 s, execs 0.02 s, forks
+	// 0.02 s, fixed 0.02 s, write-through 0.06 − 0.01 = 0.05 s: 0.313 s
+	// left.
+	assert.InDelta(t, 27000, a.FDExtra, 1e-6)
+	assert.True(t, a.Handlers)
+	assert.Equal(t, [][]string{{"parallel C build", "1.00", "2.00", "1.25 (100000 × 12.5 µs)", "0.30", "0.027 (1000 × 27.0 µs)",
+		"0.020 (100 × 200 µs)", "0.020 (200 × 100 µs)", "0.020 (1 × 0.020 s)", "0.050", "0.31", "16%"}}, a.Rows)
+	// 20 µs per trapped call against the floor's 11 µs at a 10 µs gap;
+	// 1% of the calls answered with a descriptor make the floor of the mix
+	// 11 + 0.01 × 27 = 11.27 µs; 2 s of supervisor CPU over 100,000 calls.
+	assert.Equal(t, [][]string{{"parallel C build", "10.0", "20.0", "11.0", "1.82", "1%", "11.3", "1.77", "20.0"}}, a.Effective)
 	require.Len(t, a.Targets, 1)
 	assert.False(t, a.Targets[0].Met)
 
@@ -111,6 +123,18 @@ func TestAccounting(t *testing.T) {
 	assert.Equal(t, []string{"parallel C build", "make", "100000", "30000", "240000", "0.30", "2.40", "0.00", "0.05"}, sw.Rows[0])
 	require.Len(t, sw.Targets, 1)
 	assert.False(t, sw.Targets[0].Met, "2.4 switches per trapped call")
+
+	// A run from before the handlers and descriptor replies were counted:
+	// their cells are dashes and they explain nothing.
+	old, err := Parse(strings.NewReader(strings.NewReplacer(" 1000 make/durable-fdreplies 0.9 make/durable-handle-s 2 make/durable-supcpu-s", "",
+		"  5000 handle-ns/call", "", "  7000 handle-ns/call", "").Replace(accountingSample)), "old")
+	require.NoError(t, err)
+	a = newAccounting(old, old.Workloads(), newFloorGaps(old))
+	require.NotNil(t, a)
+	assert.False(t, a.Handlers)
+	assert.Equal(t, []string{"—", "—"}, a.Rows[0][4:6])
+	assert.Equal(t, "0.64", a.Rows[0][10], "0.313 + 0.3 + 0.027")
+	assert.Equal(t, []string{"—", "—", "—", "—"}, a.Effective[0][5:])
 
 	// Without the fork and exec units, no table.
 	noUnits, err := Parse(strings.NewReader(strings.ReplaceAll(accountingSample, "PerCall/fork", "PerCall/other")), "noUnits")

@@ -53,13 +53,18 @@ type Workload struct {
 	// (files), from TXEXEC_STATS.
 	Secs, CPU, RSS, Staging, Calls                     map[string]map[string][]float64
 	Switches, Migrations, Execs, Forks, Commit, Staged map[string]map[string][]float64
+	// FDReplies (replies that installed a descriptor), Handle and Reply
+	// (the workers' seconds in handlers and in replies) and SupCPU
+	// (txexec's own CPU seconds while the tree ran), from TXEXEC_STATS;
+	// empty in runs from before txexec counted them.
+	FDReplies, Handle, Reply, SupCPU map[string]map[string][]float64
 	// Flags are the metrics reported as 1 (which variant ran: apt-hello).
 	Flags []string
 }
 
 // workloadQtys are the quantities of BenchmarkWorkload's metric units,
 // those that end in another's suffix first ("commit-s" before "s").
-var workloadQtys = []string{"rss-MiB", "staging-MiB", "cpu-s", "commit-s", "calls", "cs", "migrations", "execs", "forks", "staged", "s"}
+var workloadQtys = []string{"rss-MiB", "staging-MiB", "supcpu-s", "cpu-s", "commit-s", "handle-s", "reply-s", "calls", "cs", "migrations", "execs", "forks", "staged", "fdreplies", "s"}
 
 // workloadUnit splits a BenchmarkWorkload metric unit "PHASE/MODE-QTY"
 // (QTY one of workloadQtys).
@@ -98,7 +103,9 @@ func (r *Results) Workloads() []Workload {
 			Calls: map[string]map[string][]float64{}, Switches: map[string]map[string][]float64{},
 			Migrations: map[string]map[string][]float64{}, Execs: map[string]map[string][]float64{},
 			Forks: map[string]map[string][]float64{}, Commit: map[string]map[string][]float64{},
-			Staged: map[string]map[string][]float64{}}
+			Staged: map[string]map[string][]float64{}, FDReplies: map[string]map[string][]float64{},
+			Handle: map[string]map[string][]float64{}, Reply: map[string]map[string][]float64{},
+			SupCPU: map[string]map[string][]float64{}}
 		for _, d := range workloadDefs {
 			if d.name == name {
 				w.Title, w.TxOS = d.title, d.txos
@@ -117,7 +124,8 @@ func (r *Results) Workloads() []Workload {
 			}
 			m := map[string]map[string]map[string][]float64{"s": w.Secs, "cpu-s": w.CPU, "rss-MiB": w.RSS,
 				"staging-MiB": w.Staging, "calls": w.Calls, "cs": w.Switches, "migrations": w.Migrations,
-				"execs": w.Execs, "forks": w.Forks, "commit-s": w.Commit, "staged": w.Staged}[qty]
+				"execs": w.Execs, "forks": w.Forks, "commit-s": w.Commit, "staged": w.Staged,
+				"fdreplies": w.FDReplies, "handle-s": w.Handle, "reply-s": w.Reply, "supcpu-s": w.SupCPU}[qty]
 			if m[phase] == nil {
 				m[phase] = map[string][]float64{}
 			}
