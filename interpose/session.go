@@ -468,8 +468,11 @@ type listener struct {
 	// fdReplies counts the replies that installed a descriptor;
 	// handleNs and replyNs add up the time the workers spent in handlers
 	// and in replies (Config.TimeService).
-	fdReplies         atomic.Uint64
-	handleNs, replyNs atomic.Int64
+	// (One name per line: checklocks misplaces the annotations of later
+	// fields after a line that declares two.)
+	fdReplies atomic.Uint64
+	handleNs  atomic.Int64
+	replyNs   atomic.Int64
 	// fast is Config.FastLookups; rewrites counts the call sites
 	// rewritten; known are the sites rewritten so far, by file; tr is the
 	// session's tracer, which knows the processes (rewrite.go).
