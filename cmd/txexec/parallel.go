@@ -486,6 +486,12 @@ func (r *parallelRun) attempt(c *parallelCmd) attemptResult {
 	gateDone := make(chan struct{})
 	go func() {
 		defer close(gateDone)
+		// Once the driver stops reading, the gate is closed: a txexec
+		// waiting at it reads its end and aborts, one still saying its
+		// locks is not blocked by a full socket. (Left open until the
+		// txexec exited, the gate of an attempt that the interruption
+		// turned away below kept both sides waiting for each other.)
+		defer ours.Close()
 		rd := bufio.NewReader(ours)
 		for {
 			line, err := rd.ReadString('\n')
@@ -545,6 +551,9 @@ func (r *parallelRun) attempt(c *parallelCmd) attemptResult {
 	<-gateDone
 	r.mu.Lock()
 	r.running--
+	// Not committing any more: an interruption before the next attempt
+	// resets it must stop that one too.
+	c.passed = false
 	// Its locks went with its txexec.
 	res.wounded = c.wounded && !res.committed
 	res.void, res.voidWaits = c.void && !res.committed, c.voidWaits
