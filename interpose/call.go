@@ -31,6 +31,9 @@ type Call struct {
 	// another thread could rewrite the argument before the kernel re-reads
 	// it.
 	memRead bool
+	// handoff is the receiving worker's hand-off of the CPU for a
+	// descriptor reply (idleHandoff); nil for none.
+	handoff *idleHandoff
 }
 
 func newCall(l *listener, n *seccompNotif) *Call {

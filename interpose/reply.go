@@ -120,7 +120,7 @@ func (c *Call) send(r Reply) (int64, error) {
 			flags = unix.O_CLOEXEC
 		}
 		a := seccompNotifAddfd{ID: c.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(r.fd), NewfdFlags: flags}
-		n, err := notifAddfdSend(fd, &a, c.listener.cfg.Profiled)
+		n, err := notifAddfdSend(fd, &a, c.listener.cfg.Profiled, c.handoff)
 		if err != nil {
 			// EMFILE etc. must still reach the caller; ENOENT means it is gone.
 			if errno, ok := err.(unix.Errno); ok && errno != unix.ENOENT {
@@ -165,7 +165,7 @@ func (c *Call) sendFDs(r Reply) (int64, error) {
 	var val int64
 	for i, src := range r.fds {
 		a := seccompNotifAddfd{ID: c.ID, Srcfd: uint32(src), NewfdFlags: flags}
-		n, err := notifAddfdSend(fd, &a, c.listener.cfg.Profiled)
+		n, err := notifAddfdSend(fd, &a, c.listener.cfg.Profiled, nil)
 		if err != nil {
 			errno, ok := err.(unix.Errno)
 			if !ok || errno == unix.ENOENT {
@@ -200,9 +200,13 @@ func (c *Call) sendFDs(r Reply) (int64, error) {
 // whole traced tree has exited (listener.stop), when no ADDFD can be waiting
 // for a live caller. While profiling, workers let SIGPROF through, so
 // every signal is blocked around the wait itself (maskAll).
-func notifAddfdSend(fd int, a *seccompNotifAddfd, maskAll bool) (int, error) {
+//
+// h, if not nil, is the worker's hand-off of the CPU to the caller
+// (idleHandoff); only a SEND takes it, where the caller's wake-up ends
+// the call.
+func notifAddfdSend(fd int, a *seccompNotifAddfd, maskAll bool, h *idleHandoff) (int, error) {
 	if !maskAll {
-		return notifAddfd(fd, a)
+		return h.addfd(fd, a)
 	}
 	var all, old unix.Sigset_t
 	for i := range all.Val {
@@ -211,7 +215,7 @@ func notifAddfdSend(fd int, a *seccompNotifAddfd, maskAll bool) (int, error) {
 	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &all, &old); err != nil {
 		return -1, err
 	}
-	n, err := notifAddfd(fd, a)
+	n, err := h.addfd(fd, a)
 	if err := unix.PthreadSigmask(unix.SIG_SETMASK, &old, nil); err != nil {
 		panic("txexec: restore signal mask: " + err.Error())
 	}
@@ -276,6 +280,6 @@ func (c *Call) ReplaceFD(fd, target int, cloexec bool) error {
 	a := seccompNotifAddfd{ID: c.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SETFD, Srcfd: uint32(fd), Newfd: uint32(target), NewfdFlags: flags}
 	// The same wait as a SEND (see notifAddfdSend): for the caller to
 	// take the descriptor, uninterrupted.
-	_, err := notifAddfdSend(c.listener.fd, &a, c.listener.cfg.Profiled)
+	_, err := notifAddfdSend(c.listener.fd, &a, c.listener.cfg.Profiled, nil)
 	return err
 }

@@ -473,6 +473,9 @@ type listener struct {
 	fdReplies atomic.Uint64
 	handleNs  atomic.Int64
 	replyNs   atomic.Int64
+	// handoffOff: a worker thread could not leave SCHED_IDLE; no worker
+	// makes the idleHandoff any more.
+	handoffOff atomic.Bool
 	// fast is Config.FastLookups; rewrites counts the call sites
 	// rewritten; known are the sites rewritten so far, by file; tr is the
 	// session's tracer, which knows the processes (rewrite.go).
@@ -544,7 +547,14 @@ func (l *listener) claimReceiver() bool {
 // that SYNC_WAKE_UP hands the CPU straight between tracee and worker.
 func (l *listener) worker() {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
+	// A thread left SCHED_IDLE (idleHandoff.stuck) ends with the
+	// goroutine: the runtime ends a thread whose goroutine exits locked.
+	keepThread := true
+	defer func() {
+		if keepThread {
+			runtime.UnlockOSThread()
+		}
+	}()
 	defer l.wg.Done()
 	_ = sysx.UnbatchThread() // a failure leaves it a batch thread: slower, not wrong
 	restore, err := workerSignals(l.cfg.Profiled)
@@ -553,6 +563,16 @@ func (l *listener) worker() {
 		return
 	}
 	defer restore()
+	var handoff idleHandoff
+	if !l.handoffOff.Load() {
+		h, stuck, err := newIdleHandoff()
+		if stuck {
+			keepThread = false
+			l.replaceStuck(err)
+			return
+		}
+		handoff = h
+	}
 	tid := unix.Gettid()
 	l.mu.Lock()
 	l.tids[tid] = true
@@ -592,6 +612,7 @@ func (l *listener) worker() {
 			t0 = time.Now()
 		}
 		c := newCall(l, &n)
+		c.handoff = &handoff
 		r, injected := l.injectedFD(c)
 		if !injected {
 			if l.fast != nil && isAgentNr(c.Nr) {
@@ -624,6 +645,24 @@ func (l *listener) worker() {
 		if l.cfg.OnReply != nil {
 			l.cfg.OnReply(c, r, val, err)
 		}
+		if handoff.stuck != nil {
+			keepThread = false
+			l.replaceStuck(handoff.stuck)
+			return
+		}
+	}
+}
+
+// replaceStuck is called by a worker whose thread could not leave
+// SCHED_IDLE (idleHandoff), before it ends with that thread: no worker
+// makes the hand-off any more, and a new worker takes its place.
+func (l *listener) replaceStuck(err error) {
+	if !l.handoffOff.Swap(true) {
+		l.cfg.Logf("txexec: a worker thread could not leave SCHED_IDLE (%v); descriptor replies no longer hand the CPU to the caller", err)
+	}
+	l.total.Add(-1)
+	if !l.stopping.Load() {
+		l.spawn()
 	}
 }
 
