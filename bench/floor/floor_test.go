@@ -90,3 +90,7 @@ func BenchmarkBareNotifyContinuePinned(b *testing.B)     { benchFloor(b, "-c", "
 // BenchmarkBareNotifyOpenSyncWake: open+close with openat trapped and
 // answered by installing the supervisor's descriptor (ADDFD with SEND).
 func BenchmarkBareNotifyOpenSyncWake(b *testing.B) { benchFloor(b, "-o", "-s") }
+
+// BenchmarkBareNotifyOpenSyncWakeIdle: the same, each ADDFD made as a
+// SCHED_IDLE thread, as txexec's workers make it (interpose/handoff.go).
+func BenchmarkBareNotifyOpenSyncWakeIdle(b *testing.B) { benchFloor(b, "-o", "-s", "-i") }

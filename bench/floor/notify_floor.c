@@ -23,7 +23,12 @@
 // bench/percall.c -b): a program that computes between its calls, so that
 // the supervisor waits idle for the next one.
 //
-// Usage: notify_floor [-n N] [-s] [-c] [-m] [-p] [-v] [-o] [-b B] [-f path]
+// With -i (with -o) the supervisor makes each ADDFD as a SCHED_IDLE thread
+// and goes back to SCHED_OTHER after it, as txexec's workers do
+// (interpose/handoff.go): the scheduler then wakes the child on the
+// supervisor's CPU instead of on an idle one.
+//
+// Usage: notify_floor [-n N] [-s] [-c] [-m] [-p] [-v] [-o] [-i] [-b B] [-f path]
 //   -n N     timed iterations (default 10000)
 //   -s       SECCOMP_IOCTL_NOTIF_SET_FLAGS(SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 //   -c       reply SECCOMP_USER_NOTIF_FLAG_CONTINUE instead of emulating
@@ -31,6 +36,7 @@
 //   -p       pin supervisor and child to CPU 0 (sched_setaffinity)
 //   -v       also do SECCOMP_IOCTL_NOTIF_ID_VALID after reading child memory
 //   -o       time open+close (ADDFD|SEND) instead of fstatat
+//   -i       with -o: each ADDFD made as a SCHED_IDLE thread
 //   -b B     B iterations of the CPU loop after each call (default 0)
 //   -f path  absolute path to stat or open (default "/")
 //
@@ -122,6 +128,9 @@ static void pin_cpu0(void) {
 
 // open_mode is -o: the timed call is open+close, the trapped one openat.
 static int open_mode;
+
+// idle_addfd is -i: the ADDFD made as a SCHED_IDLE thread.
+static int idle_addfd;
 
 // busy runs busy_iters (-b) steps of a linear congruential generator, each
 // depending on the one before, in registers only (as bench/percall.c).
@@ -296,7 +305,7 @@ int main(int argc, char **argv) {
 	int sync_wake = 0, cont = 0, native = 0, pin = 0, id_valid = 0;
 	const char *path = "/";
 	int opt;
-	while ((opt = getopt(argc, argv, "n:scmpvob:f:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:scmpvoib:f:")) != -1) {
 		switch (opt) {
 		case 'n': {
 			char *end;
@@ -312,6 +321,7 @@ int main(int argc, char **argv) {
 		case 'p': pin = 1; break;
 		case 'v': id_valid = 1; break;
 		case 'o': open_mode = 1; break;
+		case 'i': idle_addfd = 1; break;
 		case 'b': {
 			char *end;
 			errno = 0;
@@ -445,8 +455,13 @@ int main(int argc, char **argv) {
 					.srcfd = (__u32)fd,
 					.newfd_flags = (__u32)(oflags & O_CLOEXEC),
 				};
+				struct sched_param none = {0};
+				if (idle_addfd && sched_setscheduler(0, SCHED_IDLE, &none) != 0)
+					die("sched_setscheduler(SCHED_IDLE)");
 				int got = ioctl(lfd, SECCOMP_IOCTL_NOTIF_ADDFD, &a);
 				int e = errno;
+				if (idle_addfd && sched_setscheduler(0, SCHED_OTHER, &none) != 0)
+					die("sched_setscheduler(SCHED_OTHER)");
 				close(fd);
 				if (got >= 0 || e == ENOENT || e == EINTR)
 					continue; // replied, or the child is gone
