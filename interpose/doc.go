@@ -44,6 +44,9 @@
 //   - The tracer learns of every stop from wait4 alone: the supervisor's
 //     SIGCHLD has SA_NOCLDSTOP (sigchld.go), so a tracee's ptrace stops send
 //     it no signal.
+//   - A worker thread is SCHED_IDLE only inside the C function that makes a
+//     descriptor reply's ADDFD (handoff.go): no Go code runs on it in that
+//     class, so it never holds a runtime lock or a P while starved.
 //
 // Lock order: tracer.mu and listener.mu are leaves.
 package interpose

@@ -226,7 +226,9 @@ type Service struct {
 	// Handle is the time from a notification's receipt to its reply
 	// (the handlers: copy-in, the view, the host calls, copy-out); Reply
 	// the time in the replies, which for a descriptor (ADDFD) includes the
-	// wait for the caller to take it. Both zero unless TimeService.
+	// wait for the caller to take it and, the caller being woken on the
+	// worker's CPU (idleHandoff), the caller's run there until it next
+	// blocks. Both zero unless TimeService.
 	Handle, Reply time.Duration
 	// DescriptorReplies counts the replies that installed a descriptor.
 	DescriptorReplies uint64
@@ -678,8 +680,9 @@ func (l *listener) injectedFD(c *Call) (Reply, bool) {
 
 // sendFD sends a reply that installs a descriptor (or two). ADDFD with SEND returns
 // only once the caller has run and taken the descriptor, and the kernel's
-// wake-up that ends that wait is not a sync one, so the wait is sometimes
-// long (the worker woken on the other CPU). It used to hand the receiving
+// wake-up of the caller is not a sync one (the worker's idleHandoff keeps
+// it on the worker's CPU where it can), so the wait is sometimes long
+// (the caller woken on the other CPU). It used to hand the receiving
 // position to a standby worker while these waits were slow; in real
 // programs that cost far more than it saved: every hand-off woke a standby
 // worker and parked another in futex(2), and a parked worker holds its

@@ -60,7 +60,9 @@ import (
 //	                  each notification's receipt to its reply (copy-in,
 //	                  the view, host calls, copy-out), summed over calls
 //	reply_ns=N        time they spent in the replies; a descriptor's
-//	                  includes the wait for the caller to take it
+//	                  includes the wait for the caller to take it, and
+//	                  (the caller then woken on the worker's CPU) the
+//	                  caller's run there until it next blocks
 //	supervisor_cpu_ns=N  txexec's own CPU time (user + system, its threads
 //	                  only, not the command tree's) when the command tree
 //	                  ended: before the commit
