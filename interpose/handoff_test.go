@@ -182,30 +182,9 @@ func TestDescriptorReplyHandsOffAsIdle(t *testing.T) {
 					unix.Kill(c.Tid, unix.SIGCONT)
 				}
 			}
-			r, w, err := os.Pipe()
-			require.NoError(t, err)
-			defer r.Close()
-			s, err := Start(Config{
-				Path:    "/bin/cat",
-				Argv:    []string{"cat", marker},
-				Env:     os.Environ(),
-				Files:   [3]*os.File{os.Stdin, w, os.Stderr},
-				Handler: h,
-				Events:  &hostExec{},
-				OnReply: onReply,
-				Rules: allowRest([]Rule{
-					{Nr: unix.SYS_EXECVE, Action: ActTrace}, {Nr: unix.SYS_EXECVEAT, Action: ActTrace},
-					{Nr: unix.SYS_OPENAT, Action: ActNotify},
-				}),
-			})
-			require.NoError(t, err)
-			w.Close()
-			var out bytes.Buffer
-			_, _ = out.ReadFrom(r)
-			ws, err := s.Wait()
-			require.NoError(t, err)
-			assert.Equal(t, "marked\n", out.String())
-			assert.Equal(t, 0, ExitStatus(ws))
+			out, status := runNotifying(t, h, unix.SYS_OPENAT, onReply, "/bin/cat", marker)
+			assert.Equal(t, "marked\n", out)
+			assert.Equal(t, 0, status)
 			select {
 			case <-held:
 			case <-time.After(10 * time.Second):

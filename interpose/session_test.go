@@ -72,6 +72,14 @@ func (getuidHandler) Handle(c *Call) Reply {
 
 func run(t *testing.T, h Handler, argv ...string) (string, int) {
 	t.Helper()
+	return runNotifying(t, h, unix.SYS_GETUID, nil, argv...)
+}
+
+// runNotifying runs argv (argv[0] a path) under h, with the calls nr
+// notified and every reply passed to onReply (if not nil), and returns its
+// standard output and exit status.
+func runNotifying(t *testing.T, h Handler, nr int, onReply func(*Call, Reply, int64, error), argv ...string) (string, int) {
+	t.Helper()
 	r, w, err := os.Pipe()
 	require.NoError(t, err)
 	defer r.Close()
@@ -82,9 +90,10 @@ func run(t *testing.T, h Handler, argv ...string) (string, int) {
 		Files:   [3]*os.File{os.Stdin, w, os.Stderr},
 		Handler: h,
 		Events:  &hostExec{},
+		OnReply: onReply,
 		Rules: allowRest([]Rule{
 			{Nr: unix.SYS_EXECVE, Action: ActTrace}, {Nr: unix.SYS_EXECVEAT, Action: ActTrace},
-			{Nr: unix.SYS_GETUID, Action: ActNotify},
+			{Nr: nr, Action: ActNotify},
 		}),
 	})
 	require.NoError(t, err)
