@@ -260,3 +260,30 @@ func TestIdleHandoffNeedsTheRightToLeaveIdle(t *testing.T) {
 	assert.False(t, r.h.on, "a hand-off the thread could not come back from")
 	assert.Equal(t, uint32(unix.SCHED_NORMAL), r.policy)
 }
+
+// TestHandoffSafe: only a read-only regular file or directory is handed
+// over with the CPU: the worker closes its copy only when it runs again,
+// and a writable copy left open makes an exec of the file fail (ETXTBSY),
+// a pipe's changes what its other end sees.
+func TestHandoffSafe(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "f")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o755))
+	for _, tc := range []struct {
+		name  string
+		flags int
+		path  string
+		want  bool
+	}{{"read-only file", unix.O_RDONLY, file, true}, {"directory", unix.O_RDONLY | unix.O_DIRECTORY, dir, true},
+		{"write-only file", unix.O_WRONLY, file, false}, {"read-write file", unix.O_RDWR, file, false}} {
+		fd, err := unix.Open(tc.path, tc.flags|unix.O_CLOEXEC, 0)
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, handoffSafe(fd), tc.name)
+		unix.Close(fd)
+	}
+	var p [2]int
+	require.NoError(t, unix.Pipe2(p[:], unix.O_CLOEXEC))
+	assert.False(t, handoffSafe(p[0]), "a pipe's read end")
+	unix.Close(p[0])
+	unix.Close(p[1])
+}

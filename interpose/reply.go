@@ -120,7 +120,11 @@ func (c *Call) send(r Reply) (int64, error) {
 			flags = unix.O_CLOEXEC
 		}
 		a := seccompNotifAddfd{ID: c.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(r.fd), NewfdFlags: flags}
-		n, err := notifAddfdSend(fd, &a, c.listener.cfg.Profiled, c.handoff)
+		h := c.handoff
+		if !handoffSafe(r.fd) {
+			h = nil
+		}
+		n, err := notifAddfdSend(fd, &a, c.listener.cfg.Profiled, h)
 		if err != nil {
 			// EMFILE etc. must still reach the caller; ENOENT means it is gone.
 			if errno, ok := err.(unix.Errno); ok && errno != unix.ENOENT {
@@ -182,6 +186,24 @@ func (c *Call) sendFDs(r Reply) (int64, error) {
 		val |= int64(n) << (32 * i)
 	}
 	return val, notifSend(fd, &seccompNotifResp{ID: c.ID, Val: val})
+}
+
+// handoffSafe says whether a descriptor reply of fd may hand the CPU to
+// the caller (idleHandoff), which runs the caller before the worker closes
+// its own copy of fd: only for a read-only regular file or directory. A
+// writable copy left open makes an exec of the file fail with ETXTBSY
+// (cp then exec of the copy: seen in TestParity); a pipe's, socket's or
+// device's copy left open changes what the other end sees.
+func handoffSafe(fd int) bool {
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err != nil || fl&unix.O_ACCMODE != unix.O_RDONLY {
+		return false
+	}
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFREG || st.Mode&unix.S_IFMT == unix.S_IFDIR
 }
 
 // notifAddfdSend is ADDFD with SECCOMP_ADDFD_FLAG_SEND. It must be made on
