@@ -72,6 +72,18 @@ func (c *Call) Valid() error {
 	}
 }
 
+// WillWait tells the listener that the handler is about to wait for
+// another process: a FIFO's other end, a lock's holder. Unless a worker is
+// receiving already, one is sent into RECV at once, so that the rest of the
+// tree, and the process that ends the wait, are served meanwhile (the
+// listener's watchdog would do it only at its next look).
+func (c *Call) WillWait() {
+	if c.listener == nil || c.listener.receivers.Load() > 0 {
+		return
+	}
+	c.listener.addReceiver()
+}
+
 // SettleReplies waits until no reply that installs a descriptor is in
 // flight, so that what the caller does next sees every descriptor the tree
 // closed as closed. A reply with ADDFD and SEND returns only after the

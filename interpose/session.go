@@ -499,6 +499,9 @@ type listener struct {
 
 	pidfds pidfdCache
 
+	// addMu serializes addReceiver.
+	addMu sync.Mutex
+
 	mu sync.Mutex
 	// tids are the OS threads of the running workers.
 	// +checklocks:mu
@@ -508,10 +511,19 @@ type listener struct {
 // The watchdog looks every watchTick while calls are answered, backing off
 // to watchMaxTick while none is; it sleeps until the next call after
 // watchQuietTicks ticks without one in flight.
+//
+// Its looks are for the waits nobody announced: a handler that knows it
+// waits for another process (a FIFO's other end, a lock's holder) sends a
+// worker into RECV itself (Call.WillWait), so what is left is a host call
+// that is slow for the host's reasons (a large copy-up, a slow file
+// system), which stalls the rest of the tree for at most about two ticks.
+// Each look wakes a thread of the runtime, on whichever CPU, while a traced
+// program computes: at 2 ms, some 500 wake-ups a second cost a loop of stat
+// calls 5-10% of its overhead per call (docs/performance.md, step 28).
 const (
-	watchTick       = 2 * time.Millisecond
-	watchMaxTick    = 64 * time.Millisecond
-	watchQuietTicks = 50
+	watchTick       = 10 * time.Millisecond
+	watchMaxTick    = 80 * time.Millisecond
+	watchQuietTicks = 10
 )
 
 func newListener(fd int, cfg Config) *listener {
@@ -719,8 +731,12 @@ func (l *listener) waitStandby() bool {
 	return false
 }
 
-// addReceiver sends a standby worker, or a new one, into RECV.
+// addReceiver sends a standby worker, or a new one, into RECV. The
+// watchdog and handlers about to wait (Call.WillWait) call it: addMu keeps
+// two of them from both handing the one standby worker a turn.
 func (l *listener) addReceiver() {
+	l.addMu.Lock()
+	defer l.addMu.Unlock()
 	if l.standbyN.Load() > int32(l.handoffs.Load()) {
 		l.handoffs.Add(1)
 		futexWake(&l.handoffs, 1)

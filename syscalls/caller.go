@@ -124,7 +124,7 @@ func (k *Kernel) caller(c *interpose.Call) (*vfs.Caller, func(), error) {
 	}
 	cwd, root, umask := t.FS().Get()
 	cl := &vfs.Caller{Tid: c.Tid, Tgid: t.Proc.Tgid, Cred: cred, Cwd: cwd.(*vfs.Handle), Root: root.(*vfs.Handle), Umask: umask,
-		Settle: c.SettleReplies}
+		Call: c}
 	return cl, func() { cwd.Release(); root.Release() }, nil
 }
 

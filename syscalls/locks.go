@@ -472,11 +472,14 @@ const lockPollMax = 20 * time.Millisecond
 // and stops when the caller has gone (ESRCH) or a signal arrived for it
 // (ERESTARTSYS: the kernel restarts the call or fails it with EINTR, as
 // after a signal in its own wait). The worker that waits is replaced in
-// receiving calls by another (the listener's watchdog), as for a FIFO
-// open that waits.
+// receiving calls by another (Call.WillWait), as for a FIFO open that
+// waits.
 func lockWaiter(c *interpose.Call) hostlock.Waiter {
 	pause := time.Millisecond
 	return func() error {
+		if pause == time.Millisecond {
+			c.WillWait()
+		}
 		time.Sleep(pause)
 		pause = min(2*pause, lockPollMax)
 		if err := c.Valid(); err != nil {

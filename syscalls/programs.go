@@ -442,6 +442,7 @@ func (p *Programs) end(k *Kernel, c *interpose.Call) error {
 	}
 	doomed := tx.t.View.Doomed() != nil
 	if tx.flags&TxOrdered != 0 && !doomed {
+		c.WillWait() // for the transactions ordered before this one
 		ctx, cancel := context.WithCancel(context.Background())
 		go func() {
 			select {

@@ -144,6 +144,7 @@ func openFifoFor(c *Caller, pathFd, flags int) (int, error) {
 		return -1, err
 	}
 	defer unix.Close(wake[0])
+	c.willWait()
 	type result struct {
 		fd  int
 		err error

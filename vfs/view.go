@@ -15,16 +15,34 @@ type Caller struct {
 	Cred      *proc.Cred
 	Cwd, Root *Handle
 	Umask     uint32
-	// Settle, if set, waits until descriptors the tree closed are closed
-	// for the kernel too (see interpose.Call.SettleReplies): before an
-	// open of a FIFO, whose outcome depends on the ends that are open.
-	Settle func()
+	// Call, if set, is the served call's, for what a view asks of it
+	// beyond the caller's identity.
+	Call CallHooks
 }
 
-// settle runs c.Settle if there is one.
+// CallHooks are what a view asks of the call it serves (interpose.Call
+// implements them).
+type CallHooks interface {
+	// SettleReplies waits until descriptors the tree closed are closed
+	// for the kernel too (see interpose.Call.SettleReplies): before an
+	// open of a FIFO, whose outcome depends on the ends that are open.
+	SettleReplies()
+	// WillWait says the call is about to wait for another process (a
+	// FIFO's other end): the rest of the tree is served meanwhile.
+	WillWait()
+}
+
+// settle runs c.Call.SettleReplies if there is a call.
 func (c *Caller) settle() {
-	if c.Settle != nil {
-		c.Settle()
+	if c.Call != nil {
+		c.Call.SettleReplies()
+	}
+}
+
+// willWait runs c.Call.WillWait if there is a call.
+func (c *Caller) willWait() {
+	if c.Call != nil {
+		c.Call.WillWait()
 	}
 }
 
