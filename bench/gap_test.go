@@ -95,7 +95,7 @@ func BenchmarkFloorGap(b *testing.B) {
 		b.Run(fmt.Sprintf("%dus", g), func(b *testing.B) {
 			for _, m := range gapModes(bin) {
 				b.Run(m.name, func(b *testing.B) {
-					n := roundUp(max(b.N, minCalls), 64)
+					n := roundUp(max(b.N, gapMinCalls), 64)
 					ns := gapRun(b, m.argv(b, n, iters, WorkDir(b)), nil, nil, nil)
 					b.ReportMetric(ns, "ns/op")
 					b.ReportMetric(ns, "ns/call")
@@ -130,6 +130,12 @@ func BenchmarkFloorGap(b *testing.B) {
 		})
 	}
 }
+
+// gapMinCalls is the fewest calls a run of the loop makes, whatever
+// -benchtime says: make bench's 2,000 made the ratio of two overheads of
+// 10-20 µs swing by half between rounds on this shared machine (1.16x to
+// 1.90x in one run); 10,000 take about 1.3 s at the 100 µs gap.
+const gapMinCalls = 10000
 
 // gapBaseCalls are the calls of the run whose counts are subtracted.
 const gapBaseCalls = 64
