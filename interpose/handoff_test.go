@@ -130,84 +130,99 @@ func TestDescriptorReplyHandsOffAsIdle(t *testing.T) {
 	require.NoError(t, unix.SchedSetAttr(0, &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}, 0))
 	for _, stop := range []bool{false, true} {
 		t.Run(map[bool]string{false: "running", true: "stop-pending"}[stop], func(t *testing.T) {
-			dir := t.TempDir()
-			marker := filepath.Join(dir, "marker")
-			require.NoError(t, os.WriteFile(marker, []byte("marked\n"), 0o644))
-			var seenIdle, stopped atomic.Bool
-			// held is closed when the thread holding the other CPU ends.
-			held := make(chan struct{})
-			h := &openHandler{marker: marker, before: map[uint64]*unix.SchedAttr{}}
-			h.onMarker = func(c *Call) {
-				worker := unix.Gettid()
-				var cpu uint32
-				unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0)
-				other := int(cpu+1) % runtime.NumCPU()
-				var set unix.CPUSet
-				set.Set(other)
-				require.NoError(t, unix.SchedSetaffinity(c.Tid, &set))
+			// attempt runs cat on the marker once and reports whether the
+			// holder saw the worker SCHED_IDLE. The holder's watch is at the
+			// scheduler's mercy (a loaded machine, the race detector, RT
+			// throttling of the holder letting the caller run early): a
+			// running caller is tried up to three times, and one sighting
+			// is enough; a worker that never hands off fails every time.
+			attempt := func() bool {
+				dir := t.TempDir()
+				marker := filepath.Join(dir, "marker")
+				require.NoError(t, os.WriteFile(marker, []byte("marked\n"), 0o644))
+				var seenIdle, stopped atomic.Bool
+				// held is closed when the thread holding the other CPU ends.
+				held := make(chan struct{})
+				h := &openHandler{marker: marker, before: map[uint64]*unix.SchedAttr{}}
+				h.onMarker = func(c *Call) {
+					worker := unix.Gettid()
+					var cpu uint32
+					unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0)
+					other := int(cpu+1) % runtime.NumCPU()
+					var set unix.CPUSet
+					set.Set(other)
+					require.NoError(t, unix.SchedSetaffinity(c.Tid, &set))
+					if stop {
+						require.NoError(t, unix.Tgkill(c.Tid, c.Tid, unix.SIGSTOP))
+						stopped.Store(true)
+					}
+					ready := make(chan error)
+					go func() {
+						defer close(held)
+						seenIdle.Store(holdCPU(other, ready, func() bool { return threadPolicy(worker) == unix.SCHED_IDLE }))
+					}()
+					require.NoError(t, <-ready)
+				}
+				type after struct {
+					before, after *unix.SchedAttr
+					val           int64
+					err           error
+				}
+				var mu sync.Mutex
+				var replies []after
+				var markerVal atomic.Int64
+				markerVal.Store(-1)
+				onReply := func(c *Call, r Reply, val int64, err error) {
+					if !r.IsFD() {
+						return
+					}
+					attr, aerr := unix.SchedGetAttr(0, 0)
+					require.NoError(t, aerr)
+					h.mu.Lock()
+					b := h.before[c.ID]
+					h.mu.Unlock()
+					mu.Lock()
+					replies = append(replies, after{before: b, after: attr, val: val, err: err})
+					mu.Unlock()
+					if stopped.CompareAndSwap(true, false) {
+						markerVal.Store(val)
+						unix.Kill(c.Tid, unix.SIGCONT)
+					}
+				}
+				out, status := runNotifying(t, h, unix.SYS_OPENAT, onReply, "/bin/cat", marker)
+				assert.Equal(t, "marked\n", out)
+				assert.Equal(t, 0, status)
+				select {
+				case <-held:
+				case <-time.After(10 * time.Second):
+					t.Fatal("the marker's open never held the other CPU")
+				}
+				// With a SIGSTOP pending the caller may leave its wait before
+				// the reply (the kernel then answers the ADDFD at once, and the
+				// call is restarted after SIGCONT): only the policy after the
+				// reply is checked then.
 				if stop {
-					require.NoError(t, unix.Tgkill(c.Tid, c.Tid, unix.SIGSTOP))
-					stopped.Store(true)
+					assert.GreaterOrEqual(t, markerVal.Load(), int64(0), "the descriptor reply to a caller with a SIGSTOP pending")
 				}
-				ready := make(chan error)
-				go func() {
-					defer close(held)
-					seenIdle.Store(holdCPU(other, ready, func() bool { return threadPolicy(worker) == unix.SCHED_IDLE }))
-				}()
-				require.NoError(t, <-ready)
-			}
-			type after struct {
-				before, after *unix.SchedAttr
-				val           int64
-				err           error
-			}
-			var mu sync.Mutex
-			var replies []after
-			var markerVal atomic.Int64
-			markerVal.Store(-1)
-			onReply := func(c *Call, r Reply, val int64, err error) {
-				if !r.IsFD() {
-					return
+				require.NotEmpty(t, replies)
+				for _, a := range replies {
+					require.NotNil(t, a.before)
+					assert.NoError(t, a.err)
+					assert.GreaterOrEqual(t, a.val, int64(0))
+					assert.Equal(t, uint32(unix.SCHED_NORMAL), a.after.Policy, "policy after a descriptor reply")
+					assert.Equal(t, a.before.Nice, a.after.Nice, "nice after a descriptor reply")
 				}
-				attr, aerr := unix.SchedGetAttr(0, 0)
-				require.NoError(t, aerr)
-				h.mu.Lock()
-				b := h.before[c.ID]
-				h.mu.Unlock()
-				mu.Lock()
-				replies = append(replies, after{before: b, after: attr, val: val, err: err})
-				mu.Unlock()
-				if stopped.CompareAndSwap(true, false) {
-					markerVal.Store(val)
-					unix.Kill(c.Tid, unix.SIGCONT)
-				}
-			}
-			out, status := runNotifying(t, h, unix.SYS_OPENAT, onReply, "/bin/cat", marker)
-			assert.Equal(t, "marked\n", out)
-			assert.Equal(t, 0, status)
-			select {
-			case <-held:
-			case <-time.After(10 * time.Second):
-				t.Fatal("the marker's open never held the other CPU")
-			}
-			// With a SIGSTOP pending the caller may leave its wait before
-			// the reply (the kernel then answers the ADDFD at once, and the
-			// call is restarted after SIGCONT): only the policy after the
-			// reply is checked then.
-			if !stop {
-				assert.True(t, seenIdle.Load(), "the worker was never SCHED_IDLE while the caller was held off the CPU")
+				return seenIdle.Load()
 			}
 			if stop {
-				assert.GreaterOrEqual(t, markerVal.Load(), int64(0), "the descriptor reply to a caller with a SIGSTOP pending")
+				attempt()
+				return
 			}
-			require.NotEmpty(t, replies)
-			for _, a := range replies {
-				require.NotNil(t, a.before)
-				assert.NoError(t, a.err)
-				assert.GreaterOrEqual(t, a.val, int64(0))
-				assert.Equal(t, uint32(unix.SCHED_NORMAL), a.after.Policy, "policy after a descriptor reply")
-				assert.Equal(t, a.before.Nice, a.after.Nice, "nice after a descriptor reply")
+			seen := false
+			for i := 0; i < 3 && !seen; i++ {
+				seen = attempt()
 			}
+			assert.True(t, seen, "the worker was never SCHED_IDLE while the caller was held off the CPU")
 		})
 	}
 }
