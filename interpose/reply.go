@@ -121,7 +121,7 @@ func (c *Call) send(r Reply) (int64, error) {
 		}
 		a := seccompNotifAddfd{ID: c.ID, Flags: unix.SECCOMP_ADDFD_FLAG_SEND, Srcfd: uint32(r.fd), NewfdFlags: flags}
 		h := c.handoff
-		if !handoffSafe(r.fd) {
+		if h != nil && h.on && !handoffSafe(r.fd) { // its two system calls only where a hand-off could follow
 			h = nil
 		}
 		n, err := notifAddfdSend(fd, &a, c.listener.cfg.Profiled, h)
