@@ -11,9 +11,11 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"txexec/internal/testenv"
 )
@@ -160,12 +162,42 @@ func (g postinstGate) Env() []string {
 	return []string{"TXEXEC_TEST_READY=" + g.Ready, "TXEXEC_TEST_GO=" + g.Go}
 }
 
-// WaitReady blocks until the script has reached the gate.
-func (g postinstGate) WaitReady(t *testing.T) {
+// gateTimeout bounds the wait for a maintainer script to reach its gate:
+// dpkg unpacks a few hundred small files before it, in seconds.
+const gateTimeout = 3 * time.Minute
+
+// WaitReady blocks until the script has reached the gate. It fails the
+// test instead if ended closes first (dpkg ended without running the
+// script: say, it found its lock taken) or after gateTimeout; why says
+// what the program printed.
+func (g postinstGate) WaitReady(t *testing.T, ended <-chan struct{}, why func() string) {
 	t.Helper()
-	b, err := os.ReadFile(g.Ready)
-	require.NoError(t, err)
-	require.Equal(t, "ready\n", string(b))
+	type read struct {
+		b   []byte
+		err error
+	}
+	got := make(chan read, 1)
+	go func() {
+		b, err := os.ReadFile(g.Ready)
+		got <- read{b, err}
+	}()
+	// Unblocks the reader above when the script never comes.
+	unblock := func() {
+		if fd, err := unix.Open(g.Ready, unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+			unix.Close(fd)
+		}
+	}
+	select {
+	case r := <-got:
+		require.NoError(t, r.err)
+		require.Equal(t, "ready\n", string(r.b))
+	case <-ended:
+		unblock()
+		require.FailNow(t, "the program ended before its maintainer script reached the gate", "%s", why())
+	case <-time.After(gateTimeout):
+		unblock()
+		require.FailNow(t, "the maintainer script did not reach its gate", "after %v", gateTimeout)
+	}
 }
 
 func TestDpkgFailingPostinstRollsBack(t *testing.T) {
@@ -182,10 +214,15 @@ exit 1
 	dpkgBefore := treeManifest(t, "/var/lib/dpkg")
 
 	done := make(chan rwResult, 1)
+	ended := make(chan struct{})
+	var early rwResult
 	go func() {
-		done <- rwTx(t, t.TempDir(), gate.Env(), "--", "dpkg", "-i", deb)
+		r := rwTx(t, t.TempDir(), gate.Env(), "--", "dpkg", "-i", deb)
+		early = r
+		close(ended)
+		done <- r
 	}()
-	gate.WaitReady(t)
+	gate.WaitReady(t, ended, func() string { return fmt.Sprintf("status %d: %s", early.code, early.stderr) })
 
 	// Mid-install, the rest of the machine sees none of it …
 	assert.NoDirExists(t, "/usr/share/"+pkg)
@@ -246,11 +283,18 @@ func TestDpkgKilledThenRecovered(t *testing.T) {
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		require.NoError(t, cmd.Start())
-		gate.WaitReady(t)
+		ended := make(chan struct{})
+		var waitErr error
+		go func() {
+			waitErr = cmd.Wait()
+			close(ended)
+		}()
+		gate.WaitReady(t, ended, func() string { return fmt.Sprintf("%v: %s", waitErr, stderr.String()) })
 		assert.NoDirExists(t, "/usr/share/"+pkg, "outside the transaction nothing shows yet")
 		require.True(t, anyProcessMentions(t, pkg), "dpkg runs")
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		err := cmd.Wait()
+		<-ended
+		err := waitErr
 		var ee *exec.ExitError
 		require.ErrorAs(t, err, &ee, "stderr: %s", stderr.String())
 		require.Equal(t, syscall.SIGKILL, ee.Sys().(syscall.WaitStatus).Signal())

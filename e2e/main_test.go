@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // txexecBin is the txexec binary under test: $TXEXEC_BIN, or built by
@@ -19,6 +21,12 @@ func TestMain(m *testing.M) {
 }
 
 func testMain(m *testing.M) int {
+	release, err := holdSystemPaths()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
+		return 2
+	}
+	defer release()
 	if p := os.Getenv("TXEXEC_BIN"); p != "" {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -66,4 +74,28 @@ func buildLauncher(out string) error {
 		return fmt.Errorf("make %s: %w", out, err)
 	}
 	return nil
+}
+
+// systemPathsLock serializes e2e runs on one machine. Some tests must use
+// real system paths (dpkg's database and lock, /usr/share):
+// two runs at once, say a developer's make test beside a CI-like run,
+// would take each other's dpkg lock or see each other's test packages,
+// and fail for reasons that are not the code's.
+const systemPathsLock = "/tmp/txexec-e2e-system-paths.lock"
+
+// holdSystemPaths takes systemPathsLock, saying so when another run holds
+// it, and returns its release.
+func holdSystemPaths() (func(), error) {
+	fd, err := unix.Open(systemPathsLock, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", systemPathsLock, err)
+	}
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		fmt.Fprintf(os.Stderr, "e2e: waiting for another e2e run on this machine (it holds %s)\n", systemPathsLock)
+		if err := unix.Flock(fd, unix.LOCK_EX); err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("lock %s: %w", systemPathsLock, err)
+		}
+	}
+	return func() { unix.Close(fd) }, nil
 }
