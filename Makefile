@@ -104,14 +104,15 @@ demo: build
 # Each round runs the per-call benchmarks (2000 calls per run; the floor with gaps 3 runs of 10,000), the
 # 2000-file commit (3 runs) and the workloads (one run of every phase in
 # every mode; TXEXEC_BENCH_ROUND rotates their order from round to round).
-# About 6 minutes a round on a 2-CPU machine.
+# About 6 minutes a round on a 2-CPU machine. -p 1: go test would otherwise run bench/floor's
+# benchmarks beside bench's, each package's binary taking one of the two CPUs the other measures.
 BENCH_ROUNDS ?= 5
 # The workloads install and remove Debian's hello with dpkg: they take the lock the e2e
 # tests hold while they run (e2e/main_test.go), so that neither finds dpkg's lock taken.
 SYSTEM_PATHS_LOCK = /tmp/txexec-e2e-system-paths.lock
 bench: build
 	@rm -f bench/out.txt; i=0; while [ $$i -lt $(BENCH_ROUNDS) ]; do i=$$((i + 1)); \
-	  $(GO) test -run '^$$' -bench . -skip 'Commit2000|Workload|SupervisorSyscalls|Startup|InProgramServer|Parallel|FastLookups' -benchtime 2000x -timeout 30m ./bench/... 2>&1 | tee -a bench/out.txt; \
+	  $(GO) test -p 1 -run '^$$' -bench . -skip 'Commit2000|Workload|SupervisorSyscalls|Startup|InProgramServer|Parallel|FastLookups' -benchtime 2000x -timeout 30m ./bench/... 2>&1 | tee -a bench/out.txt; \
 	  $(GO) test -run '^$$' -bench Commit2000 -benchtime 3x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; \
 	  $(GO) test -run '^$$' -bench InProgramServer -benchtime 1x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; \
 	  TXEXEC_BENCH_ROUND=$$i flock $(SYSTEM_PATHS_LOCK) $(GO) test -run '^$$' -bench Workload -benchtime 1x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; \
