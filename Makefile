@@ -106,17 +106,20 @@ demo: build
 # every mode; TXEXEC_BENCH_ROUND rotates their order from round to round).
 # About 6 minutes a round on a 2-CPU machine. -p 1: go test would otherwise run bench/floor's
 # benchmarks beside bench's, each package's binary taking one of the two CPUs the other measures.
+# sync before each: the write-back of what the step before left dirty (the workloads write
+# hundreds of MiB) added about 5 µs to txexec's overhead per call in the floor with gaps while
+# it lasted (21 µs against 16 at the 100 µs gap, after a 300 MiB file left dirty).
 BENCH_ROUNDS ?= 5
 # The workloads install and remove Debian's hello with dpkg: they take the lock the e2e
 # tests hold while they run (e2e/main_test.go), so that neither finds dpkg's lock taken.
 SYSTEM_PATHS_LOCK = /tmp/txexec-e2e-system-paths.lock
 bench: build
 	@rm -f bench/out.txt; i=0; while [ $$i -lt $(BENCH_ROUNDS) ]; do i=$$((i + 1)); \
-	  $(GO) test -p 1 -run '^$$' -bench . -skip 'Commit2000|Workload|SupervisorSyscalls|Startup|InProgramServer|Parallel|FastLookups' -benchtime 2000x -timeout 30m ./bench/... 2>&1 | tee -a bench/out.txt; \
-	  $(GO) test -run '^$$' -bench Commit2000 -benchtime 3x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; \
-	  $(GO) test -run '^$$' -bench InProgramServer -benchtime 1x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; \
-	  TXEXEC_BENCH_ROUND=$$i flock $(SYSTEM_PATHS_LOCK) $(GO) test -run '^$$' -bench Workload -benchtime 1x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; \
-	  $(GO) test -run '^$$' -bench Parallel -benchtime 1x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; done
+	  sync; $(GO) test -p 1 -run '^$$' -bench . -skip 'Commit2000|Workload|SupervisorSyscalls|Startup|InProgramServer|Parallel|FastLookups' -benchtime 2000x -timeout 30m ./bench/... 2>&1 | tee -a bench/out.txt; \
+	  sync; $(GO) test -run '^$$' -bench Commit2000 -benchtime 3x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; \
+	  sync; $(GO) test -run '^$$' -bench InProgramServer -benchtime 1x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; \
+	  sync; TXEXEC_BENCH_ROUND=$$i flock $(SYSTEM_PATHS_LOCK) $(GO) test -run '^$$' -bench Workload -benchtime 1x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; \
+	  sync; $(GO) test -run '^$$' -bench Parallel -benchtime 1x -timeout 30m ./bench/ 2>&1 | tee -a bench/out.txt; done
 	@! grep -m1 '^switch-counter: getrusage' bench/out.txt >&2 || echo "make bench: no perf events here: context switches come from getrusage, CPU migrations are not counted" >&2
 	$(GO) run ./bench/report -in bench/out.txt -o docs/performance.md
 	@! grep -Eq '^(FAIL|--- FAIL|panic:)' bench/out.txt || { echo "make bench: a benchmark failed (listed in docs/performance.md)" >&2; exit 1; }
