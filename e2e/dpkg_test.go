@@ -11,11 +11,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"txexec/internal/testenv"
 )
@@ -162,42 +160,10 @@ func (g postinstGate) Env() []string {
 	return []string{"TXEXEC_TEST_READY=" + g.Ready, "TXEXEC_TEST_GO=" + g.Go}
 }
 
-// gateTimeout bounds the wait for a maintainer script to reach its gate:
-// dpkg unpacks a few hundred small files before it, in seconds.
-const gateTimeout = 3 * time.Minute
-
-// WaitReady blocks until the script has reached the gate. It fails the
-// test instead if ended closes first (dpkg ended without running the
-// script: say, it found its lock taken) or after gateTimeout; why says
-// what the program printed.
+// WaitReady blocks until the script has reached the gate (readGate).
 func (g postinstGate) WaitReady(t *testing.T, ended <-chan struct{}, why func() string) {
 	t.Helper()
-	type read struct {
-		b   []byte
-		err error
-	}
-	got := make(chan read, 1)
-	go func() {
-		b, err := os.ReadFile(g.Ready)
-		got <- read{b, err}
-	}()
-	// Unblocks the reader above when the script never comes.
-	unblock := func() {
-		if fd, err := unix.Open(g.Ready, unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
-			unix.Close(fd)
-		}
-	}
-	select {
-	case r := <-got:
-		require.NoError(t, r.err)
-		require.Equal(t, "ready\n", string(r.b))
-	case <-ended:
-		unblock()
-		require.FailNow(t, "the program ended before its maintainer script reached the gate", "%s", why())
-	case <-time.After(gateTimeout):
-		unblock()
-		require.FailNow(t, "the maintainer script did not reach its gate", "after %v", gateTimeout)
-	}
+	require.Equal(t, "ready\n", readGate(t, g.Ready, ended, why))
 }
 
 func TestDpkgFailingPostinstRollsBack(t *testing.T) {
@@ -213,16 +179,9 @@ exit 1
 	t.Cleanup(func() { os.Remove(unrelated) })
 	dpkgBefore := treeManifest(t, "/var/lib/dpkg")
 
-	done := make(chan rwResult, 1)
-	ended := make(chan struct{})
-	var early rwResult
-	go func() {
-		r := rwTx(t, t.TempDir(), gate.Env(), "--", "dpkg", "-i", deb)
-		early = r
-		close(ended)
-		done <- r
-	}()
-	gate.WaitReady(t, ended, func() string { return fmt.Sprintf("status %d: %s", early.code, early.stderr) })
+	state := t.TempDir()
+	run := startBackground(func() rwResult { return rwTx(t, state, gate.Env(), "--", "dpkg", "-i", deb) })
+	gate.WaitReady(t, run.ended, run.why)
 
 	// Mid-install, the rest of the machine sees none of it …
 	assert.NoDirExists(t, "/usr/share/"+pkg)
@@ -233,7 +192,7 @@ exit 1
 	require.NoError(t, os.WriteFile(unrelated, []byte("written during the install\n"), 0o644))
 
 	require.NoError(t, os.WriteFile(gate.Go, []byte("go\n"), 0))
-	r := <-done
+	r := run.result()
 	assert.Equal(t, 1, r.code, "dpkg's own status: %s", r.stderr)
 	assert.Contains(t, r.stderr, "aborted")
 

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,6 +76,47 @@ func requireTool(t *testing.T, name string) {
 	requireTools(t, name)
 }
 
+// gateTimeout bounds a test's wait for a program to reach a gate: the
+// programs reach theirs within seconds.
+const gateTimeout = 3 * time.Minute
+
+// readGate returns what a program under test writes to the FIFO p once it
+// reaches a point of the test's choosing (and closes it). It fails the test
+// instead when ended closes first — the program ended without reaching the
+// gate: dpkg found its lock taken, a victim failed its check — or after
+// gateTimeout; why says what the program printed. Without it such a test
+// waits for ever, until the package's timeout.
+func readGate(t *testing.T, p string, ended <-chan struct{}, why func() string) string {
+	t.Helper()
+	type read struct {
+		b   []byte
+		err error
+	}
+	got := make(chan read, 1)
+	go func() {
+		b, err := os.ReadFile(p)
+		got <- read{b, err}
+	}()
+	// Unblocks the reader above when the program never comes.
+	unblock := func() {
+		if fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+			unix.Close(fd)
+		}
+	}
+	select {
+	case r := <-got:
+		require.NoError(t, r.err)
+		return string(r.b)
+	case <-ended:
+		unblock()
+		require.FailNow(t, "the program ended before it reached the gate "+p, "%s", why())
+	case <-time.After(gateTimeout):
+		unblock()
+		require.FailNow(t, "the program did not reach the gate "+p, "after %v", gateTimeout)
+	}
+	return ""
+}
+
 // mkfifo makes a FIFO, and on cleanup opens it read-write without blocking
 // and writes a byte, so that nobody stays blocked on it after a failure.
 func mkfifo(t *testing.T, p string) {
@@ -128,18 +170,39 @@ func newTocttouScene(t *testing.T, targetUID int) tocttouScene {
 
 // attack waits until the victim has checked, swaps the name for a symlink
 // to the secret (as the attacker, uid 1000, in its own directory), and lets
-// the victim go on.
-func (s tocttouScene) attack(t *testing.T) {
-	r, err := os.Open(s.ready)
-	require.NoError(t, err)
-	buf := make([]byte, 16)
-	n, _ := r.Read(buf)
-	r.Close()
-	require.Equal(t, "checked\n", string(buf[:n]))
+// the victim go on. run is the victim's run, started in the background; it
+// must not be read before attack returns.
+func (s tocttouScene) attack(t *testing.T, run *bgRun) {
+	require.Equal(t, "checked\n", readGate(t, s.ready, run.ended, run.why))
 	out, err := exec.Command("setpriv", "--reuid", "1000", "--regid", "1000", "--clear-groups",
 		"sh", "-c", `rm -f "$1" && ln -s "$2" "$1"`, "sh", s.target, s.secret).CombinedOutput()
 	require.NoError(t, err, "attacker: %s", out)
 	require.NoError(t, os.WriteFile(s.goFIFO, []byte("g"), 0))
+}
+
+// bgRun is a program run in the background (startBackground) while the
+// test does its part, which takes its result afterwards (result).
+type bgRun struct {
+	r     rwResult
+	ended chan struct{}
+}
+
+func startBackground(run func() rwResult) *bgRun {
+	v := &bgRun{ended: make(chan struct{})}
+	go func() {
+		v.r = run()
+		close(v.ended)
+	}()
+	return v
+}
+
+// why is what the program printed, once it has ended.
+func (v *bgRun) why() string { return fmt.Sprintf("status %d: %s%s", v.r.code, v.r.stdout, v.r.stderr) }
+
+// result waits for the program's end.
+func (v *bgRun) result() rwResult {
+	<-v.ended
+	return v.r
 }
 
 func TestTOCTTOUSymlinkSwap(t *testing.T) {
@@ -173,10 +236,9 @@ func TestTOCTTOUSymlinkSwap(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name+"/native is exploitable", func(t *testing.T) {
 			s := newTocttouScene(t, tc.targetUID)
-			done := make(chan rwResult, 1)
-			go func() { done <- rwRun(t, nil, tc.argv(s)...) }()
-			s.attack(t)
-			r := <-done
+			run := startBackground(func() rwResult { return rwRun(t, nil, tc.argv(s)...) })
+			s.attack(t, run)
+			r := run.result()
 			require.Equal(t, 0, r.code, r.stderr)
 			assert.Equal(t, "victim: "+tc.ids+"\n", r.stdout)
 			secret, err := os.ReadFile(s.secret)
@@ -187,10 +249,9 @@ func TestTOCTTOUSymlinkSwap(t *testing.T) {
 			t.Run(tc.name+"/txexec is not"+strings.Join(append([]string{""}, opts...), " "), func(t *testing.T) {
 				s := newTocttouScene(t, tc.targetUID)
 				state := t.TempDir()
-				done := make(chan rwResult, 1)
-				go func() { done <- rwTx(t, state, nil, append(append(opts, "--"), tc.argv(s)...)...) }()
-				s.attack(t)
-				r := <-done
+				run := startBackground(func() rwResult { return rwTx(t, state, nil, append(append(opts, "--"), tc.argv(s)...)...) })
+				s.attack(t, run)
+				r := run.result()
 				assert.Equal(t, "victim: "+tc.ids+"\n", r.stdout, "the victim runs with the same credentials as natively")
 				secret, err := os.ReadFile(s.secret)
 				require.NoError(t, err)
