@@ -101,7 +101,7 @@ conformance: build
 demo: build
 	@./scripts/demo.sh
 
-# Each round runs the per-call benchmarks (2000 calls per run; the floor with gaps 3 runs of 10,000), the
+# Each round runs the per-call benchmarks (2000 calls per run; the floor with gaps 5 rounds of 10,000 calls per mode), the
 # 2000-file commit (3 runs) and the workloads (one run of every phase in
 # every mode; TXEXEC_BENCH_ROUND rotates their order from round to round).
 # About 6 minutes a round on a 2-CPU machine. -p 1: go test would otherwise run bench/floor's

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -73,17 +74,27 @@ func gapModes(percall string) []gapMode {
 // calibrated CPU loop of GapsUS µs (not a sleep: the caller stays on its
 // CPU while the supervisor waits), natively, under the bare C supervisor
 // (bench/floor, SYNC_WAKE_UP), under `txexec --passthrough` and in a
-// transaction, one after another for each gap. The overhead of a call is
-// its time less the native loop's with the same gap (the floor's less its
-// own native loop's). Metrics: ns/call (the median of gapSamples runs), and the context switches
-// (cs/call) and CPU migrations (migrations/call) per call of the whole
-// process tree — txexec's threads and the floor's supervisor included —
-// counted by the kernel's perf events where it lets us (else switches from rusage, no
-// migrations; the "switch-counter:" line says which: SwitchCounter) over
-// a run of n calls less one of 64, so that start-up and commit drop out;
+// transaction. The overhead of a call is its time less the native loop's
+// with the same gap (the floor's less its own native loop's).
+//
+// The modes of a gap take turns: each of gapSamples rounds runs every mode
+// once, and a mode's time per call is the median of its rounds. A mode's
+// runs back to back would put the floor's and txexec's minutes apart, and
+// the overhead at the 100 µs gap is the difference of two times of about
+// 100 µs: a drift of the machine's speed between them (this shared
+// machine's native loop moves by 3 µs from one minute to another) moved the
+// ratio of the two overheads by half.
+//
+// Metrics: ns/call, and the context switches (cs/call) and CPU migrations
+// (migrations/call) per call of the whole process tree — txexec's threads
+// and the floor's supervisor included — counted by the kernel's perf
+// events where it lets us (else switches from rusage, no migrations; the
+// "switch-counter:" line says which: SwitchCounter) over the first round's
+// run of n calls less one of 64, so that start-up and commit drop out;
 // under txexec also the workers' time per call in handlers
 // (handle-ns/call) and in replies (reply-ns/call), from TXEXEC_STATS over
-// the same two runs.
+// the same two runs. n is gapMinCalls, or -benchtime's count when it is
+// larger.
 // With TXEXEC_BENCH_BASE, the base build's (passthrough-base, tx-base) too,
 // in the same run.
 func BenchmarkFloorGap(b *testing.B) {
@@ -91,57 +102,91 @@ func BenchmarkFloorGap(b *testing.B) {
 	perUS := busyItersPerUS(b, bin)
 	sw := Switches()
 	fmt.Println(sw.Describe())
+	n := roundUp(max(benchtimeCount(), gapMinCalls), 64)
 	for _, g := range GapsUS {
 		iters := int(math.Round(float64(g) * perUS))
 		b.Run(fmt.Sprintf("%dus", g), func(b *testing.B) {
-			for _, m := range gapModes(bin) {
-				b.Run(m.name, func(b *testing.B) {
-					n := roundUp(max(b.N, gapMinCalls), 64)
-					timed := func() float64 { return gapRun(b, m.argv(b, n, iters, WorkDir(b)), nil, nil, nil) }
-					// The median of gapSamples runs of n calls: the
-					// counted run of n calls below is one of them.
-					samples := []float64{timed()}
-					var c [2]SwitchCounts
-					var st [2]map[string]int64
-					if m.counted {
-						for i, k := range []int{gapBaseCalls, n} {
-							var stats *map[string]int64
-							if m.served {
-								stats = &st[i]
-							}
-							ns := gapRun(b, m.argv(b, k, iters, WorkDir(b)), &sw, &c[i], stats)
-							if k == n {
-								samples = append(samples, ns)
-							}
-						}
-					}
-					for len(samples) < gapSamples {
-						samples = append(samples, timed())
-					}
-					ns := median(samples)
-					b.ReportMetric(ns, "ns/op")
-					b.ReportMetric(ns, "ns/call")
-					if !m.counted {
-						return
-					}
-					calls := float64(n - gapBaseCalls)
-					if calls <= 0 {
-						return
-					}
-					b.ReportMetric((c[1].Switches-c[0].Switches)/calls, "cs/call")
-					if !math.IsNaN(c[1].Migrations) {
-						b.ReportMetric((c[1].Migrations-c[0].Migrations)/calls, "migrations/call")
-					}
-					for _, k := range []string{"handle", "reply"} {
-						// A -base build from before these counts has none.
-						if v, ok := st[1][k+"_ns"]; ok && m.served {
-							b.ReportMetric(float64(v-st[0][k+"_ns"])/calls, k+"-ns/call")
-						}
-					}
-				})
+			modes := gapModes(bin)
+			res := make([]gapResult, len(modes))
+			for round := range gapSamples {
+				for i, m := range modes {
+					res[i].samples = append(res[i].samples, gapSample(b, m, round, n, iters, &sw, &res[i]))
+				}
+			}
+			for i, m := range modes {
+				// The leaf only reports: the testing package runs it
+				// twice (b.N of 1, then -benchtime's).
+				b.Run(m.name, func(b *testing.B) { res[i].report(b, m, n) })
 			}
 		})
 	}
+}
+
+// gapResult is what the runs of one mode at one gap measured.
+type gapResult struct {
+	samples []float64 // ns per call, one per round
+	// counts and stats: of the first round's counted runs of
+	// gapBaseCalls and of n calls.
+	counts [2]SwitchCounts
+	stats  [2]map[string]int64
+}
+
+// gapSample runs mode m once and returns its ns per call. In the first
+// round, a counted mode's run of n calls is counted (into r), after a run
+// of gapBaseCalls whose counts are subtracted.
+func gapSample(b *testing.B, m gapMode, round, n, iters int, sw *SwitchCounter, r *gapResult) float64 {
+	if round > 0 || !m.counted {
+		return gapRun(b, m.argv(b, n, iters, WorkDir(b)), nil, nil, nil)
+	}
+	var ns float64
+	for i, k := range []int{gapBaseCalls, n} {
+		var stats *map[string]int64
+		if m.served {
+			stats = &r.stats[i]
+		}
+		ns = gapRun(b, m.argv(b, k, iters, WorkDir(b)), sw, &r.counts[i], stats)
+	}
+	return ns
+}
+
+// report reports r's metrics for mode m with runs of n calls.
+func (r *gapResult) report(b *testing.B, m gapMode, n int) {
+	ns := median(slices.Clone(r.samples))
+	b.ReportMetric(ns, "ns/op")
+	b.ReportMetric(ns, "ns/call")
+	calls := float64(n - gapBaseCalls)
+	if !m.counted || calls <= 0 {
+		return
+	}
+	b.ReportMetric((r.counts[1].Switches-r.counts[0].Switches)/calls, "cs/call")
+	if !math.IsNaN(r.counts[1].Migrations) {
+		b.ReportMetric((r.counts[1].Migrations-r.counts[0].Migrations)/calls, "migrations/call")
+	}
+	for _, k := range []string{"handle", "reply"} {
+		// A -base build from before these counts has none.
+		if v, ok := r.stats[1][k+"_ns"]; ok && m.served {
+			b.ReportMetric(float64(v-r.stats[0][k+"_ns"])/calls, k+"-ns/call")
+		}
+	}
+}
+
+// benchtimeCount is -test.benchtime's count of iterations when it is given
+// as one ("20000x"), else 0: the gap benchmark measures in its parent
+// benchmark, whose b.N is always 1.
+func benchtimeCount() int {
+	f := flag.Lookup("test.benchtime")
+	if f == nil {
+		return 0
+	}
+	v, ok := strings.CutSuffix(f.Value.String(), "x")
+	if !ok {
+		return 0
+	}
+	k, err := strconv.Atoi(v)
+	if err != nil {
+		return 0
+	}
+	return k
 }
 
 // gapMinCalls is the fewest calls a run of the loop makes, whatever
@@ -153,12 +198,12 @@ const gapMinCalls = 10000
 // gapBaseCalls are the calls of the run whose counts are subtracted.
 const gapBaseCalls = 64
 
-// gapSamples is how many runs of a mode at a gap make its time per call:
-// their median. One run that met a burst of the machine's other work (at
-// the 100 µs gap both txexec modes once paid 23-24 µs against 18 µs half
-// an hour before) then moves the ratio of two overheads of 10-20 µs no
-// more than the steady runs around it.
-const gapSamples = 3
+// gapSamples is how many rounds of runs at a gap make a mode's time per
+// call: their median. One run that met a burst of the machine's other work
+// (at the 100 µs gap both txexec modes once paid 23-24 µs against 18 µs
+// half an hour before) then moves the ratio of two overheads of 10-20 µs
+// no more than the steady runs around it.
+const gapSamples = 5
 
 // median is the median of vs, which it sorts.
 func median(vs []float64) float64 {
