@@ -13,6 +13,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // GapsUS are the lengths of the CPU work after each call in
@@ -300,5 +303,18 @@ func TestPercallLoopsAndProcesses(t *testing.T) {
 		if _, err := run(args...); err == nil {
 			t.Errorf("percall %q: want a usage error", args)
 		}
+	}
+}
+
+// TestBenchtimeCount: the gap benchmark's runs take -benchtime's count when
+// it is one, and nothing from a duration.
+func TestBenchtimeCount(t *testing.T) {
+	f := flag.Lookup("test.benchtime")
+	require.NotNil(t, f)
+	old := f.Value.String()
+	t.Cleanup(func() { _ = f.Value.Set(old) })
+	for v, want := range map[string]int{"20000x": 20000, "1x": 1, "2s": 0, "500ms": 0} {
+		require.NoError(t, f.Value.Set(v))
+		assert.Equal(t, want, benchtimeCount(), "-test.benchtime=%s", v)
 	}
 }
