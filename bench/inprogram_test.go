@@ -53,6 +53,7 @@ func maildirBinary(tb testing.TB) string {
 			maildirErr = err
 			return
 		}
+		onceDirs = append(onceDirs, dir) // removed by TestMain
 		maildirBin = filepath.Join(dir, "maildir")
 		if out, err := exec.Command("go", "build", "-o", maildirBin, "txexec/examples/maildir").CombinedOutput(); err != nil {
 			maildirErr = &buildError{err: err, out: out}
