@@ -84,9 +84,9 @@ func gapModes(percall string) []gapMode {
 // once, and a mode's time per call is the median of its rounds. A mode's
 // runs back to back would put the floor's and txexec's minutes apart, and
 // the overhead at the 100 µs gap is the difference of two times of about
-// 100 µs: a drift of the machine's speed between them (this shared
-// machine's native loop moves by 3 µs from one minute to another) moved the
-// ratio of the two overheads by half.
+// 100 µs: a drift of the machine's speed between them (the native loop's
+// time here moves by up to 3 µs from one round to the next, against
+// overheads of 10 to 20 µs) goes straight into the ratio of the two.
 //
 // Metrics: ns/call, and the context switches (cs/call) and CPU migrations
 // (migrations/call) per call of the whole process tree — txexec's threads
