@@ -97,21 +97,15 @@ func readGate(t *testing.T, p string, ended <-chan struct{}, why func() string) 
 		b, err := os.ReadFile(p)
 		got <- read{b, err}
 	}()
-	// Unblocks the reader above when the program never comes.
-	unblock := func() {
-		if fd, err := unix.Open(p, unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
-			unix.Close(fd)
-		}
-	}
 	select {
 	case r := <-got:
 		require.NoError(t, r.err)
 		return string(r.b)
 	case <-ended:
-		unblock()
+		releaseFIFO(p) // the reader above, which the program never met
 		require.FailNow(t, "the program ended before it reached the gate "+p, "%s", why())
 	case <-time.After(gateTimeout):
-		unblock()
+		releaseFIFO(p)
 		require.FailNow(t, "the program did not reach the gate "+p, "after %v", gateTimeout)
 	}
 	return ""
@@ -123,12 +117,17 @@ func mkfifo(t *testing.T, p string) {
 	t.Helper()
 	require.NoError(t, unix.Mkfifo(p, 0o666))
 	require.NoError(t, os.Chmod(p, 0o666))
-	t.Cleanup(func() {
-		if fd, err := unix.Open(p, unix.O_RDWR|unix.O_NONBLOCK, 0); err == nil {
-			unix.Write(fd, []byte("x"))
-			unix.Close(fd)
-		}
-	})
+	t.Cleanup(func() { releaseFIFO(p) })
+}
+
+// releaseFIFO lets whoever is blocked on FIFO p go: it opens p read-write
+// without blocking (which completes a blocked open at either end) and
+// writes a byte (which ends a blocked read).
+func releaseFIFO(p string) {
+	if fd, err := unix.Open(p, unix.O_RDWR|unix.O_NONBLOCK, 0); err == nil {
+		unix.Write(fd, []byte("x"))
+		unix.Close(fd)
+	}
 }
 
 // publicTempDir is a temporary directory other users can reach (Go's
@@ -190,8 +189,10 @@ type bgRun struct {
 func startBackground(run func() rwResult) *bgRun {
 	v := &bgRun{ended: make(chan struct{})}
 	go func() {
+		// Deferred: a run that fails the test with t.Fatal ends this
+		// goroutine (runtime.Goexit), and the test must still see it end.
+		defer close(v.ended)
 		v.r = run()
-		close(v.ended)
 	}()
 	return v
 }
