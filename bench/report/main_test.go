@@ -204,3 +204,26 @@ func TestParallelRuns(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, newParallelRuns(r))
 }
+
+// TestTwoCallers: the table has a row per gap, and the worst ratio of two
+// loops over one in the transaction is picked with the floor's beside it.
+func TestTwoCallers(t *testing.T) {
+	var in strings.Builder
+	for _, l := range []struct {
+		name string
+		ns   float64
+	}{{"0us/native-1", 1000}, {"0us/floor-1", 12000}, {"0us/native-2", 1000}, {"0us/floor-2", 12000}, {"0us/tx-1", 15000}, {"0us/tx-2", 27000},
+		{"30us/native-1", 30000}, {"30us/floor-1", 40000}, {"30us/native-2", 30000}, {"30us/floor-2", 44000}, {"30us/tx-1", 45000}, {"30us/tx-2", 90000}} {
+		fmt.Fprintf(&in, "BenchmarkTwoCallers/%s-2\t1\t%g ns/op\t%g ns/call\n", l.name, l.ns, l.ns)
+	}
+	r, err := Parse(strings.NewReader(in.String()), "out.txt")
+	require.NoError(t, err)
+	tc := newTwoCallers(r)
+	require.NotNil(t, tc)
+	require.Len(t, tc.Rows, 2)
+	assert.Equal(t, []string{"30", "30.0", "30.0", "40.0", "44.0", "45.0", "90.0", "1.00", "1.10", "2.00"}, tc.Rows[1])
+	assert.InDelta(t, 2.0, tc.Tx, 1e-9)
+	assert.InDelta(t, 1.1, tc.Floor, 1e-9)
+	assert.Equal(t, "30", tc.TxGap)
+	assert.Nil(t, newTwoCallers(&Results{}))
+}

@@ -52,6 +52,7 @@ type report struct {
 	Parallel                  *parallelRuns
 	Server                    *server
 	FloorGaps                 *floorGaps
+	TwoCallers                *twoCallers
 	Workloads                 *workloads
 	CallBudget                *callBudget
 	WorkloadSwitches          *workloadSwitches
@@ -235,6 +236,7 @@ func newReport(r *Results, steps []Step, m Machine, now time.Time) report {
 	rep.Workloads = newWorkloads(ws)
 	rep.CallBudget = newCallBudget(ws, floorSync, floorNative)
 	rep.FloorGaps = newFloorGaps(r)
+	rep.TwoCallers = newTwoCallers(r)
 	rep.WorkloadSwitches = newWorkloadSwitches(ws, r.Header["switch-counter"])
 	rep.Accounting = newAccounting(r, ws, rep.FloorGaps)
 	rep.Targets = newTargets(r, floorSync)
