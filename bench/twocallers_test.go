@@ -17,8 +17,8 @@ import (
 )
 
 // TwoCallersGapsUS are the gaps of BenchmarkTwoCallers, in µs: none, and
-// about the C build's native CPU time per trapped call.
-var TwoCallersGapsUS = []int{0, 30}
+// around the C build's native CPU time per trapped call (about 22 µs).
+var TwoCallersGapsUS = []int{0, 10, 30}
 
 // twoCallersCalls is the number of timed calls each loop makes.
 const twoCallersCalls = 8000
@@ -30,12 +30,14 @@ const twoCallersRounds = 3
 // BenchmarkTwoCallers times the stat loop of BenchmarkFloorGap made by one
 // process, and by two processes at once, each with its own file and the
 // same gap: natively, under the bare C supervisor (two loops: two
-// supervisors, one for each) and in one transaction of txexec without the
-// fast path (two loops: both processes in the one tree, served by its one
-// listener). On a machine of two or more CPUs two native loops, and two
-// loops each with its own C supervisor, take about the time of one; what
-// two loops under one txexec take over one says how much of its service
-// the tree's processes get in parallel: 2.0 is none. The modes take turns
+// supervisors, one for each, floor-2; or one supervisor whose one listener
+// both loops' calls reach, floor-shared-2, the loops on the same file) and
+// in one transaction of txexec without the fast path (two loops: both
+// processes in the one tree, served by its one listener). On a machine of
+// two or more CPUs two native loops, and two loops each with its own C
+// supervisor, take about the time of one; what two loops under one
+// listener take over one says how much of its service the processes get in
+// parallel: 2.0 is none. The modes take turns
 // within each round; a mode's time per call is the median of its rounds,
 // of the mean of its loops.
 //
@@ -112,7 +114,13 @@ func twoCallersModes(percall string) []twoCallersMode {
 			twoCallersMode{name: fmt.Sprintf("native-%d", callers), callers: callers, argv: each(none, loop)},
 			twoCallersMode{name: fmt.Sprintf("floor-%d", callers), callers: callers, argv: each(floorBin, floor)})
 	}
+	// floor-shared-2: one bare supervisor, whose one listener both
+	// loops' calls reach, as a tree's reach txexec's (notify_floor -2).
+	shared := func(tb testing.TB, iters int, dirs []string) [][]string {
+		return [][]string{append([]string{floorBinary(tb)}, append(floor(dirs[0], iters), "-2")...)}
+	}
 	modes = append(modes,
+		twoCallersMode{name: "floor-shared-2", callers: 2, argv: shared},
 		twoCallersMode{name: "tx-1", callers: 1, argv: each(tx, loop)},
 		twoCallersMode{name: "tx-2", callers: 2, argv: txBoth})
 	return modes
@@ -140,6 +148,10 @@ func twoCallersRun(tb testing.TB, m twoCallersMode, iters int) float64 {
 		cmds[i] = cmd
 	}
 	var all []float64
+	loops := m.callers
+	if m.name == "floor-shared-2" {
+		loops = 1 // the supervisor reports the mean of its two callers
+	}
 	for i, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {
 			tb.Fatalf("bench: %s: %v\n%s", strings.Join(cmd.Args, " "), err, errs[i].String())
@@ -150,8 +162,8 @@ func twoCallersRun(tb testing.TB, m twoCallersMode, iters int) float64 {
 		}
 		all = append(all, ns...)
 	}
-	if len(all) != m.callers {
-		tb.Fatalf("bench: %s: %d loops reported, want %d", m.name, len(all), m.callers)
+	if len(all) != loops {
+		tb.Fatalf("bench: %s: %d loops reported, want %d", m.name, len(all), loops)
 	}
 	var sum float64
 	for _, v := range all {

@@ -27,6 +27,9 @@ var modes = []struct {
 	{"open-notify-addfd-syncwake-pinned", []string{"-o", "-s", "-p"}},
 	{"native-gap", []string{"-m", "-b", "1000"}},
 	{"notify-syncwake-gap", []string{"-s", "-b", "1000"}},
+	{"notify-syncwake-two-callers", []string{"-s", "-2"}},
+	{"notify-syncwake-idvalid-two-callers-gap", []string{"-s", "-v", "-2", "-b", "1000"}},
+	{"open-notify-addfd-syncwake-two-callers", []string{"-o", "-s", "-2"}},
 }
 
 func TestFloorModes(t *testing.T) {
@@ -48,7 +51,7 @@ func TestFloorModes(t *testing.T) {
 
 func TestRunRejectsBadFlags(t *testing.T) {
 	bin := Build(t)
-	for _, args := range [][]string{{"-n", "0"}, {"-f", "relative"}, {"-m", "-s"}, {"-x"}, {"-b", "-1"}, {"-b", "x"}} {
+	for _, args := range [][]string{{"-n", "0"}, {"-f", "relative"}, {"-m", "-s"}, {"-m", "-2"}, {"-x"}, {"-b", "-1"}, {"-b", "x"}} {
 		if _, err := Run(bin, args...); err == nil {
 			t.Errorf("Run(%q): want error", args)
 		}

@@ -28,7 +28,7 @@
 // (interpose/handoff.go): the scheduler then wakes the child on the
 // supervisor's CPU instead of on an idle one.
 //
-// Usage: notify_floor [-n N] [-s] [-c] [-m] [-p] [-v] [-o] [-i] [-b B] [-f path]
+// Usage: notify_floor [-n N] [-s] [-c] [-m] [-p] [-v] [-o] [-i] [-2] [-b B] [-f path]
 //   -n N     timed iterations (default 10000)
 //   -s       SECCOMP_IOCTL_NOTIF_SET_FLAGS(SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 //   -c       reply SECCOMP_USER_NOTIF_FLAG_CONTINUE instead of emulating
@@ -37,6 +37,10 @@
 //   -v       also do SECCOMP_IOCTL_NOTIF_ID_VALID after reading child memory
 //   -o       time open+close (ADDFD|SEND) instead of fstatat
 //   -i       with -o: each ADDFD made as a SCHED_IDLE thread
+//   -2       two callers: the child forks once its filter is in, so that
+//            both processes' calls reach the one listener, as the processes
+//            of a tree reach txexec's; both time the loop (N calls each) and
+//            the result is the mean of their times
 //   -b B     B iterations of the CPU loop after each call (default 0)
 //   -f path  absolute path to stat or open (default "/")
 //
@@ -131,6 +135,10 @@ static int open_mode;
 
 // idle_addfd is -i: the ADDFD made as a SCHED_IDLE thread.
 static int idle_addfd;
+
+// callers is 2 with -2: the processes that share the filter and make the
+// loop.
+static int callers = 1;
 
 // busy runs busy_iters (-b) steps of a linear congruential generator, each
 // depending on the one before, in registers only (as bench/percall.c).
@@ -258,10 +266,28 @@ static void child_main(int sock, const char *path, long n) {
 	char go;
 	if (read(sock, &go, 1) != 1) // wait until the supervisor is ready
 		_exit(13);
+	pid_t second = 0;
+	if (callers == 2) {
+		// The parent's SIGCHLD handler, inherited, would interrupt this
+		// caller's notified call (EINTR: it has no SA_RESTART) when the
+		// second one exits.
+		signal(SIGCHLD, SIG_DFL);
+		second = fork(); // not notified: the copy shares the filter
+		if (second < 0)
+			_exit(16);
+	}
 	result = time_stat(path, n);
 	(void)one_call(SENTINEL); // tell the supervisor we're done
 	if (write(sock, &result, sizeof(result)) != (ssize_t)sizeof(result))
 		_exit(14);
+	if (second > 0) {
+		int status;
+		while (waitpid(second, &status, 0) < 0)
+			if (errno != EINTR)
+				_exit(17);
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			_exit(18);
+	}
 	_exit(result > 0 ? 0 : 15);
 }
 
@@ -296,7 +322,7 @@ static void on_sigchld(int sig) {
 
 static int usage(void) {
 	fprintf(stderr,
-	        "usage: notify_floor [-n N] [-s] [-c] [-m] [-p] [-v] [-o] [-b B] [-f path]\n");
+	        "usage: notify_floor [-n N] [-s] [-c] [-m] [-p] [-v] [-o] [-i] [-2] [-b B] [-f path]\n");
 	return 2;
 }
 
@@ -305,7 +331,7 @@ int main(int argc, char **argv) {
 	int sync_wake = 0, cont = 0, native = 0, pin = 0, id_valid = 0;
 	const char *path = "/";
 	int opt;
-	while ((opt = getopt(argc, argv, "n:scmpvoib:f:")) != -1) {
+	while ((opt = getopt(argc, argv, "n:scmpvoi2b:f:")) != -1) {
 		switch (opt) {
 		case 'n': {
 			char *end;
@@ -322,6 +348,7 @@ int main(int argc, char **argv) {
 		case 'v': id_valid = 1; break;
 		case 'o': open_mode = 1; break;
 		case 'i': idle_addfd = 1; break;
+		case '2': callers = 2; break;
 		case 'b': {
 			char *end;
 			errno = 0;
@@ -336,12 +363,12 @@ int main(int argc, char **argv) {
 	}
 	if (optind != argc || path[0] != '/')
 		return usage();
-	if (native && (sync_wake || cont || id_valid))
-		fail("-m cannot be combined with -s, -c or -v");
+	if (native && (sync_wake || cont || id_valid || callers > 1))
+		fail("-m cannot be combined with -s, -c, -v or -2");
 
 	// Watchdog: never hang a test run (allows >= 100us per call, and
 	// the gap's loop at 10 ns an iteration or faster).
-	alarm((unsigned)(30 + n / 10000 + (n + WARMUP) * (busy_iters / 100000000.0)));
+	alarm((unsigned)(30 + callers * (n / 10000 + (n + WARMUP) * (busy_iters / 100000000.0))));
 
 	if (pin)
 		pin_cpu0(); // inherited by the child
@@ -408,7 +435,7 @@ int main(int argc, char **argv) {
 		die("write(go)");
 
 	long served = 0, other = 0;
-	int done = 0;
+	int done = 0, sentinels = 0;
 	char pathbuf[4096];
 	while (!done) {
 		memset(req, 0, req_size);
@@ -432,7 +459,7 @@ int main(int argc, char **argv) {
 			r = read_child_path(req->pid, d->args[1], pathbuf, sizeof(pathbuf));
 		if (r == 0 && strcmp(pathbuf, SENTINEL) == 0) {
 			resp->error = -ENOENT;
-			done = 1;
+			done = ++sentinels == callers;
 		} else if (r == 0 && cont) {
 			resp->flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
 			served++;
@@ -498,11 +525,20 @@ int main(int argc, char **argv) {
 			die("ioctl(SECCOMP_IOCTL_NOTIF_SEND)");
 	}
 
-	double ns = -1;
-	ssize_t got;
-	do // EINTR: a handler's signal (SIGCHLD when the child exits) may land here
-		got = read(sock, &ns, sizeof(ns));
-	while (got < 0 && errno == EINTR);
+	double ns = -1, sum = 0;
+	ssize_t got = 0;
+	for (int i = 0; i < callers; i++) {
+		double one = -1;
+		do // EINTR: a handler's signal (SIGCHLD when the child exits) may land here
+			got = read(sock, &one, sizeof(one));
+		while (got < 0 && errno == EINTR);
+		if (got != (ssize_t)sizeof(one) || one <= 0) {
+			ns = one;
+			break;
+		}
+		sum += one;
+		ns = sum / (i + 1);
+	}
 	int status;
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
@@ -523,11 +559,11 @@ int main(int argc, char **argv) {
 	}
 	if (!done)
 		fail("supervisor never saw the end-of-run sentinel");
-	if (served != n + WARMUP) {
+	if (served != callers * (n + WARMUP)) {
 		fprintf(stderr,
 		        "notify_floor: expected %ld notified calls, served %ld "
 		        "(+%ld other); does fstatat use newfstatat (open openat) here?\n",
-		        n + WARMUP, served, other);
+		        callers * (n + WARMUP), served, other);
 		return 2;
 	}
 	printf("ns_per_call=%.2f\n", ns);

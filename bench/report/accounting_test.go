@@ -75,8 +75,14 @@ func TestFloorGaps(t *testing.T) {
 // 0.05 s of commit, 0.9 s in handlers, 1,000 descriptor replies and 2 s
 // of supervisor CPU; an empty transaction 0.02 s over native with a
 // 0.01 s commit; a fork 100 µs over native, an exec 300 µs (200 µs
-// beyond its fork); the floor's open 38 µs over native, its stat 11 µs.
-const accountingSample = gapSample + `BenchmarkPerCall/open/native-2   2000  2000 ns/call
+// beyond its fork); the floor's open 38 µs over native, its stat 11 µs;
+// two loops at one listener 20 µs over two native ones at no gap and 40
+// µs at 20 µs (a tree of two: 10 and 20 µs per call of either).
+const accountingSample = gapSample + `BenchmarkTwoCallers/0us/native-2-2  1  1000 ns/call
+BenchmarkTwoCallers/0us/floor-shared-2-2  1  21000 ns/call
+BenchmarkTwoCallers/20us/native-2-2  1  21000 ns/call
+BenchmarkTwoCallers/20us/floor-shared-2-2  1  61000 ns/call
+BenchmarkPerCall/open/native-2   2000  2000 ns/call
 BenchmarkPerCall/open/floor-2    2000  40000 ns/call
 BenchmarkPerCall/stat/native-2   2000  1000 ns/call
 BenchmarkPerCall/stat/floor-2    2000  12000 ns/call
@@ -96,7 +102,7 @@ func TestAccounting(t *testing.T) {
 	r, err := Parse(strings.NewReader(accountingSample), "accountingSample")
 	require.NoError(t, err)
 	ws := r.Workloads()
-	a := newAccounting(r, ws, newFloorGaps(r))
+	a := newAccounting(r, ws, newFloorGaps(r), newTwoCallers(r))
 	require.NotNil(t, a)
 	assert.InDelta(t, 100000, a.Fork, 1e-6)
 	assert.InDelta(t, 200000, a.Exec, 1e-6)
@@ -113,10 +119,13 @@ func TestAccounting(t *testing.T) {
 		"0.020 (100 × 200 µs)", "0.020 (200 × 100 µs)", "0.020 (1 × 0.020 s)", "0.050", "0.31", "16%"}}, a.Rows)
 	// 20 µs per trapped call against the floor's 11 µs at a 10 µs gap;
 	// 1% of the calls answered with a descriptor make the floor of the mix
-	// 11 + 0.01 × 27 = 11.27 µs; 2 s of supervisor CPU over 100,000 calls.
-	assert.Equal(t, [][]string{{"parallel C build", "10.0", "20.0", "11.0", "1.82", "1%", "11.3", "1.77", "20.0"}}, a.Effective)
+	// 11 + 0.01 × 27 = 11.27 µs, and the floor of a tree of two 15 (half
+	// way between 10 and 20) + 0.27 = 15.27 µs; 2 s of supervisor CPU
+	// over 100,000 calls.
+	assert.Equal(t, [][]string{{"parallel C build", "10.0", "20.0", "11.0", "1.82", "1%", "11.3", "1.77", "15.3", "1.31", "20.0"}}, a.Effective)
 	require.Len(t, a.Targets, 1)
 	assert.False(t, a.Targets[0].Met)
+	assert.InDelta(t, 20/15.27, a.Targets[0].Tree, 1e-9)
 
 	sw := newWorkloadSwitches(ws, r.Header["switch-counter"])
 	require.NotNil(t, sw)
@@ -129,17 +138,17 @@ func TestAccounting(t *testing.T) {
 	old, err := Parse(strings.NewReader(strings.NewReplacer(" 1000 make/durable-fdreplies 0.9 make/durable-handle-s 2 make/durable-supcpu-s", "",
 		"  5000 handle-ns/call", "", "  7000 handle-ns/call", "").Replace(accountingSample)), "old")
 	require.NoError(t, err)
-	a = newAccounting(old, old.Workloads(), newFloorGaps(old))
+	a = newAccounting(old, old.Workloads(), newFloorGaps(old), newTwoCallers(old))
 	require.NotNil(t, a)
 	assert.False(t, a.Handlers)
 	assert.Equal(t, []string{"—", "—"}, a.Rows[0][4:6])
 	assert.Equal(t, "0.64", a.Rows[0][10], "0.313 + 0.3 + 0.027")
-	assert.Equal(t, []string{"—", "—", "—", "—"}, a.Effective[0][5:])
+	assert.Equal(t, []string{"—", "—", "—", "—", "—", "—"}, a.Effective[0][5:])
 
 	// Without the fork and exec units, no table.
 	noUnits, err := Parse(strings.NewReader(strings.ReplaceAll(accountingSample, "PerCall/fork", "PerCall/other")), "noUnits")
 	require.NoError(t, err)
-	assert.Nil(t, newAccounting(noUnits, noUnits.Workloads(), newFloorGaps(noUnits)))
+	assert.Nil(t, newAccounting(noUnits, noUnits.Workloads(), newFloorGaps(noUnits), newTwoCallers(noUnits)))
 }
 
 // TestFloorGapsNoise: a floor overhead that noise made negative gives no

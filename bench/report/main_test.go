@@ -205,15 +205,17 @@ func TestParallelRuns(t *testing.T) {
 	assert.Nil(t, newParallelRuns(r))
 }
 
-// TestTwoCallers: the table has a row per gap, and the worst ratio of two
-// loops over one in the transaction is picked with the floor's beside it.
+// TestTwoCallers: the table has a row per gap; the worst ratio of two
+// loops over one in the transaction is picked with the floor's beside it;
+// the floor of a tree of two is the shared listener's overhead per call of
+// either loop, interpolated between the gaps.
 func TestTwoCallers(t *testing.T) {
 	var in strings.Builder
 	for _, l := range []struct {
 		name string
 		ns   float64
-	}{{"0us/native-1", 1000}, {"0us/floor-1", 12000}, {"0us/native-2", 1000}, {"0us/floor-2", 12000}, {"0us/tx-1", 15000}, {"0us/tx-2", 27000},
-		{"30us/native-1", 30000}, {"30us/floor-1", 40000}, {"30us/native-2", 30000}, {"30us/floor-2", 44000}, {"30us/tx-1", 45000}, {"30us/tx-2", 90000}} {
+	}{{"0us/native-1", 1000}, {"0us/floor-1", 12000}, {"0us/native-2", 1000}, {"0us/floor-2", 12000}, {"0us/floor-shared-2", 25000}, {"0us/tx-1", 15000}, {"0us/tx-2", 27000},
+		{"30us/native-1", 30000}, {"30us/floor-1", 40000}, {"30us/native-2", 30000}, {"30us/floor-2", 44000}, {"30us/floor-shared-2", 80000}, {"30us/tx-1", 45000}, {"30us/tx-2", 90000}} {
 		fmt.Fprintf(&in, "BenchmarkTwoCallers/%s-2\t1\t%g ns/op\t%g ns/call\n", l.name, l.ns, l.ns)
 	}
 	r, err := Parse(strings.NewReader(in.String()), "out.txt")
@@ -221,9 +223,15 @@ func TestTwoCallers(t *testing.T) {
 	tc := newTwoCallers(r)
 	require.NotNil(t, tc)
 	require.Len(t, tc.Rows, 2)
-	assert.Equal(t, []string{"30", "30.0", "30.0", "40.0", "44.0", "45.0", "90.0", "1.00", "1.10", "2.00"}, tc.Rows[1])
+	assert.Equal(t, []string{"30", "30.0", "30.0", "40.0", "44.0", "80.0", "45.0", "90.0", "1.00", "1.10", "2.00", "2.00", "1.20"}, tc.Rows[1])
 	assert.InDelta(t, 2.0, tc.Tx, 1e-9)
-	assert.InDelta(t, 1.1, tc.Floor, 1e-9)
+	assert.InDelta(t, 2.0, tc.Shared, 1e-9)
+	assert.InDelta(t, 1.1, tc.Apart, 1e-9)
 	assert.Equal(t, "30", tc.TxGap)
+	// (25000-1000)/2 at 0 µs, (80000-30000)/2 at 30 µs.
+	assert.InDelta(t, 12000, tc.treeFloor(0), 1e-9)
+	assert.InDelta(t, 12000+(25000-12000)/3.0, tc.treeFloor(10000), 1e-9)
+	assert.InDelta(t, 25000, tc.treeFloor(60000), 1e-9)
+	assert.True(t, math.IsNaN((*twoCallers)(nil).treeFloor(10000)))
 	assert.Nil(t, newTwoCallers(&Results{}))
 }

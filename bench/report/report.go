@@ -238,7 +238,7 @@ func newReport(r *Results, steps []Step, m Machine, now time.Time) report {
 	rep.FloorGaps = newFloorGaps(r)
 	rep.TwoCallers = newTwoCallers(r)
 	rep.WorkloadSwitches = newWorkloadSwitches(ws, r.Header["switch-counter"])
-	rep.Accounting = newAccounting(r, ws, rep.FloorGaps)
+	rep.Accounting = newAccounting(r, ws, rep.FloorGaps, rep.TwoCallers)
 	rep.Targets = newTargets(r, floorSync)
 	rep.WorkloadTargets = newWorkloadTargets(ws, floorSync, floorNative)
 	rep.Where = newWhere(r, floorSync)
