@@ -306,8 +306,8 @@ type effectiveTarget struct {
 	// the floor of a tree of two callers at one listener with that mix
 	// (the parallel build's; NaN for the others).
 	Mix, Tree float64
-	Target float64
-	Met    bool
+	Target    float64
+	Met       bool
 }
 
 // newAccounting is the accounting table, nil when the run lacks what it
