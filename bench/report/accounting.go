@@ -58,16 +58,24 @@ type floorGaps struct {
 	NoRatio []int
 }
 
-// newFloorGaps is BenchmarkFloorGap's table, nil if it did not run.
-func newFloorGaps(r *Results) *floorGaps {
+// subNames are the names of the sub-benchmarks of a benchmark (prefix
+// "Name/"), the first level below it, in the order of the run ("0us",
+// "10us" for BenchmarkFloorGap/0us/native...).
+func (r *Results) subNames(prefix string) []string {
 	var names []string
 	for _, n := range r.Order {
-		if rest, ok := strings.CutPrefix(n, "FloorGap/"); ok {
+		if rest, ok := strings.CutPrefix(n, prefix); ok {
 			if g, _, ok := strings.Cut(rest, "/"); ok && !slices.Contains(names, g) {
 				names = append(names, g)
 			}
 		}
 	}
+	return names
+}
+
+// newFloorGaps is BenchmarkFloorGap's table, nil if it did not run.
+func newFloorGaps(r *Results) *floorGaps {
+	names := r.subNames("FloorGap/")
 	if len(names) == 0 {
 		return nil
 	}

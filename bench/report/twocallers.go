@@ -32,14 +32,7 @@ type twoPoint struct {
 
 // newTwoCallers is BenchmarkTwoCallers's table, nil if it did not run.
 func newTwoCallers(r *Results) *twoCallers {
-	var gaps []string
-	for _, n := range r.Order {
-		if rest, ok := strings.CutPrefix(n, "TwoCallers/"); ok {
-			if g, _, ok := strings.Cut(rest, "/"); ok && !slices.Contains(gaps, g) {
-				gaps = append(gaps, g)
-			}
-		}
-	}
+	gaps := r.subNames("TwoCallers/")
 	if len(gaps) == 0 {
 		return nil
 	}
