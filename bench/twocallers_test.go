@@ -37,9 +37,8 @@ const twoCallersRounds = 3
 // two or more CPUs two native loops, and two loops each with its own C
 // supervisor, take about the time of one; what two loops under one
 // listener take over one says how much of its service the processes get in
-// parallel: 2.0 is none. The modes take turns
-// within each round; a mode's time per call is the median of its rounds,
-// of the mean of its loops.
+// parallel: 2.0 is none. The modes take turns within each round; a mode's
+// time per call is the median of its rounds, of the mean of its loops.
 //
 // Metric: ns/call.
 func BenchmarkTwoCallers(b *testing.B) {
@@ -66,13 +65,15 @@ func BenchmarkTwoCallers(b *testing.B) {
 	}
 }
 
-// twoCallersMode is one way of running the loops: callers of them at once,
-// each in a directory of its own (the commands argv returns, run at once),
-// or all in one command (one txexec for both).
+// twoCallersMode is one way of running the loops: the commands argv
+// returns for dirs work directories, run at once (one per loop, or one
+// txexec for both). They print lines ns_per_call lines in all: one per
+// loop, or one for the bare supervisor of two (which prints their mean,
+// its loops statting the same file).
 type twoCallersMode struct {
-	name    string
-	callers int
-	argv    func(tb testing.TB, iters int, dirs []string) [][]string
+	name        string
+	dirs, lines int
+	argv        func(tb testing.TB, iters int, dirs []string) [][]string
 }
 
 func twoCallersModes(percall string) []twoCallersMode {
@@ -111,8 +112,8 @@ func twoCallersModes(percall string) []twoCallersMode {
 	var modes []twoCallersMode
 	for _, callers := range []int{1, 2} {
 		modes = append(modes,
-			twoCallersMode{name: fmt.Sprintf("native-%d", callers), callers: callers, argv: each(none, loop)},
-			twoCallersMode{name: fmt.Sprintf("floor-%d", callers), callers: callers, argv: each(floorBin, floor)})
+			twoCallersMode{name: fmt.Sprintf("native-%d", callers), dirs: callers, lines: callers, argv: each(none, loop)},
+			twoCallersMode{name: fmt.Sprintf("floor-%d", callers), dirs: callers, lines: callers, argv: each(floorBin, floor)})
 	}
 	// floor-shared-2: one bare supervisor, whose one listener both
 	// loops' calls reach, as a tree's reach txexec's (notify_floor -2).
@@ -120,9 +121,9 @@ func twoCallersModes(percall string) []twoCallersMode {
 		return [][]string{append([]string{floorBinary(tb)}, append(floor(dirs[0], iters), "-2")...)}
 	}
 	modes = append(modes,
-		twoCallersMode{name: "floor-shared-2", callers: 2, argv: shared},
-		twoCallersMode{name: "tx-1", callers: 1, argv: each(tx, loop)},
-		twoCallersMode{name: "tx-2", callers: 2, argv: txBoth})
+		twoCallersMode{name: "floor-shared-2", dirs: 1, lines: 1, argv: shared},
+		twoCallersMode{name: "tx-1", dirs: 1, lines: 1, argv: each(tx, loop)},
+		twoCallersMode{name: "tx-2", dirs: 2, lines: 2, argv: txBoth})
 	return modes
 }
 
@@ -130,7 +131,7 @@ func twoCallersModes(percall string) []twoCallersMode {
 // per call.
 func twoCallersRun(tb testing.TB, m twoCallersMode, iters int) float64 {
 	tb.Helper()
-	dirs := make([]string, m.callers)
+	dirs := make([]string, m.dirs)
 	for i := range dirs {
 		dirs[i] = WorkDir(tb)
 	}
@@ -148,10 +149,6 @@ func twoCallersRun(tb testing.TB, m twoCallersMode, iters int) float64 {
 		cmds[i] = cmd
 	}
 	var all []float64
-	loops := m.callers
-	if m.name == "floor-shared-2" {
-		loops = 1 // the supervisor reports the mean of its two callers
-	}
 	for i, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {
 			tb.Fatalf("bench: %s: %v\n%s", strings.Join(cmd.Args, " "), err, errs[i].String())
@@ -162,8 +159,8 @@ func twoCallersRun(tb testing.TB, m twoCallersMode, iters int) float64 {
 		}
 		all = append(all, ns...)
 	}
-	if len(all) != loops {
-		tb.Fatalf("bench: %s: %d loops reported, want %d", m.name, len(all), loops)
+	if len(all) != m.lines {
+		tb.Fatalf("bench: %s: %d times reported, want %d", m.name, len(all), m.lines)
 	}
 	var sum float64
 	for _, v := range all {
