@@ -314,8 +314,12 @@ type effectiveTarget struct {
 	// the floor of a tree of two callers at one listener with that mix
 	// (the parallel build's; NaN for the others).
 	Mix, Tree float64
-	Target    float64
-	Met       bool
+	// MixFloor is the floor of the workload's mix over the stat floor:
+	// above Target, the target is out of reach of the bare supervisor
+	// itself.
+	MixFloor float64
+	Target   float64
+	Met      bool
 }
 
 // newAccounting is the accounting table, nil when the run lacks what it
@@ -397,7 +401,8 @@ func newAccounting(r *Results, ws []Workload, fg *floorGaps, tc *twoCallers) *ac
 		if wl.Name == "dpkg" || wl.Name == "build" {
 			r := overRatio(eff, floor)
 			a.Targets = append(a.Targets, effectiveTarget{Title: wl.Title, PerCall: eff, Floor: floor, Ratio: r,
-				Mix: overRatio(eff, mix), Tree: overRatio(eff, tree), Target: targetEffective, Met: r <= targetEffective})
+				Mix: overRatio(eff, mix), Tree: overRatio(eff, tree), MixFloor: overRatio(mix, floor),
+				Target: targetEffective, Met: r <= targetEffective})
 		}
 	}
 	if len(a.Rows) == 0 {

@@ -126,6 +126,7 @@ func TestAccounting(t *testing.T) {
 	require.Len(t, a.Targets, 1)
 	assert.False(t, a.Targets[0].Met)
 	assert.InDelta(t, 20/15.27, a.Targets[0].Tree, 1e-9)
+	assert.InDelta(t, 11.27/11, a.Targets[0].MixFloor, 1e-9, "the floor of the mix over the stat floor")
 
 	sw := newWorkloadSwitches(ws, r.Header["switch-counter"])
 	require.NotNil(t, sw)
@@ -168,4 +169,19 @@ func TestFloorGapsNoise(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, execute(&b, "floorGaps", fg))
 	assert.Contains(t, b.String(), "At the gaps of 20 µs the floor's overhead came out nil or negative")
+}
+
+// TestEffectiveTargetOutOfReach: the target line says when the floor of a
+// workload's own mix of calls is itself above the target, and only then.
+func TestEffectiveTargetOutOfReach(t *testing.T) {
+	line := func(mixFloor float64) string {
+		var b bytes.Buffer
+		rep := &report{Accounting: &accounting{Targets: []effectiveTarget{{Title: "dpkg", PerCall: 28000, Floor: 11000, Ratio: 2.5,
+			Mix: 1.04, Tree: math.NaN(), MixFloor: mixFloor, Target: 1.5}}}}
+		require.NoError(t, execute(&b, "issue17Targets", rep))
+		return b.String()
+	}
+	assert.Contains(t, line(2.41), "The floor of this mix is itself 2.41× the stat floor")
+	assert.NotContains(t, line(1.2), "The floor of this mix")
+	assert.NotContains(t, line(math.NaN()), "The floor of this mix")
 }
