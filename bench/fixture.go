@@ -172,6 +172,17 @@ func WorkDir(tb testing.TB) string {
 	return WorkDirIn(tb, ParentDir())
 }
 
+// StateCommand is argv as a command with a state directory of its own
+// (TXEXEC_STATE_DIR, removed with tb's temporary files), so that no two
+// runs share a store; it returns the directory too.
+func StateCommand(tb testing.TB, argv ...string) (*exec.Cmd, string) {
+	tb.Helper()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	state := TempDir(tb, "txexec-bench-state-")
+	cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+state)
+	return cmd, state
+}
+
 // WorkDirIn is WorkDir under parent instead of ParentDir().
 func WorkDirIn(tb testing.TB, parent string) string {
 	tb.Helper()

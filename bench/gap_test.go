@@ -224,9 +224,7 @@ func roundUp(n, k int) int { return (n + k - 1) / k * k }
 // the run's TXEXEC_STATS in *stats.
 func gapRun(tb testing.TB, argv []string, counter *SwitchCounter, counts *SwitchCounts, stats *map[string]int64) float64 {
 	tb.Helper()
-	cmd := exec.Command(argv[0], argv[1:]...)
-	state := TempDir(tb, "txexec-bench-state-")
-	cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+state)
+	cmd, state := StateCommand(tb, argv...)
 	statsFile := filepath.Join(state, "bench-stats")
 	if stats != nil {
 		cmd.Env = append(cmd.Env, "TXEXEC_STATS="+statsFile)

@@ -2,7 +2,6 @@ package bench
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -24,8 +23,7 @@ func BenchmarkBlockedHandler(b *testing.B) {
 	if err := unix.Mkfifo(fifo, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(txexecBinary(b), "--passthrough", "--", "cat", fifo)
-	cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+TempDir(b, "txexec-bench-state-"))
+	cmd, _ := StateCommand(b, txexecBinary(b), "--passthrough", "--", "cat", fifo)
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)

@@ -263,8 +263,7 @@ func runFixture(tb testing.TB, m mode, bin, op string, n int) float64 {
 	if op == "exec" || op == "spawn" {
 		argv = append(argv, "-x", tinyBinary(tb))
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+TempDir(tb, "txexec-bench-state-"))
+	cmd, _ := StateCommand(tb, argv...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -140,8 +139,7 @@ func twoCallersRun(tb testing.TB, m twoCallersMode, iters int) float64 {
 	outs := make([]bytes.Buffer, len(argvs))
 	errs := make([]bytes.Buffer, len(argvs))
 	for i, argv := range argvs {
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Env = append(os.Environ(), "TXEXEC_STATE_DIR="+TempDir(tb, "txexec-bench-state-"))
+		cmd, _ := StateCommand(tb, argv...)
 		cmd.Stdout, cmd.Stderr = &outs[i], &errs[i]
 		if err := cmd.Start(); err != nil {
 			tb.Fatalf("bench: %s: %v", strings.Join(argv, " "), err)
