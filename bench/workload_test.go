@@ -153,6 +153,10 @@ type workloadPlan struct {
 	phases  []workloadPhase
 	// metric, if set, is reported with value 1 (which variant ran).
 	metric string
+	// jobs is how many processes the workload runs at once (make -jN),
+	// when more than one: bench/report compares its trapped calls with the
+	// floor of that many callers at one listener.
+	jobs int
 }
 
 // workloadPhase is one command of a workload, run in the work directory.
@@ -199,6 +203,9 @@ func runWorkload(b *testing.B, w workload) {
 		phases[i] = ph.name
 	}
 	fmt.Printf("workload-%s: %s\nphases-%s: %s\n", w.name, plan.what, w.name, strings.Join(phases, " "))
+	if plan.jobs > 1 {
+		fmt.Printf("jobs-%s: %d\n", w.name, plan.jobs)
+	}
 	fmt.Println(Switches().Describe())
 	// Warm the caches (programs, libraries, headers, package database)
 	// with one untimed native run of every phase.
@@ -545,8 +552,11 @@ func lfsLargeWorkload(b *testing.B) workloadPlan {
 	}}
 }
 
+// buildJobs are the build's make jobs: this machine's CPUs.
+const buildJobs = 2
+
 // buildWorkload compiles buildFiles small C files and links them, with
-// make -j2 (this machine's CPUs) from a clean tree.
+// make -j buildJobs from a clean tree.
 func buildWorkload(b *testing.B) workloadPlan {
 	if _, err := exec.LookPath("cc"); err != nil {
 		b.Skipf("bench: no C compiler (cc) in PATH: %v", err)
@@ -555,9 +565,10 @@ func buildWorkload(b *testing.B) workloadPlan {
 		b.Skipf("bench: no make in PATH: %v", err)
 	}
 	return workloadPlan{
-		what:    fmt.Sprintf("`make -j2` from clean: %d C modules and a main, each including stdio.h, stdlib.h, string.h, compiled with cc -O2 and linked", buildFiles),
+		what:    fmt.Sprintf("`make -j%d` from clean: %d C modules and a main, each including stdio.h, stdlib.h, string.h, compiled with cc -O2 and linked", buildJobs, buildFiles),
 		fixture: writeBuildTree,
-		phases: []workloadPhase{{name: "make", argv: []string{"make", "-j2", "-s"},
+		jobs:    buildJobs,
+		phases: []workloadPhase{{name: "make", argv: []string{"make", "-j" + strconv.Itoa(buildJobs), "-s"},
 			check: func(b *testing.B, dir string) { requireFile(b, dir, "prog") }}},
 	}
 }

@@ -278,11 +278,6 @@ func count0(v float64) string {
 	return fmt.Sprintf("%.0f", v)
 }
 
-// parallelWorkload is the workload that runs two jobs at once (make -j2):
-// its trapped calls are also compared with the floor of a tree of two
-// callers at one listener (BenchmarkTwoCallers).
-const parallelWorkload = "build"
-
 // accounting splits each workload's overhead over native (durable) into
 // what the unit costs measured in the same run explain, and the rest.
 type accounting struct {
@@ -389,11 +384,12 @@ func newAccounting(r *Results, ws []Workload, fg *floorGaps, tc *twoCallers) *ac
 		// and its extra for the share of calls answered with a descriptor.
 		mix := floor + fdReplies/calls*a.FDExtra
 		supCPU := medianOf(wl.times(wl.SupCPU, "", modeDurable)) / calls * 1e9
-		// A workload that runs two jobs at once against the floor of a
-		// tree of two callers at one listener, and its descriptor replies'
-		// extra (paid by one caller while the other runs).
+		// A workload that runs two jobs at once (its "jobs-NAME: 2" line)
+		// against the floor of a tree of two callers at one listener
+		// (BenchmarkTwoCallers), and its descriptor replies' extra (paid
+		// by one caller while the other runs).
 		tree := math.NaN()
-		if wl.Name == parallelWorkload {
+		if wl.Jobs == 2 {
 			tree = tc.treeFloor(gap) + fdReplies/calls*a.FDExtra
 		}
 		a.Effective = append(a.Effective, []string{wl.Title, us(gap), us(eff), us(floor), ratioX(overRatio(eff, floor)),

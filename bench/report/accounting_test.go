@@ -95,6 +95,7 @@ phases-true: true
 BenchmarkWorkload/true-2  1  1 ns/op  0.001 true/native-s  0.021 true/durable-s  5 true/durable-calls  0.01 true/durable-commit-s  1 true/durable-execs  0 true/durable-forks  0.001 true/native-cpu-s
 workload-build: make
 phases-build: make
+jobs-build: 2
 BenchmarkWorkload/build-2 1 1 ns/op 1 make/native-s 3 make/durable-s 1 make/native-cpu-s 100000 make/durable-calls 100 make/durable-execs 200 make/durable-forks 0.06 make/durable-commit-s 30000 make/native-cs 240000 make/durable-cs 100 make/native-migrations 5000 make/durable-migrations 1000 make/durable-fdreplies 0.9 make/durable-handle-s 2 make/durable-supcpu-s
 `
 
@@ -102,6 +103,7 @@ func TestAccounting(t *testing.T) {
 	r, err := Parse(strings.NewReader(accountingSample), "accountingSample")
 	require.NoError(t, err)
 	ws := r.Workloads()
+	require.Equal(t, 2, findWorkload(ws, "build").Jobs, "its jobs-build line")
 	a := newAccounting(r, ws, newFloorGaps(r), newTwoCallers(r))
 	require.NotNil(t, a)
 	assert.InDelta(t, 100000, a.Fork, 1e-6)
@@ -145,6 +147,16 @@ func TestAccounting(t *testing.T) {
 	assert.Equal(t, []string{"—", "—"}, a.Rows[0][4:6])
 	assert.Equal(t, "0.64", a.Rows[0][10], "0.313 + 0.3 + 0.027")
 	assert.Equal(t, []string{"—", "—", "—", "—", "—", "—"}, a.Effective[0][5:])
+
+	// A workload that does not say it runs two jobs at once is not
+	// compared with the floor of a tree of two.
+	oneJob, err := Parse(strings.NewReader(strings.Replace(accountingSample, "jobs-build: 2\n", "", 1)), "oneJob")
+	require.NoError(t, err)
+	require.Equal(t, 1, findWorkload(oneJob.Workloads(), "build").Jobs)
+	a = newAccounting(oneJob, oneJob.Workloads(), newFloorGaps(oneJob), newTwoCallers(oneJob))
+	require.NotNil(t, a)
+	assert.Equal(t, []string{"—", "—"}, a.Effective[0][8:10])
+	assert.True(t, math.IsNaN(a.Targets[0].Tree))
 
 	// Without the fork and exec units, no table.
 	noUnits, err := Parse(strings.NewReader(strings.ReplaceAll(accountingSample, "PerCall/fork", "PerCall/other")), "noUnits")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -60,6 +61,9 @@ type Workload struct {
 	FDReplies, Handle, Reply, SupCPU map[string]map[string][]float64
 	// Flags are the metrics reported as 1 (which variant ran: apt-hello).
 	Flags []string
+	// Jobs is how many processes the workload runs at once ("jobs-NAME:"),
+	// 1 when it did not say.
+	Jobs int
 }
 
 // workloadQtys are the quantities of BenchmarkWorkload's metric units,
@@ -97,7 +101,7 @@ func (r *Results) Workloads() []Workload {
 	}
 	var ws []Workload
 	for _, name := range names {
-		w := Workload{Name: name, Title: name, What: r.Header["workload-"+name],
+		w := Workload{Name: name, Title: name, What: r.Header["workload-"+name], Jobs: 1,
 			Secs: map[string]map[string][]float64{}, CPU: map[string]map[string][]float64{},
 			RSS: map[string]map[string][]float64{}, Staging: map[string]map[string][]float64{},
 			Calls: map[string]map[string][]float64{}, Switches: map[string]map[string][]float64{},
@@ -133,6 +137,9 @@ func (r *Results) Workloads() []Workload {
 			if !slices.Contains(seen, phase) {
 				seen = append(seen, phase)
 			}
+		}
+		if j, err := strconv.Atoi(r.Header["jobs-"+name]); err == nil && j > 1 {
+			w.Jobs = j
 		}
 		// The order the benchmark printed, then any phase it did not name.
 		for _, p := range strings.Fields(r.Header["phases-"+name]) {
