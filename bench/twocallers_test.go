@@ -66,13 +66,13 @@ func BenchmarkTwoCallers(b *testing.B) {
 
 // twoCallersMode is one way of running the loops: the commands argv
 // returns for dirs work directories, run at once (one per loop, or one
-// txexec for both). They print lines ns_per_call lines in all: one per
-// loop, or one for the bare supervisor of two (which prints their mean,
-// its loops statting the same file).
+// txexec for both). They print one ns_per_call line for each directory:
+// one per loop, or, for the bare supervisor of two, whose loops stat the
+// file of its one directory, their mean.
 type twoCallersMode struct {
-	name        string
-	dirs, lines int
-	argv        func(tb testing.TB, iters int, dirs []string) [][]string
+	name string
+	dirs int
+	argv func(tb testing.TB, iters int, dirs []string) [][]string
 }
 
 func twoCallersModes(percall string) []twoCallersMode {
@@ -93,9 +93,7 @@ func twoCallersModes(percall string) []twoCallersMode {
 		return []string{"-n", strconv.Itoa(twoCallersCalls), "-b", strconv.Itoa(iters), "-f", filepath.Join(dir, "file"), "-s"}
 	}
 	floorBin := func(tb testing.TB) []string { return []string{floorBinary(tb)} }
-	tx := func(tb testing.TB) []string {
-		return served(txexecBinary(tb), "--no-fast-lookups")
-	}
+	tx := func(tb testing.TB) []string { return served(txexecBinary(tb)) }
 	// txBoth runs every loop in one transaction: a shell starts them and
 	// fails if any does.
 	txBoth := func(tb testing.TB, iters int, dirs []string) [][]string {
@@ -111,8 +109,8 @@ func twoCallersModes(percall string) []twoCallersMode {
 	var modes []twoCallersMode
 	for _, callers := range []int{1, 2} {
 		modes = append(modes,
-			twoCallersMode{name: fmt.Sprintf("native-%d", callers), dirs: callers, lines: callers, argv: each(none, loop)},
-			twoCallersMode{name: fmt.Sprintf("floor-%d", callers), dirs: callers, lines: callers, argv: each(floorBin, floor)})
+			twoCallersMode{name: fmt.Sprintf("native-%d", callers), dirs: callers, argv: each(none, loop)},
+			twoCallersMode{name: fmt.Sprintf("floor-%d", callers), dirs: callers, argv: each(floorBin, floor)})
 	}
 	// floor-shared-2: one bare supervisor, whose one listener both
 	// loops' calls reach, as a tree's reach txexec's (notify_floor -2).
@@ -120,9 +118,9 @@ func twoCallersModes(percall string) []twoCallersMode {
 		return [][]string{append([]string{floorBinary(tb)}, append(floor(dirs[0], iters), "-2")...)}
 	}
 	modes = append(modes,
-		twoCallersMode{name: "floor-shared-2", dirs: 1, lines: 1, argv: shared},
-		twoCallersMode{name: "tx-1", dirs: 1, lines: 1, argv: each(tx, loop)},
-		twoCallersMode{name: "tx-2", dirs: 2, lines: 2, argv: txBoth})
+		twoCallersMode{name: "floor-shared-2", dirs: 1, argv: shared},
+		twoCallersMode{name: "tx-1", dirs: 1, argv: each(tx, loop)},
+		twoCallersMode{name: "tx-2", dirs: 2, argv: txBoth})
 	return modes
 }
 
@@ -157,8 +155,8 @@ func twoCallersRun(tb testing.TB, m twoCallersMode, iters int) float64 {
 		}
 		all = append(all, ns...)
 	}
-	if len(all) != m.lines {
-		tb.Fatalf("bench: %s: %d times reported, want %d", m.name, len(all), m.lines)
+	if len(all) != m.dirs {
+		tb.Fatalf("bench: %s: %d times reported, want %d", m.name, len(all), m.dirs)
 	}
 	var sum float64
 	for _, v := range all {

@@ -47,12 +47,14 @@ func newTwoCallers(r *Results) *twoCallers {
 		for _, m := range []string{"native-1", "native-2", "floor-1", "floor-2", "floor-shared-2", "tx-1", "tx-2"} {
 			row = append(row, us(ns(m)))
 		}
+		// The shared listener's overhead over two native loops.
+		sharedOver := ns("floor-shared-2") - ns("native-2")
 		row = append(row, ratio(ns("native-2"), ns("native-1")), ratio(ns("floor-2"), ns("floor-1")),
 			ratio(ns("floor-shared-2"), ns("floor-1")), ratio(ns("tx-2"), ns("tx-1")),
-			ratioX(overRatio(ns("tx-2")-ns("native-2"), ns("floor-shared-2")-ns("native-2"))))
+			ratioX(overRatio(ns("tx-2")-ns("native-2"), sharedOver)))
 		tc.Rows = append(tc.Rows, row)
-		if tree := (ns("floor-shared-2") - ns("native-2")) / 2; !math.IsNaN(tree) {
-			tc.Points = append(tc.Points, twoPoint{Nominal: float64(nominal) * 1000, TreeFloor: tree})
+		if !math.IsNaN(sharedOver) {
+			tc.Points = append(tc.Points, twoPoint{Nominal: float64(nominal) * 1000, TreeFloor: sharedOver / 2})
 		}
 		if v := ns("tx-2") / ns("tx-1"); !math.IsNaN(v) && (math.IsNaN(tc.Tx) || v > tc.Tx) {
 			tc.Tx, tc.TxGap = v, row[0]
