@@ -154,8 +154,9 @@ type workloadPlan struct {
 	// metric, if set, is reported with value 1 (which variant ran).
 	metric string
 	// jobs is how many processes the workload runs at once (make -jN),
-	// when more than one: bench/report compares its trapped calls with the
-	// floor of that many callers at one listener.
+	// when more than one: with two, bench/report also compares its trapped
+	// calls with the floor of a tree of two callers at one listener
+	// (BenchmarkTwoCallers, which measures two only).
 	jobs int
 }
 

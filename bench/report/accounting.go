@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -119,7 +120,7 @@ func newFloorGaps(r *Results) *floorGaps {
 	if len(fg.Points) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(fg.Points, func(a, b gapPoint) int { return cmpFloat(a.Nominal, b.Nominal) })
+	slices.SortStableFunc(fg.Points, func(a, b gapPoint) int { return cmp.Compare(a.Nominal, b.Nominal) })
 	for _, p := range fg.Points {
 		row := []string{strings.TrimSuffix(p.Name, "us"), us(p.Gap), us(p.Native), us(p.Floor), us(p.Passthrough), us(p.Tx),
 			ratioX(overRatio(p.Passthrough, p.Floor)), ratioX(overRatio(p.Tx, p.Floor))}
@@ -141,16 +142,6 @@ func overRatio(a, b float64) float64 {
 		return math.NaN()
 	}
 	return a / b
-}
-
-func cmpFloat(a, b float64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // perCall formats a count per call; a difference of counts that is

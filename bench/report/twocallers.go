@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -61,7 +62,7 @@ func newTwoCallers(r *Results) *twoCallers {
 			tc.Shared, tc.Apart = ns("floor-shared-2")/ns("floor-1"), ns("floor-2")/ns("floor-1")
 		}
 	}
-	slices.SortFunc(tc.Points, func(a, b twoPoint) int { return cmpFloat(a.Nominal, b.Nominal) })
+	slices.SortFunc(tc.Points, func(a, b twoPoint) int { return cmp.Compare(a.Nominal, b.Nominal) })
 	return tc
 }
 
